@@ -1,0 +1,35 @@
+// The first admin. Its email is `auth.adminEmail` (HISTORIAN_ADMIN_EMAIL wins);
+// its password is HISTORIAN_ADMIN_PASSWORD, or, when that is not set, a random
+// one generated once and written to a 0600 file whose path (never the
+// password) is logged. An existing account is left as it is, apart from
+// making sure it keeps the admin role.
+
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import type { Logger } from '../log.js';
+import { hashPassword } from './passwords.js';
+import type { AccountStore } from './users.js';
+
+export async function ensureAdmin(
+  accounts: AccountStore,
+  opts: { email: string; password: string | undefined; dataDir: string; scryptCost: number },
+  log: Logger,
+): Promise<void> {
+  const existing = accounts.find(opts.email);
+  if (existing) {
+    if (existing.role !== 'admin') accounts.setRole(existing.email, 'admin');
+    return;
+  }
+  let password = opts.password;
+  if (!password) {
+    password = crypto.randomBytes(18).toString('base64url');
+    const file = path.join(opts.dataDir, 'secrets', 'admin-password.txt');
+    fs.mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
+    fs.writeFileSync(file, `${opts.email}\n${password}\n`, { mode: 0o600 });
+    log.warn({ email: opts.email, file }, 'created the first admin with a generated password; read it from the file and change it');
+  } else {
+    log.info({ email: opts.email }, 'created the first admin from HISTORIAN_ADMIN_EMAIL/HISTORIAN_ADMIN_PASSWORD');
+  }
+  accounts.create(opts.email, await hashPassword(password, opts.scryptCost), 'admin', 'admin');
+}

@@ -1,0 +1,86 @@
+// Per-route validators (ajv) and serializers (fast-json-stringify), compiled
+// once at start from the route declarations. Validation errors become a 400
+// naming the field; a serializer exists for every response that declares a
+// JSON schema, so replies are written without generic JSON.stringify.
+
+import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
+import fastJsonStringifyModule from 'fast-json-stringify';
+import { badRequest } from './errors.js';
+import type { JsonSchema, RouteDef } from './route.js';
+
+// fast-json-stringify is CommonJS with a default export; NodeNext sees the namespace.
+const fastJsonStringify =
+  (fastJsonStringifyModule as unknown as { default: typeof fastJsonStringifyModule }).default ?? fastJsonStringifyModule;
+
+// Bodies: exact types, defaults filled in. Query strings and path params arrive
+// as strings, so those validators coerce (and wrap single values into arrays).
+const bodyAjv = new Ajv({ allErrors: false, useDefaults: true, strict: false });
+const textAjv = new Ajv({ allErrors: false, useDefaults: true, coerceTypes: 'array', strict: false });
+
+export type Serializer = (value: unknown) => string;
+
+export interface CompiledRoute {
+  def: RouteDef;
+  validateParams: ValidateFunction | null;
+  validateQuery: ValidateFunction | null;
+  validateBody: ValidateFunction | null;
+  serializers: Map<number, Serializer>;
+}
+
+export function compileRoute(def: RouteDef): CompiledRoute {
+  const serializers = new Map<number, Serializer>();
+  for (const [status, response] of Object.entries(def.responses)) {
+    if (response.schema && !response.contentType) {
+      serializers.set(Number(status), fastJsonStringify(response.schema as never) as Serializer);
+    }
+  }
+  return {
+    def,
+    validateParams: def.params ? textAjv.compile(def.params) : null,
+    validateQuery: def.query ? textAjv.compile(def.query) : null,
+    validateBody: def.body ? bodyAjv.compile(def.body) : null,
+    serializers,
+  };
+}
+
+/** Runs `validate` on `value` (which it may coerce in place) or throws a 400 naming the field. */
+export function check(validate: ValidateFunction | null, value: unknown, where: 'body' | 'query' | 'path'): void {
+  if (!validate || validate(value)) return;
+  throw badRequest(describe(validate.errors?.[0], where));
+}
+
+function describe(error: ErrorObject | undefined, where: 'body' | 'query' | 'path'): string {
+  if (!error) return `invalid ${where}`;
+  const noun = where === 'body' ? 'body field' : where === 'query' ? 'query parameter' : 'path parameter';
+  const field = error.instancePath.split('/').slice(1).map(unescapePointer).join('.');
+  switch (error.keyword) {
+    case 'required': {
+      const missing = (error.params as { missingProperty: string }).missingProperty;
+      return `missing ${noun} '${field ? `${field}.` : ''}${missing}'`;
+    }
+    case 'additionalProperties': {
+      const extra = (error.params as { additionalProperty: string }).additionalProperty;
+      return `unknown ${noun} '${field ? `${field}.` : ''}${extra}'`;
+    }
+    default:
+      return field ? `${noun} '${field}' ${error.message ?? 'is invalid'}` : `${where} ${error.message ?? 'is invalid'}`;
+  }
+}
+
+function unescapePointer(token: string): string {
+  return token.replace(/~1/g, '/').replace(/~0/g, '~');
+}
+
+/** Schema helpers for route declarations. */
+export const S = {
+  string: (extra: JsonSchema = {}): JsonSchema => ({ type: 'string', ...extra }),
+  integer: (extra: JsonSchema = {}): JsonSchema => ({ type: 'integer', ...extra }),
+  boolean: (): JsonSchema => ({ type: 'boolean' }),
+  array: (items: JsonSchema, extra: JsonSchema = {}): JsonSchema => ({ type: 'array', items, ...extra }),
+  object: (properties: Record<string, JsonSchema>, required: string[] = [], extra: JsonSchema = {}): JsonSchema => ({
+    type: 'object',
+    properties,
+    ...(required.length > 0 ? { required } : {}),
+    ...extra,
+  }),
+};

@@ -1,0 +1,86 @@
+// The route declaration: every HTTP route of the service is one `RouteDef`.
+// The router, request validation, response serializers and the OpenAPI
+// document are all derived from these objects (see compile.ts, router.ts,
+// openapi.ts), so nothing about a route is written down twice.
+
+import type { Claims } from '../auth/tokens.js';
+
+export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+
+/** public: no token; jwt: any valid token; admin: a token whose role is admin. */
+export type AuthLevel = 'public' | 'jwt' | 'admin';
+
+/** A JSON Schema (draft 7 subset understood by ajv and fast-json-stringify). */
+export type JsonSchema = { [key: string]: unknown };
+
+export interface ResponseDef {
+  description: string;
+  /** JSON schema of the body; drives the fast-json-stringify serializer and the document. */
+  schema?: JsonSchema;
+  /** Content type when the body is not JSON (HTML, PEM, YAML, binary). */
+  contentType?: string;
+}
+
+/** What a handler sees of a request. Headers are lower-cased names. */
+export interface Request {
+  readonly method: HttpMethod;
+  readonly path: string;
+  /** Raw query string without the leading `?` (for encodings the schema cannot express). */
+  readonly rawQuery: string;
+  readonly params: Record<string, string>;
+  readonly query: Record<string, unknown>;
+  /** Parsed and validated JSON body, when the route declares `body`. */
+  readonly body: unknown;
+  /** Unparsed body bytes, when the route declares `rawBody`. */
+  readonly rawBody: Uint8Array | null;
+  readonly headers: Readonly<Record<string, string>>;
+  /** Verified token claims; null only on public routes. */
+  readonly user: Claims | null;
+  readonly remoteAddress: string;
+  /** Aborted when the client goes away before the reply is sent. */
+  readonly signal: AbortSignal;
+}
+
+/** A reply. JSON bodies go through the route's serializer for `status`. */
+export interface Reply {
+  status?: number;
+  body?: unknown;
+  /** Set to send `body` (string or bytes) as is with this content type. */
+  contentType?: string;
+  headers?: Record<string, string>;
+}
+
+export type Handler = (req: Request) => Reply | Promise<Reply>;
+
+export interface RouteDef {
+  method: HttpMethod;
+  /** OpenAPI style template: `/svcapi/collection/{id}`. */
+  path: string;
+  auth: AuthLevel;
+  /** Group name in the documentation. */
+  tag: string;
+  summary: string;
+  description?: string;
+  /**
+   * Whether the route changes state. Defaults to `method !== 'GET'`; routes that
+   * only read through POST (queries) say `false`. read-only callers get 403 on
+   * mutating routes.
+   */
+  mutates?: boolean;
+  /** Object schema of the path parameters (all strings). */
+  params?: JsonSchema;
+  /** Object schema of the query string; repeated keys arrive as arrays. */
+  query?: JsonSchema;
+  /** Schema of the JSON body; a body that fails it is a 400 naming the field. */
+  body?: JsonSchema;
+  /** The handler reads the body bytes itself (binary, msgpack, large write bodies). */
+  rawBody?: { contentTypes: string[]; description: string };
+  /** Overrides `server.maxBodyBytes` for this route. */
+  maxBodyBytes?: number;
+  responses: Record<number, ResponseDef>;
+  handler: Handler;
+}
+
+export function mutates(route: RouteDef): boolean {
+  return route.mutates ?? route.method !== 'GET';
+}

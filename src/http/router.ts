@@ -1,0 +1,104 @@
+// Path matching over the route table. Paths are split into segments and held
+// in a tree: a literal segment beats a `{param}` segment at the same depth, and
+// matching backtracks, so `/svcapi/units/count` and `/svcapi/units/{id}` can
+// live side by side. A path that exists with other methods is reported so the
+// server can answer 405 with an Allow header instead of 404.
+
+import type { HttpMethod } from './route.js';
+
+interface Node<T> {
+  literal: Map<string, Node<T>>;
+  param: { name: string; node: Node<T> } | null;
+  handlers: Map<HttpMethod, T>;
+}
+
+export type Match<T> =
+  | { kind: 'found'; value: T; params: Record<string, string> }
+  | { kind: 'method-not-allowed'; allow: HttpMethod[] }
+  | { kind: 'not-found' };
+
+const newNode = <T>(): Node<T> => ({ literal: new Map(), param: null, handlers: new Map() });
+
+export class Router<T> {
+  private readonly root: Node<T> = newNode();
+
+  add(method: HttpMethod, template: string, value: T): void {
+    let node = this.root;
+    for (const segment of splitPath(template)) {
+      const param = /^\{([A-Za-z_][A-Za-z0-9_]*)\}$/.exec(segment);
+      if (param) {
+        if (node.param && node.param.name !== param[1]) {
+          throw new Error(`route ${method} ${template}: parameter {${param[1]}} clashes with {${node.param.name}}`);
+        }
+        node.param ??= { name: param[1], node: newNode() };
+        node = node.param.node;
+      } else {
+        let next = node.literal.get(segment);
+        if (!next) node.literal.set(segment, (next = newNode()));
+        node = next;
+      }
+    }
+    if (node.handlers.has(method)) throw new Error(`route ${method} ${template} is declared twice`);
+    node.handlers.set(method, value);
+  }
+
+  match(method: HttpMethod | string, path: string): Match<T> {
+    const segments = splitPath(path);
+    const values: string[] = [];
+    const names: string[] = [];
+    const node = this.walk(this.root, segments, 0, names, values, method);
+    if (!node) return { kind: 'not-found' };
+    const value = node.handlers.get(method as HttpMethod);
+    if (value === undefined) return { kind: 'method-not-allowed', allow: [...node.handlers.keys()] };
+    const params: Record<string, string> = {};
+    for (let i = 0; i < names.length; i++) params[names[i]] = values[i];
+    return { kind: 'found', value, params };
+  }
+
+  /**
+   * Depth-first: literal child, then parameter child. Prefers a node that has a
+   * handler for `method`; otherwise returns the first node with any handler so
+   * the caller can answer 405.
+   */
+  private walk(node: Node<T>, segments: string[], depth: number, names: string[], values: string[], method: string): Node<T> | null {
+    if (depth === segments.length) return node.handlers.size > 0 ? node : null;
+    let fallback: Node<T> | null = null;
+    const literal = node.literal.get(segments[depth]);
+    if (literal) {
+      const mark = names.length;
+      const found = this.walk(literal, segments, depth + 1, names, values, method);
+      if (found?.handlers.has(method as HttpMethod)) return found;
+      names.length = values.length = mark;
+      fallback = found;
+    }
+    if (node.param) {
+      const decoded = decodeSegment(segments[depth]);
+      if (decoded !== null) {
+        const mark = names.length;
+        names.push(node.param.name);
+        values.push(decoded);
+        const found = this.walk(node.param.node, segments, depth + 1, names, values, method);
+        if (found?.handlers.has(method as HttpMethod)) return found;
+        names.length = values.length = mark;
+        fallback ??= found;
+      }
+    }
+    return fallback;
+  }
+}
+
+function splitPath(path: string): string[] {
+  const trimmed = path.length > 1 && path.endsWith('/') ? path.slice(0, -1) : path;
+  return trimmed.split('/').slice(1);
+}
+
+/** Path parameters are percent-decoded (collection ids carry `/` as %2F). */
+function decodeSegment(segment: string): string | null {
+  if (segment === '') return null;
+  if (!segment.includes('%')) return segment;
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    return null;
+  }
+}

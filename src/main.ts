@@ -1,0 +1,83 @@
+// Process entry: load settings, open the stores, build the route table, serve
+// HTTPS, and shut down cleanly on SIGTERM/SIGINT (stop accepting, finish
+// in-flight requests, close stores, exit 0).
+
+import fs from 'node:fs';
+import { ensureAdmin } from './auth/bootstrap.js';
+import { loadOrCreateSecret, TokenService } from './auth/tokens.js';
+import { AccountStore } from './auth/users.js';
+import { ConfigError, loadConfig, type Config } from './config.js';
+import { ensureCertificates } from './http/certificates.js';
+import { HttpServer } from './http/server.js';
+import { createLogger, type Logger } from './log.js';
+import { openMetadataDb } from './meta/database.js';
+import type { ServiceContext } from './routes/context.js';
+import { buildRouteTable } from './routes/index.js';
+
+export interface RunningService {
+  port: number;
+  stop(): Promise<void>;
+}
+
+export async function startService(config: Config, log: Logger, env: NodeJS.ProcessEnv = process.env): Promise<RunningService> {
+  fs.mkdirSync(config.dataDir, { recursive: true });
+  const tls = ensureCertificates(config.dataDir, config.tls, log);
+  const db = openMetadataDb(config.dataDir);
+  const accounts = new AccountStore(db);
+  const auth = config.auth;
+  const tokens = new TokenService(loadOrCreateSecret(config.dataDir), auth.tokenLifetimeSeconds, auth.tokenCacheSeconds, auth.tokenCacheMaxEntries);
+  for (const { email, revoked_at } of accounts.revokedSubjects()) tokens.revokeSubject(email, revoked_at);
+  await ensureAdmin(accounts, { email: auth.adminEmail, password: env.HISTORIAN_ADMIN_PASSWORD, dataDir: config.dataDir, scryptCost: auth.scryptCost }, log);
+
+  let port = config.server.port;
+  const ctx: ServiceContext = { config, log, db, accounts, tokens, tls, boundPort: () => port };
+  const server = new HttpServer({ routes: buildRouteTable(ctx), tokens, log, maxBodyBytes: config.server.maxBodyBytes, tls });
+  port = await server.listen(config.server.host, config.server.port);
+  log.info({ port, dataDir: config.dataDir, caFile: tls.caFile }, 'listening');
+
+  return {
+    port,
+    async stop() {
+      await server.close(config.server.shutdownGraceMs);
+      db.close();
+    },
+  };
+}
+
+async function main(): Promise<void> {
+  let config: Config;
+  try {
+    config = loadConfig();
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      process.stderr.write(`historian: ${err.message}\n`);
+      process.exit(1);
+    }
+    throw err;
+  }
+  const log = createLogger(config.log.level);
+  const service = await startService(config, log);
+  let stopping = false;
+  const shutdown = (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    log.info({ signal }, 'shutting down');
+    service.stop().then(
+      () => {
+        log.info('stopped');
+        process.exit(0);
+      },
+      (err) => {
+        log.error({ err }, 'shutdown failed');
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGTERM', () => shutdown('SIGTERM'));
+  process.on('SIGINT', () => shutdown('SIGINT'));
+}
+
+main().catch((err) => {
+  process.stderr.write(`historian: failed to start: ${err instanceof Error ? err.stack ?? err.message : String(err)}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,18 @@
+// Append-only: migration i brings the schema from version i to i + 1.
+// Never edit a migration that has shipped; add a new one.
+
+export const MIGRATIONS: readonly string[] = [
+  // 1: accounts. Role and other schemaless fields live in meta_data (flat entity convention).
+  `CREATE TABLE users (
+     id INTEGER PRIMARY KEY AUTOINCREMENT,
+     email TEXT NOT NULL UNIQUE,
+     password TEXT,
+     username TEXT,
+     meta_data TEXT NOT NULL DEFAULT '{}'
+   );
+   -- Deleting an account revokes the tokens issued to it before the deletion.
+   CREATE TABLE revoked_subjects (
+     email TEXT PRIMARY KEY,
+     revoked_at INTEGER NOT NULL
+   );`,
+];

@@ -1,0 +1,21 @@
+// What route groups are built from: the long-lived services of the process.
+// Each route file exports a function `(ctx) => RouteDef[]`; routes/index.ts
+// concatenates them into the one route table.
+
+import type { Config } from '../config.js';
+import type { AccountStore } from '../auth/users.js';
+import type { TokenService } from '../auth/tokens.js';
+import type { TlsFiles } from '../http/certificates.js';
+import type { Db } from '../meta/database.js';
+import type { Logger } from '../log.js';
+
+export interface ServiceContext {
+  readonly config: Config;
+  readonly log: Logger;
+  readonly db: Db;
+  readonly accounts: AccountStore;
+  readonly tokens: TokenService;
+  readonly tls: TlsFiles;
+  /** The port actually bound (differs from config when it is 0). */
+  boundPort(): number;
+}

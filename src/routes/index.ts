@@ -1,0 +1,14 @@
+// The route table: every mounted route of the service, in one array.
+// Routes the contract lists as not mounted (update_password, /elog/*,
+// /dataflow/ems/*) are deliberately absent, so they answer 404.
+
+import type { RouteDef } from '../http/route.js';
+import { authRoutes } from './auth.js';
+import type { ServiceContext } from './context.js';
+import { utilityRoutes } from './utility.js';
+
+export function buildRouteTable(ctx: ServiceContext): RouteDef[] {
+  const table: RouteDef[] = [];
+  table.push(...utilityRoutes(ctx, () => table), ...authRoutes(ctx));
+  return table;
+}
