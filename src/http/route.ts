@@ -4,6 +4,7 @@
 // openapi.ts), so nothing about a route is written down twice.
 
 import type { Claims } from '../auth/tokens.js';
+import type { ErrorShape } from './errors.js';
 
 export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 
@@ -78,6 +79,8 @@ export interface RouteDef {
   /** Overrides `server.maxBodyBytes` for this route. */
   maxBodyBytes?: number;
   responses: Record<number, ResponseDef>;
+  /** Error body shape: `{error}` (default) or `{status: "error", message}`. */
+  errorShape?: ErrorShape;
   handler: Handler;
 }
 

@@ -115,6 +115,7 @@ export class HttpServer {
         throw new HttpError('METHOD_NOT_ALLOWED', `method ${ex.method} not allowed on ${ex.path}`, { allow });
       }
       const route = match.value;
+      ex.errorShape = route.def.errorShape ?? 'error';
       const headers: Record<string, string> = {};
       req.forEach((key, value) => {
         headers[key] = value;

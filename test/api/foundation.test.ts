@@ -234,3 +234,35 @@ async function waitFor(predicate: () => boolean, timeoutMs = 5000): Promise<void
     await new Promise((r) => setTimeout(r, 20));
   }
 }
+
+describe('graceful shutdown', () => {
+  test('SIGTERM lets a request in flight finish, refuses new connections, then exits 0', async () => {
+    const svc = await startService();
+    try {
+      const https = await import('node:https');
+      const body = JSON.stringify({ email: 'slow@plant.test', password: 'slow-password-1' });
+      const reply = new Promise<number>((resolve, reject) => {
+        const req = https.request(
+          { host: '127.0.0.1', servername: 'localhost', port: svc.port, method: 'POST', path: '/svcapi/login', ca: svc.ca,
+            headers: { 'content-type': 'application/json', 'content-length': String(body.length) } },
+          (res) => {
+            res.resume();
+            res.on('end', () => resolve(res.statusCode ?? 0));
+          },
+        );
+        req.on('error', reject);
+        req.write(body.slice(0, 10));
+        // The rest of the body arrives after the signal.
+        setTimeout(() => {
+          svc.child.kill('SIGTERM');
+          setTimeout(() => req.end(body.slice(10)), 300);
+        }, 200);
+      });
+      assert.equal(await reply, 401, 'the in-flight login was answered normally');
+      assert.deepEqual(await svc.stop(), { code: 0, signal: null });
+      await assert.rejects(rawRequest({ port: svc.port, method: 'GET', path: '/ingest/health', ca: svc.ca }), /ECONNREFUSED/);
+    } finally {
+      await svc.dispose();
+    }
+  });
+});
