@@ -29,6 +29,9 @@ export interface Config {
   readonly log: {
     readonly level: LogLevel;
   };
+  readonly meta: {
+    readonly maxListRows: number;
+  };
   readonly auth: {
     readonly adminEmail: string;
     readonly tokenLifetimeSeconds: number;

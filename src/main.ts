@@ -11,6 +11,10 @@ import { ensureCertificates } from './http/certificates.js';
 import { HttpServer } from './http/server.js';
 import { createLogger, type Logger } from './log.js';
 import { openMetadataDb } from './meta/database.js';
+import { EntityStore } from './meta/entities.js';
+import { registerSqlFunctions } from './meta/filter.js';
+import { Registry } from './meta/registry.js';
+import { syncEntitySchema } from './meta/schema.js';
 import type { ServiceContext } from './routes/context.js';
 import { buildRouteTable } from './routes/index.js';
 
@@ -23,6 +27,10 @@ export async function startService(config: Config, log: Logger, env: NodeJS.Proc
   fs.mkdirSync(config.dataDir, { recursive: true });
   const tls = ensureCertificates(config.dataDir, config.tls, log);
   const db = openMetadataDb(config.dataDir);
+  const registry = new Registry();
+  syncEntitySchema(db, registry);
+  registerSqlFunctions(db);
+  const entities = new EntityStore(db, registry, config.meta.maxListRows);
   const accounts = new AccountStore(db);
   const auth = config.auth;
   const tokens = new TokenService(loadOrCreateSecret(config.dataDir), auth.tokenLifetimeSeconds, auth.tokenCacheSeconds, auth.tokenCacheMaxEntries);
@@ -30,7 +38,7 @@ export async function startService(config: Config, log: Logger, env: NodeJS.Proc
   await ensureAdmin(accounts, { email: auth.adminEmail, password: env.HISTORIAN_ADMIN_PASSWORD, dataDir: config.dataDir, scryptCost: auth.scryptCost }, log);
 
   let port = config.server.port;
-  const ctx: ServiceContext = { config, log, db, accounts, tokens, tls, boundPort: () => port };
+  const ctx: ServiceContext = { config, log, db, accounts, tokens, tls, entities, boundPort: () => port };
   const server = new HttpServer({ routes: buildRouteTable(ctx), tokens, log, maxBodyBytes: config.server.maxBodyBytes, tls });
   port = await server.listen(config.server.host, config.server.port);
   log.info({ port, dataDir: config.dataDir, caFile: tls.caFile }, 'listening');

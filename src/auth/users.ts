@@ -87,8 +87,29 @@ export class AccountStore {
     })();
   }
 
-  /** Token claims for an account. Grants come from its profile once profiles exist. */
+  /**
+   * Token claims for an account. Grants are the union of `accessAllowed`
+   * (`{orgs?: [ids], sites: [ids], units: [ids]}`) over the user's profiles.
+   */
   claimsFor(account: Account): GrantClaims {
-    return { sub: account.email, role: account.role, units_id: [], sites_id: [], orgs_id: [] };
+    const grants = { orgs: new Set<string>(), sites: new Set<string>(), units: new Set<string>() };
+    const profiles = this.db.prepare('SELECT meta_data FROM userprofiles WHERE usersId = ?').pluck().all(account.id) as string[];
+    for (const text of profiles) {
+      let access: unknown;
+      try {
+        access = (JSON.parse(text) as { accessAllowed?: unknown }).accessAllowed;
+      } catch {
+        continue;
+      }
+      if (!access || typeof access !== 'object') continue;
+      for (const level of ['orgs', 'sites', 'units'] as const) {
+        const ids = (access as Record<string, unknown>)[level];
+        if (Array.isArray(ids)) for (const id of ids) if (typeof id === 'string' || typeof id === 'number') grants[level].add(String(id));
+      }
+    }
+    return {
+      sub: account.email, role: account.role,
+      units_id: [...grants.units], sites_id: [...grants.sites], orgs_id: [...grants.orgs],
+    };
   }
 }

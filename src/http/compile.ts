@@ -27,18 +27,32 @@ export interface CompiledRoute {
   serializers: Map<number, Serializer>;
 }
 
+// Generated routes (hundreds of entity routes) share schema objects; compiling
+// each object once keeps start-up fast.
+const serializerCache = new WeakMap<JsonSchema, Serializer>();
+const bodyCache = new WeakMap<JsonSchema, ValidateFunction>();
+const textCache = new WeakMap<JsonSchema, ValidateFunction>();
+
+function cached<T>(cache: WeakMap<JsonSchema, T>, schema: JsonSchema, make: () => T): T {
+  let value = cache.get(schema);
+  if (value === undefined) cache.set(schema, (value = make()));
+  return value;
+}
+
 export function compileRoute(def: RouteDef): CompiledRoute {
   const serializers = new Map<number, Serializer>();
   for (const [status, response] of Object.entries(def.responses)) {
-    if (response.schema && !response.contentType) {
-      serializers.set(Number(status), fastJsonStringify(response.schema as never) as Serializer);
+    const schema = response.schema;
+    if (schema && !response.contentType) {
+      serializers.set(Number(status), cached(serializerCache, schema, () => fastJsonStringify(schema as never) as Serializer));
     }
   }
+  const text = (schema: JsonSchema | undefined) => (schema ? cached(textCache, schema, () => textAjv.compile(schema)) : null);
   return {
     def,
-    validateParams: def.params ? textAjv.compile(def.params) : null,
-    validateQuery: def.query ? textAjv.compile(def.query) : null,
-    validateBody: def.body ? bodyAjv.compile(def.body) : null,
+    validateParams: text(def.params),
+    validateQuery: text(def.query),
+    validateBody: def.body ? cached(bodyCache, def.body, () => bodyAjv.compile(def.body!)) : null,
     serializers,
   };
 }

@@ -7,6 +7,7 @@ import type { AccountStore } from '../auth/users.js';
 import type { TokenService } from '../auth/tokens.js';
 import type { TlsFiles } from '../http/certificates.js';
 import type { Db } from '../meta/database.js';
+import type { EntityStore } from '../meta/entities.js';
 import type { Logger } from '../log.js';
 
 export interface ServiceContext {
@@ -16,6 +17,7 @@ export interface ServiceContext {
   readonly accounts: AccountStore;
   readonly tokens: TokenService;
   readonly tls: TlsFiles;
+  readonly entities: EntityStore;
   /** The port actually bound (differs from config when it is 0). */
   boundPort(): number;
 }

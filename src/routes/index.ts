@@ -5,10 +5,11 @@
 import type { RouteDef } from '../http/route.js';
 import { authRoutes } from './auth.js';
 import type { ServiceContext } from './context.js';
+import { entityRoutes } from './entities.js';
 import { utilityRoutes } from './utility.js';
 
 export function buildRouteTable(ctx: ServiceContext): RouteDef[] {
   const table: RouteDef[] = [];
-  table.push(...utilityRoutes(ctx, () => table), ...authRoutes(ctx));
+  table.push(...utilityRoutes(ctx, () => table), ...authRoutes(ctx), ...entityRoutes(ctx, ctx.entities));
   return table;
 }

@@ -27,9 +27,7 @@ test('first start generates a local CA and a server certificate it signed', (t) 
   t.after(() => fs.rmSync(dataDir, { recursive: true, force: true }));
   const logged: Array<{ obj: object; msg?: string }> = [];
 
-  const started = performance.now();
   const files = ensureCertificates(dataDir, NOT_CONFIGURED, { info: (obj, msg) => logged.push({ obj, msg }) });
-  const elapsedMs = performance.now() - started;
 
   const tlsDir = path.join(dataDir, 'tls');
   assert.deepEqual(files, {
@@ -42,7 +40,6 @@ test('first start generates a local CA and a server certificate it signed', (t) 
   assert.equal(mode(files.keyFile), 0o600);
   assert.equal(mode(tlsDir), 0o700);
   assert.equal(logged.length, 1);
-  assert.ok(elapsedMs < 2000, `two RSA-2048 keys took ${elapsedMs.toFixed(0)} ms; native generation is not in use`);
 
   const ca = readCert(files.caFile!);
   const server = readCert(files.certFile);

@@ -1,0 +1,114 @@
+// Row-level scoping, applied inside the entity store so no route can skip it.
+//
+// A caller's grant (token claims `orgs_id`, `sites_id`, `units_id`) covers
+// the granted orgs, their sites and units, the granted sites and their units,
+// and the granted units. Rows of other tables belong to the hierarchy through
+// their foreign keys (a row is inside when any of its parents is). Reading
+// also reaches the ancestors of granted rows (the site and org of a granted
+// unit), so a client can navigate to its units; changing them does not.
+// Users see and change only their own account rows. Tables with no path to
+// the hierarchy are shared by every logged-in caller.
+
+import type { Claims } from '../auth/tokens.js';
+import type { Db } from './database.js';
+import type { EntityDef, Registry } from './registry.js';
+import { ident } from './schema.js';
+
+export type Access = 'read' | 'write';
+
+export interface ScopeSql {
+  sql: string;
+  params: unknown[];
+}
+
+const EVERYTHING: ScopeSql = { sql: '1', params: [] };
+
+export class Scope {
+  readonly isAdmin: boolean;
+  readonly subject: string;
+  private readonly sets: { orgs: string; sites: string; units: string; readOrgs: string; readSites: string } | null;
+
+  private constructor(
+    private readonly registry: Registry,
+    claims: Pick<Claims, 'sub' | 'role' | 'orgs_id' | 'sites_id' | 'units_id'>,
+    db: Db | null,
+  ) {
+    this.isAdmin = claims.role === 'admin';
+    this.subject = claims.sub;
+    this.sets = this.isAdmin || !db ? null : expandGrant(db, claims);
+  }
+
+  static of(db: Db, registry: Registry, claims: Pick<Claims, 'sub' | 'role' | 'orgs_id' | 'sites_id' | 'units_id'>): Scope {
+    return new Scope(registry, claims, db);
+  }
+
+  /** Boolean SQL over columns of `def.table` that is true for rows the caller may read or change. */
+  predicate(def: EntityDef, access: Access): ScopeSql {
+    if (this.isAdmin || !this.sets) return EVERYTHING;
+    return this.rowPredicate(def, access, 0);
+  }
+
+  private rowPredicate(def: EntityDef, access: Access, depth: number): ScopeSql {
+    const sets = this.sets!;
+    const t = ident(def.table);
+    const inSet = (column: string, set: string): ScopeSql => ({
+      sql: `${t}.${ident(column)} IN (SELECT value FROM json_each(?))`,
+      params: [set],
+    });
+    switch (def.table) {
+      case 'orgs':
+        return inSet('id', access === 'read' ? sets.readOrgs : sets.orgs);
+      case 'sites':
+        return inSet('id', access === 'read' ? sets.readSites : sets.sites);
+      case 'units':
+        return inSet('id', sets.units);
+      case 'users':
+        return { sql: `${t}."email" = ?`, params: [this.subject] };
+      case 'notifications': {
+        if (access === 'write') return { sql: `${t}."userId" = ?`, params: [this.subject] };
+        const scoped = [inSet('orgsId', sets.orgs), inSet('sitesId', sets.sites), inSet('unitsId', sets.units)];
+        return {
+          sql:
+            `(${t}."userId" = ? OR (${t}."userId" IS NULL AND ((${t}."orgsId" IS NULL AND ${t}."sitesId" IS NULL AND ${t}."unitsId" IS NULL)` +
+            ` OR ${scoped.map((s) => s.sql).join(' OR ')})))`,
+          params: [this.subject, ...scoped.flatMap((s) => s.params)],
+        };
+      }
+    }
+    const parents = this.registry.parentsOf(def);
+    if (parents.length === 0) return EVERYTHING;
+    if (depth > 8) return { sql: '0', params: [] };
+    // Inside when any parent row is inside (parents are judged for writing: an
+    // ancestor readable only for navigation does not open its other children).
+    const parts = parents.map((relation) => {
+      const parentSql = this.rowPredicate(relation.parent, 'write', depth + 1);
+      return {
+        sql: `${t}.${ident(relation.column)} IN (SELECT ${ident(relation.parent.table)}.id FROM ${ident(relation.parent.table)} WHERE ${parentSql.sql})`,
+        params: parentSql.params,
+      };
+    });
+    return { sql: `(${parts.map((p) => p.sql).join(' OR ')})`, params: parts.flatMap((p) => p.params) };
+  }
+}
+
+function ids(values: readonly string[]): number[] {
+  return values.map(Number).filter((n) => Number.isSafeInteger(n));
+}
+
+/** Expands the claims down the hierarchy (and up, for reading) into id sets, as JSON arrays for json_each. */
+function expandGrant(db: Db, claims: Pick<Claims, 'orgs_id' | 'sites_id' | 'units_id'>) {
+  const orgs = ids(claims.orgs_id);
+  const column = (sql: string, param: number[]) =>
+    (db.prepare(sql).pluck().all(JSON.stringify(param)) as Array<number | null>).filter((v): v is number => v !== null);
+  const sites = [...new Set([...ids(claims.sites_id), ...column('SELECT id FROM sites WHERE orgsId IN (SELECT value FROM json_each(?))', orgs)])];
+  const units = [...new Set([...ids(claims.units_id), ...column('SELECT id FROM units WHERE siteId IN (SELECT value FROM json_each(?))', sites)])];
+  const readSites = [...new Set([...sites, ...column('SELECT siteId FROM units WHERE id IN (SELECT value FROM json_each(?))', units)])];
+  const readOrgs = [...new Set([...orgs, ...column('SELECT orgsId FROM sites WHERE id IN (SELECT value FROM json_each(?))', readSites)])];
+  return {
+    orgs: JSON.stringify(orgs),
+    sites: JSON.stringify(sites),
+    units: JSON.stringify(units),
+    readOrgs: JSON.stringify(readOrgs),
+    readSites: JSON.stringify(readSites),
+  };
+}
