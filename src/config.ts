@@ -29,6 +29,17 @@ export interface Config {
   readonly log: {
     readonly level: LogLevel;
   };
+  readonly storage: {
+    readonly shards: number;
+    readonly autoCreateCollections: boolean;
+    readonly requestRingBytes: number;
+    readonly resultRingBytes: number;
+    readonly bufferCapacityPoints: number;
+    readonly flushIntervalMs: number;
+    readonly sealGraceMs: number;
+    readonly minFreeBytes: number;
+    readonly resultStallTimeoutMs: number;
+  };
   readonly meta: {
     readonly maxListRows: number;
   };

@@ -15,6 +15,7 @@ import { EntityStore } from './meta/entities.js';
 import { registerSqlFunctions } from './meta/filter.js';
 import { Registry } from './meta/registry.js';
 import { syncEntitySchema } from './meta/schema.js';
+import { StorageService } from './storage/service.js';
 import type { ServiceContext } from './routes/context.js';
 import { buildRouteTable } from './routes/index.js';
 
@@ -31,6 +32,9 @@ export async function startService(config: Config, log: Logger, env: NodeJS.Proc
   syncEntitySchema(db, registry);
   registerSqlFunctions(db);
   const entities = new EntityStore(db, registry, config.meta.maxListRows);
+  const storage = new StorageService(config, db, log);
+  await storage.start();
+  entities.addHooks(storage.entityHooks((job) => entities.defer(job)));
   const accounts = new AccountStore(db);
   const auth = config.auth;
   const tokens = new TokenService(loadOrCreateSecret(config.dataDir), auth.tokenLifetimeSeconds, auth.tokenCacheSeconds, auth.tokenCacheMaxEntries);
@@ -38,7 +42,7 @@ export async function startService(config: Config, log: Logger, env: NodeJS.Proc
   await ensureAdmin(accounts, { email: auth.adminEmail, password: env.HISTORIAN_ADMIN_PASSWORD, dataDir: config.dataDir, scryptCost: auth.scryptCost }, log);
 
   let port = config.server.port;
-  const ctx: ServiceContext = { config, log, db, accounts, tokens, tls, entities, boundPort: () => port };
+  const ctx: ServiceContext = { config, log, db, accounts, tokens, tls, entities, storage, boundPort: () => port };
   const server = new HttpServer({ routes: buildRouteTable(ctx), tokens, log, maxBodyBytes: config.server.maxBodyBytes, tls });
   port = await server.listen(config.server.host, config.server.port);
   log.info({ port, dataDir: config.dataDir, caFile: tls.caFile }, 'listening');
@@ -47,6 +51,7 @@ export async function startService(config: Config, log: Logger, env: NodeJS.Proc
     port,
     async stop() {
       await server.close(config.server.shutdownGraceMs);
+      await storage.close();
       db.close();
     },
   };

@@ -64,10 +64,16 @@ export function errorBody(shape: ErrorShape, message: string): Record<string, st
 
 /** Turns anything thrown by a handler into status + body; unknown errors become a bare 500. */
 export function toErrorReply(err: unknown, shape: ErrorShape): { status: number; body: string; headers?: Record<string, string> } {
+  if (isWireConvertible(err)) err = HttpError.fromWire(err.toWire());
   if (err instanceof HttpError) {
     return { status: err.status, body: JSON.stringify(errorBody(shape, err.message)), headers: err.headers };
   }
   return { status: 500, body: JSON.stringify(errorBody(shape, 'internal error')) };
+}
+
+/** Errors of other layers (storage) that know their wire form, e.g. StorageError. */
+export function isWireConvertible(err: unknown): err is { toWire(): { code: string; message: string } } {
+  return !(err instanceof HttpError) && typeof (err as { toWire?: unknown })?.toWire === 'function';
 }
 
 /** Schema of both error shapes, for the OpenAPI document. */

@@ -49,6 +49,18 @@ export interface Reply {
   /** Set to send `body` (string or bytes) as is with this content type. */
   contentType?: string;
   headers?: Record<string, string>;
+  /**
+   * A streamed body (needs `contentType`). Status and headers go out with the
+   * first chunk; an error thrown before any chunk becomes a normal error reply,
+   * one thrown later cuts the connection (the client sees a truncated body).
+   */
+  stream?: (out: ResponseStream) => Promise<void>;
+}
+
+export interface ResponseStream {
+  /** Sends a chunk (copied). Returns a promise when the client is slow: wait for it before sending more. */
+  write(chunk: Uint8Array | string): void | Promise<void>;
+  readonly aborted: boolean;
 }
 
 export type Handler = (req: Request) => Reply | Promise<Reply>;

@@ -10,7 +10,7 @@ import { unpack } from 'msgpackr';
 import type { TokenService } from '../auth/tokens.js';
 import { redactQuery, type Logger } from '../log.js';
 import { check, compileRoute, type CompiledRoute } from './compile.js';
-import { HttpError, toErrorReply, type ErrorShape } from './errors.js';
+import { HttpError, isWireConvertible, toErrorReply, type ErrorShape } from './errors.js';
 import { mutates, type HttpMethod, type Reply, type Request, type RouteDef } from './route.js';
 import { Router } from './router.js';
 
@@ -182,6 +182,10 @@ export class HttpServer {
 
   private reply(ex: Exchange, route: CompiledRoute, reply: Reply): void {
     if (ex.done) return;
+    if (reply.stream) {
+      this.streamReply(ex, reply);
+      return;
+    }
     const status = reply.status ?? 200;
     let payload: string | Uint8Array;
     let contentType: string;
@@ -196,9 +200,61 @@ export class HttpServer {
     this.send(ex, status, contentType, payload, reply.headers);
   }
 
+  private streamReply(ex: Exchange, reply: Reply): void {
+    const res = ex.res;
+    let started = false;
+    let writable: (() => void) | null = null;
+    const status = reply.status ?? 200;
+    const out = {
+      get aborted() {
+        return ex.done;
+      },
+      write: (chunk: Uint8Array | string): void | Promise<void> => {
+        if (ex.done) return;
+        let ok = true;
+        res.cork(() => {
+          if (!started) {
+            started = true;
+            res.writeStatus(statusLine(status));
+            res.writeHeader('content-type', reply.contentType ?? 'application/octet-stream');
+            if (reply.headers) for (const name in reply.headers) res.writeHeader(name, reply.headers[name]);
+          }
+          ok = res.write(chunk);
+        });
+        if (ok) return;
+        return new Promise<void>((resolve) => {
+          writable = resolve;
+          res.onWritable(() => {
+            writable = null;
+            resolve();
+            return true;
+          });
+        });
+      },
+    };
+    ex.controller.signal.addEventListener('abort', () => writable?.(), { once: true });
+    reply.stream!(out).then(
+      () => {
+        if (ex.done) return;
+        if (!started) return this.send(ex, status, reply.contentType ?? 'application/octet-stream', '', reply.headers);
+        ex.done = true;
+        res.cork(() => res.end());
+        this.finish(ex, status);
+      },
+      (err) => {
+        if (ex.done) return;
+        if (!started) return this.fail(ex, err);
+        this.opts.log.warn({ err: String(err), path: ex.path }, 'stream failed after it started; closing the connection');
+        ex.done = true;
+        res.close();
+        this.finish(ex, status);
+      },
+    );
+  }
+
   private fail(ex: Exchange, err: unknown): void {
     if (ex.done) return;
-    if (!(err instanceof HttpError)) {
+    if (!(err instanceof HttpError) && !isWireConvertible(err)) {
       this.opts.log.error({ err, method: ex.method, path: ex.path }, 'request failed');
     }
     const { status, body, headers } = toErrorReply(err, ex.errorShape);

@@ -32,6 +32,8 @@ const ADMIN_ONLY_FIELDS: Record<string, string[]> = { users: ['role'], userprofi
 
 export class EntityStore {
   private readonly hooks: EntityHooks[] = [];
+  /** Work a hook asked to run once the write has committed (file moves and the like). */
+  private deferred: Array<() => Promise<void>> = [];
 
   constructor(
     readonly db: Db,
@@ -41,6 +43,29 @@ export class EntityStore {
 
   addHooks(hooks: EntityHooks): void {
     this.hooks.push(hooks);
+  }
+
+  /** For hooks: runs `job` after the current write commits (dropped if it rolls back). */
+  defer(job: () => Promise<void>): void {
+    this.deferred.push(job);
+  }
+
+  /** Runs the deferred work of the writes made so far; routes await it before replying. */
+  async settle(): Promise<void> {
+    const jobs = this.deferred;
+    this.deferred = [];
+    for (const job of jobs) await job();
+  }
+
+  /** One write transaction; deferred work queued by a failed one is discarded. */
+  private tx<T>(fn: () => T): T {
+    const mark = this.deferred.length;
+    try {
+      return this.db.transaction(fn)();
+    } catch (err) {
+      this.deferred.length = mark;
+      throw err;
+    }
   }
 
   // ---- reads -------------------------------------------------------------
@@ -83,12 +108,12 @@ export class EntityStore {
   // ---- writes ------------------------------------------------------------
 
   create(def: EntityDef, scope: Scope, body: unknown, injected?: Record<string, unknown>): Entity {
-    return this.db.transaction(() => this.insertOne(def, scope, body, injected))();
+    return this.tx(() => this.insertOne(def, scope, body, injected));
   }
 
   createMany(def: EntityDef, scope: Scope, bodies: unknown): Entity[] {
     if (!Array.isArray(bodies)) throw badRequest('body must be a JSON array of objects');
-    return this.db.transaction(() =>
+    return this.tx(() =>
       bodies.map((body, i) => {
         try {
           return this.insertOne(def, scope, body);
@@ -97,53 +122,53 @@ export class EntityStore {
           throw err;
         }
       }),
-    )();
+    );
   }
 
   /** PUT /{id}: real columns replaced where given, meta_data merged. */
   merge(def: EntityDef, scope: Scope, rawId: unknown, body: unknown): Entity {
     const id = parseId(def, rawId);
-    return this.db.transaction(() => this.updateOne(def, scope, id, splitEntity(def, body)))();
+    return this.tx(() => this.updateOne(def, scope, id, splitEntity(def, body)));
   }
 
   /** PATCH: updates when the body has an id that exists, inserts otherwise. */
   upsert(def: EntityDef, scope: Scope, body: unknown): Entity {
     const split = splitEntity(def, body);
-    return this.db.transaction(() => {
+    return this.tx(() => {
       if (split.id !== undefined && this.rowById(def, split.id)) return this.updateOne(def, scope, split.id, split);
       return this.insertOne(def, scope, body);
-    })();
+    });
   }
 
   /** POST /update: merges `body` into every writable row matching `where`; returns how many. */
   updateWhere(def: EntityDef, scope: Scope, where: Where | undefined, body: unknown): number {
     const split = splitEntity(def, body);
     if (split.id !== undefined) throw badRequest('id cannot be changed by update-all');
-    return this.db.transaction(() => {
+    return this.tx(() => {
       const rows = this.selectRows(def, scope, 'write', where, {});
       for (const row of rows) this.updateOne(def, scope, row.id, split, row);
       return rows.length;
-    })();
+    });
   }
 
   /** DELETE /{id}: 0 when missing, 403 outside the grant; cascades to children. */
   deleteById(def: EntityDef, scope: Scope, rawId: unknown, extra?: Where): number {
     const id = parseId(def, rawId);
-    return this.db.transaction(() => {
+    return this.tx(() => {
       const row = this.rowById(def, id, extra);
       if (!row) return 0;
       if (!this.allowed(def, scope, 'write', id)) throw forbidden(`${def.urlNames[0]} ${id} is outside your access grant`);
       this.deleteCascade(def, [row]);
       return 1;
-    })();
+    });
   }
 
   deleteWhere(def: EntityDef, scope: Scope, where: Where | undefined): number {
-    return this.db.transaction(() => {
+    return this.tx(() => {
       const rows = this.selectRows(def, scope, 'write', where, {});
       this.deleteCascade(def, rows);
       return rows.length;
-    })();
+    });
   }
 
   // ---- internals ---------------------------------------------------------

@@ -15,4 +15,11 @@ export const MIGRATIONS: readonly string[] = [
      email TEXT PRIMARY KEY,
      revoked_at INTEGER NOT NULL
    );`,
+  // 2: which collection a tag belongs to, for writes and queries that name no scope.
+  `CREATE TABLE tag_scopes (
+     tag TEXT PRIMARY KEY,
+     collection TEXT NOT NULL,
+     learned_at INTEGER NOT NULL
+   );
+   CREATE INDEX tag_scopes_collection ON tag_scopes (collection);`,
 ];

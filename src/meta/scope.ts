@@ -42,6 +42,12 @@ export class Scope {
     return new Scope(registry, claims, db);
   }
 
+  /** Units inside the grant (orgs and sites expanded); null for admins, who reach everything. */
+  grantedUnits(): Set<number> | null {
+    if (this.isAdmin || !this.sets) return null;
+    return new Set(JSON.parse(this.sets.units) as number[]);
+  }
+
   /** Boolean SQL over columns of `def.table` that is true for rows the caller may read or change. */
   predicate(def: EntityDef, access: Access): ScopeSql {
     if (this.isAdmin || !this.sets) return EVERYTHING;

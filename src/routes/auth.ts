@@ -9,6 +9,7 @@ import { normalizeEmail } from '../auth/users.js';
 import { S } from '../http/compile.js';
 import { HttpError, badRequest, notFound } from '../http/errors.js';
 import type { RouteDef } from '../http/route.js';
+import { Scope } from '../meta/scope.js';
 import type { ServiceContext } from './context.js';
 
 const EMAIL_PATTERN = /^[^\s@]+@[^\s@]+$/;
@@ -99,7 +100,7 @@ export function authRoutes(ctx: ServiceContext): RouteDef[] {
       method: 'GET', path: '/svcapi/me/details', auth: 'jwt', tag: 'Authentication',
       summary: "Whether the caller's unit has a configured collection",
       responses: { 200: { description: 'details', schema: S.object({ unitConfigured: S.boolean() }, ['unitConfigured']) } },
-      handler: () => ({ body: { unitConfigured: false } }),
+      handler: (req) => ({ body: { unitConfigured: ctx.storage.unitConfigured(Scope.of(ctx.db, ctx.entities.registry, req.user!)) } }),
     },
     {
       method: 'POST', path: '/svcapi/admin/user/delete', auth: 'admin', tag: 'Authentication',

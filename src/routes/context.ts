@@ -9,6 +9,7 @@ import type { TlsFiles } from '../http/certificates.js';
 import type { Db } from '../meta/database.js';
 import type { EntityStore } from '../meta/entities.js';
 import type { Logger } from '../log.js';
+import type { StorageService } from '../storage/service.js';
 
 export interface ServiceContext {
   readonly config: Config;
@@ -18,6 +19,7 @@ export interface ServiceContext {
   readonly tokens: TokenService;
   readonly tls: TlsFiles;
   readonly entities: EntityStore;
+  readonly storage: StorageService;
   /** The port actually bound (differs from config when it is 0). */
   boundPort(): number;
 }

@@ -6,7 +6,7 @@
 import { hashPassword } from '../auth/passwords.js';
 import { S } from '../http/compile.js';
 import { badRequest, notFound } from '../http/errors.js';
-import type { JsonSchema, Request, RouteDef } from '../http/route.js';
+import type { JsonSchema, Reply, Request, RouteDef } from '../http/route.js';
 import type { EntityStore } from '../meta/entities.js';
 import { parseFilterQuery, type Filter } from '../meta/filter.js';
 import type { EntityDef, Relation } from '../meta/registry.js';
@@ -34,6 +34,7 @@ export function entityRoutes(ctx: ServiceContext, store: EntityStore): RouteDef[
   const scopeOf = (req: Request) => Scope.of(store.db, registry, req.user!);
   const filterOf = (req: Request): Filter => parseFilterQuery(req.rawQuery);
   const routes: RouteDef[] = [];
+  const settled = (body: unknown) => settleThen(store, body);
 
   /** Users: a password in any write is hashed before it reaches the store. */
   const prepare = async (def: EntityDef, body: unknown): Promise<unknown> => {
@@ -65,20 +66,20 @@ export function entityRoutes(ctx: ServiceContext, store: EntityStore): RouteDef[
         {
           ...common, method: 'PATCH', path: base, summary: `Update ${name} by the body's id, or insert when it has none`,
           body: OBJECT_BODY, responses: { 200: { description: 'entity', schema: ENTITY } },
-          handler: async (req) => ({ body: store.upsert(def, scopeOf(req), await prepare(def, req.body)) }),
+          handler: async (req) => settled(store.upsert(def, scopeOf(req), await prepare(def, req.body))),
         },
         {
           ...common, method: 'DELETE', path: base, summary: `Delete every ${name} row matching where (send where={} for all)`,
           query: FILTER_QUERY, responses: { 200: { description: 'count', schema: COUNT } },
           handler: (req) => {
             if (!/(^|&)(where|filter)([=[%])/.test(req.rawQuery)) throw badRequest('where is required (send where={} to delete every row)');
-            return { body: { count: store.deleteWhere(def, scopeOf(req), filterOf(req).where) } };
+            return settled({ count: store.deleteWhere(def, scopeOf(req), filterOf(req).where) });
           },
         },
         {
           ...common, method: 'POST', path: `${base}/bulk`, summary: `Create several ${name} (all or nothing)`,
           body: ARRAY_BODY, responses: { 200: { description: 'created entities', schema: ENTITY_LIST } },
-          handler: async (req) => ({ body: store.createMany(def, scopeOf(req), await prepare(def, req.body)) }),
+          handler: async (req) => settled(store.createMany(def, scopeOf(req), await prepare(def, req.body))),
         },
         {
           ...common, method: 'GET', path: `${base}/count`, summary: `Count ${name} matching where`,
@@ -93,7 +94,7 @@ export function entityRoutes(ctx: ServiceContext, store: EntityStore): RouteDef[
         ...(['POST', 'PUT'] as const).map((method): RouteDef => ({
           ...common, method, path: `${base}/update`, summary: `Merge the body into every ${name} matching where`,
           query: FILTER_QUERY, body: OBJECT_BODY, responses: { 200: { description: 'count', schema: COUNT } },
-          handler: async (req) => ({ body: { count: store.updateWhere(def, scopeOf(req), filterOf(req).where, await prepare(def, req.body)) } }),
+          handler: async (req) => settled({ count: store.updateWhere(def, scopeOf(req), filterOf(req).where, await prepare(def, req.body)) }),
         })),
         {
           ...common, ...withId, method: 'GET', path: `${base}/{id}`, summary: `One ${name} (filter may carry include and fields)`,
@@ -103,12 +104,12 @@ export function entityRoutes(ctx: ServiceContext, store: EntityStore): RouteDef[
         {
           ...common, ...withId, method: 'PUT', path: `${base}/{id}`, summary: `Update one ${name}; fields merge into meta_data`,
           body: OBJECT_BODY, responses: { 200: { description: 'entity', schema: ENTITY }, 404: { description: 'item not found' } },
-          handler: async (req) => ({ body: store.merge(def, scopeOf(req), req.params.id, await prepare(def, req.body)) }),
+          handler: async (req) => settled(store.merge(def, scopeOf(req), req.params.id, await prepare(def, req.body))),
         },
         {
           ...common, ...withId, method: 'DELETE', path: `${base}/{id}`, summary: `Delete one ${name} and, recursively, its children`,
           responses: { 200: { description: 'count', schema: COUNT } },
-          handler: (req) => ({ body: { count: store.deleteById(def, scopeOf(req), req.params.id) } }),
+          handler: (req) => settled({ count: store.deleteById(def, scopeOf(req), req.params.id) }),
         },
         {
           ...common, ...withId, method: 'GET', path: `${base}/{id}/exists`, summary: `Whether one ${name} exists`,
@@ -121,7 +122,7 @@ export function entityRoutes(ctx: ServiceContext, store: EntityStore): RouteDef[
         routes.push({
           ...common, method: 'POST', path: base, summary: `Create one ${name} (HTTP 200)`,
           body: OBJECT_BODY, responses: { 200: { description: 'created entity', schema: ENTITY } },
-          handler: async (req) => ({ body: store.create(def, scopeOf(req), await prepare(def, req.body)) }),
+          handler: async (req) => settled(store.create(def, scopeOf(req), await prepare(def, req.body))),
         });
       }
     }
@@ -130,6 +131,12 @@ export function entityRoutes(ctx: ServiceContext, store: EntityStore): RouteDef[
   routes.push(...nestedRoutes(store, scopeOf, filterOf, prepare));
   routes.push(...introspectionRoutes(store));
   return routes;
+}
+
+/** Replies once the side effects the write deferred (collection folders) are done. */
+async function settleThen(store: EntityStore, body: unknown): Promise<Reply> {
+  await store.settle();
+  return { body };
 }
 
 type ScopeOf = (req: Request) => Scope;
@@ -143,6 +150,7 @@ type Prepare = (def: EntityDef, body: unknown) => Promise<unknown>;
  */
 function nestedRoutes(store: EntityStore, scopeOf: ScopeOf, filterOf: FilterOf, prepare: Prepare): RouteDef[] {
   const { registry } = store;
+  const settled = (body: unknown) => settleThen(store, body);
   const routes: RouteDef[] = [];
   const idSchemas = new Map<string, JsonSchema>(); // shared so each is compiled once
   const ids = (names: string[]) => {
@@ -187,7 +195,7 @@ function nestedRoutes(store: EntityStore, scopeOf: ScopeOf, filterOf: FilterOf, 
         handler: async (req) => {
           const scope = scopeOf(req);
           checkChain(req, scope);
-          return { body: store.create(child, scope, await prepare(child, req.body), pin(req)) };
+          return settled(store.create(child, scope, await prepare(child, req.body), pin(req)));
         },
       },
       {
@@ -207,7 +215,7 @@ function nestedRoutes(store: EntityStore, scopeOf: ScopeOf, filterOf: FilterOf, 
         handler: (req) => {
           const scope = scopeOf(req);
           checkChain(req, scope);
-          return { body: { count: store.deleteById(child, scope, req.params[childParam], pin(req)) } };
+          return settled({ count: store.deleteById(child, scope, req.params[childParam], pin(req)) });
         },
       },
     );

@@ -6,10 +6,11 @@ import type { RouteDef } from '../http/route.js';
 import { authRoutes } from './auth.js';
 import type { ServiceContext } from './context.js';
 import { entityRoutes } from './entities.js';
+import { timeseriesRoutes } from './timeseries.js';
 import { utilityRoutes } from './utility.js';
 
 export function buildRouteTable(ctx: ServiceContext): RouteDef[] {
   const table: RouteDef[] = [];
-  table.push(...utilityRoutes(ctx, () => table), ...authRoutes(ctx), ...entityRoutes(ctx, ctx.entities));
+  table.push(...utilityRoutes(ctx, () => table), ...authRoutes(ctx), ...entityRoutes(ctx, ctx.entities), ...timeseriesRoutes(ctx, ctx.storage));
   return table;
 }

@@ -1,0 +1,198 @@
+// Finds the scope fields (organization, site, unit, grid) of a write body
+// without decoding its points, so the main thread can pick the shard that
+// owns the collection. Top-level keys are read; every other value is skipped
+// structurally (strings, brackets), and the scan stops as soon as all four
+// fields are known, which is immediate for bodies that put scope first.
+// Anything unexpected returns what was found so far: the storage worker does
+// the real validation.
+
+export interface PeekedScope {
+  organization?: string;
+  site?: string;
+  unit?: string;
+  grid?: string;
+}
+
+const SCOPE_KEYS = new Set(['organization', 'site', 'unit', 'grid']);
+const decoder = new TextDecoder();
+
+export function peekScope(body: Uint8Array, contentType: string): PeekedScope {
+  try {
+    if (contentType.startsWith('application/octet-stream')) return peekBinary(body);
+    if (contentType.startsWith('application/msgpack') || contentType.startsWith('application/x-msgpack')) return peekMsgpack(body);
+    return peekJson(body);
+  } catch {
+    return {};
+  }
+}
+
+export function isComplete(scope: PeekedScope): scope is Required<PeekedScope> {
+  return scope.organization !== undefined && scope.site !== undefined && scope.unit !== undefined && scope.grid !== undefined;
+}
+
+function take(scope: PeekedScope, key: string, value: unknown): void {
+  if (SCOPE_KEYS.has(key) && typeof value === 'string') scope[key as keyof PeekedScope] = value;
+}
+
+// ---- HSW1: the scope is a small JSON object in the header ----------------
+
+function peekBinary(body: Uint8Array): PeekedScope {
+  if (body.length < 14 || body[0] !== 0x48 || body[1] !== 0x53 || body[2] !== 0x57 || body[3] !== 0x31) return {};
+  const length = body[12] | (body[13] << 8);
+  const parsed = JSON.parse(decoder.decode(body.subarray(14, 14 + length))) as Record<string, unknown>;
+  const scope: PeekedScope = {};
+  for (const key of SCOPE_KEYS) take(scope, key, parsed[key]);
+  return scope;
+}
+
+// ---- JSON ----------------------------------------------------------------
+
+function peekJson(b: Uint8Array): PeekedScope {
+  const scope: PeekedScope = {};
+  let i = skipSpace(b, 0);
+  if (b[i] !== 0x7b) return scope;
+  i++;
+  for (;;) {
+    i = skipSpace(b, i);
+    if (b[i] !== 0x22) return scope;
+    const keyEnd = stringEnd(b, i);
+    const key = decoder.decode(b.subarray(i + 1, keyEnd));
+    i = skipSpace(b, keyEnd + 1);
+    if (b[i] !== 0x3a) return scope;
+    i = skipSpace(b, i + 1);
+    if (SCOPE_KEYS.has(key) && b[i] === 0x22) {
+      const end = stringEnd(b, i);
+      take(scope, key, JSON.parse(decoder.decode(b.subarray(i, end + 1))));
+      i = end + 1;
+      if (isComplete(scope)) return scope;
+    } else {
+      i = skipValue(b, i);
+    }
+    i = skipSpace(b, i);
+    if (b[i] !== 0x2c) return scope;
+    i++;
+  }
+}
+
+function skipSpace(b: Uint8Array, i: number): number {
+  while (i < b.length && (b[i] === 0x20 || b[i] === 0x0a || b[i] === 0x0d || b[i] === 0x09)) i++;
+  return i;
+}
+
+/** Index of the closing quote of the string starting at `i`. */
+function stringEnd(b: Uint8Array, i: number): number {
+  for (let j = i + 1; j < b.length; j++) {
+    if (b[j] === 0x5c) j++;
+    else if (b[j] === 0x22) return j;
+  }
+  throw new Error('unterminated string');
+}
+
+/** Index just past the value starting at `i`: nested brackets counted, strings skipped whole. */
+function skipValue(b: Uint8Array, i: number): number {
+  const first = b[i];
+  if (first === 0x22) return stringEnd(b, i) + 1;
+  if (first !== 0x7b && first !== 0x5b) {
+    while (i < b.length && b[i] !== 0x2c && b[i] !== 0x7d && b[i] !== 0x5d) i++;
+    return i;
+  }
+  let depth = 0;
+  for (; i < b.length; i++) {
+    const c = b[i];
+    if (c === 0x22) i = stringEnd(b, i);
+    else if (c === 0x7b || c === 0x5b) depth++;
+    else if (c === 0x7d || c === 0x5d) {
+      depth--;
+      if (depth === 0) return i + 1;
+    }
+  }
+  throw new Error('unterminated value');
+}
+
+// ---- msgpack -------------------------------------------------------------
+
+function peekMsgpack(b: Uint8Array): PeekedScope {
+  const scope: PeekedScope = {};
+  const view = new DataView(b.buffer, b.byteOffset, b.byteLength);
+  let i = 0;
+  const t = b[i++];
+  let entries: number;
+  if (t >= 0x80 && t <= 0x8f) entries = t & 0x0f;
+  else if (t === 0xde) {
+    entries = view.getUint16(i);
+    i += 2;
+  } else if (t === 0xdf) {
+    entries = view.getUint32(i);
+    i += 4;
+  } else return scope;
+  for (let e = 0; e < entries; e++) {
+    const key = readMsgpackString(b, view, i);
+    if (!key) return scope;
+    i = key.next;
+    if (SCOPE_KEYS.has(key.value)) {
+      const value = readMsgpackString(b, view, i);
+      if (!value) return scope;
+      take(scope, key.value, value.value);
+      i = value.next;
+      if (isComplete(scope)) return scope;
+    } else {
+      i = skipMsgpack(b, view, i);
+    }
+  }
+  return scope;
+}
+
+function readMsgpackString(b: Uint8Array, view: DataView, i: number): { value: string; next: number } | null {
+  const t = b[i];
+  let length: number;
+  let start: number;
+  if (t >= 0xa0 && t <= 0xbf) {
+    length = t & 0x1f;
+    start = i + 1;
+  } else if (t === 0xd9) {
+    length = b[i + 1];
+    start = i + 2;
+  } else if (t === 0xda) {
+    length = view.getUint16(i + 1);
+    start = i + 3;
+  } else if (t === 0xdb) {
+    length = view.getUint32(i + 1);
+    start = i + 5;
+  } else return null;
+  return { value: decoder.decode(b.subarray(start, start + length)), next: start + length };
+}
+
+/** Index just past the msgpack value at `i`. */
+function skipMsgpack(b: Uint8Array, view: DataView, i: number): number {
+  let pending = 1;
+  while (pending > 0) {
+    if (i >= b.length) throw new Error('truncated msgpack');
+    pending--;
+    const t = b[i];
+    if (t <= 0x7f || t >= 0xe0 || t === 0xc0 || t === 0xc2 || t === 0xc3) i += 1;
+    else if (t >= 0x80 && t <= 0x8f) { pending += 2 * (t & 0x0f); i += 1; }
+    else if (t >= 0x90 && t <= 0x9f) { pending += t & 0x0f; i += 1; }
+    else if (t >= 0xa0 && t <= 0xbf) i += 1 + (t & 0x1f);
+    else if (t === 0xcc || t === 0xd0) i += 2;
+    else if (t === 0xcd || t === 0xd1) i += 3;
+    else if (t === 0xca || t === 0xce || t === 0xd2) i += 5;
+    else if (t === 0xcb || t === 0xcf || t === 0xd3) i += 9;
+    else if (t === 0xd9 || t === 0xc4) i += 2 + b[i + 1];
+    else if (t === 0xda || t === 0xc5) i += 3 + view.getUint16(i + 1);
+    else if (t === 0xdb || t === 0xc6) i += 5 + view.getUint32(i + 1);
+    else if (t === 0xdc) { pending += view.getUint16(i + 1); i += 3; }
+    else if (t === 0xdd) { pending += view.getUint32(i + 1); i += 5; }
+    else if (t === 0xde) { pending += 2 * view.getUint16(i + 1); i += 3; }
+    else if (t === 0xdf) { pending += 2 * view.getUint32(i + 1); i += 5; }
+    else if (t === 0xd4) i += 3;
+    else if (t === 0xd5) i += 4;
+    else if (t === 0xd6) i += 6;
+    else if (t === 0xd7) i += 10;
+    else if (t === 0xd8) i += 18;
+    else if (t === 0xc7) i += 3 + b[i + 1];
+    else if (t === 0xc8) i += 4 + view.getUint16(i + 1);
+    else if (t === 0xc9) i += 6 + view.getUint32(i + 1);
+    else throw new Error(`unknown msgpack type 0x${t.toString(16)}`);
+  }
+  return i;
+}

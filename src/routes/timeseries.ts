@@ -1,0 +1,154 @@
+// Collections, writes, raw queries, last values, sealing and buffer stats.
+// Handlers stay thin: bodies go to the storage service as bytes; query
+// results are streamed from the workers straight into the response.
+
+import { S } from '../http/compile.js';
+import { badRequest } from '../http/errors.js';
+import type { JsonSchema, Request, RouteDef } from '../http/route.js';
+import { Scope } from '../meta/scope.js';
+import type { StorageService } from '../storage/service.js';
+import type { WriteMode } from '../../workers/protocol.js';
+import { collectionId as idOf, parseCollectionId } from '../../workers/scope-path.js';
+import type { ServiceContext } from './context.js';
+
+const SCOPE_NAMES = ['organization', 'site', 'unit', 'grid'] as const;
+const SCOPE_PROPS = Object.fromEntries(SCOPE_NAMES.map((k) => [k, S.string({ minLength: 1 })]));
+const COLLECTION: JsonSchema = {
+  type: 'object',
+  properties: { ...SCOPE_PROPS, createdAt: S.integer(), updatedAt: S.integer() },
+  required: [...SCOPE_NAMES],
+  additionalProperties: true,
+};
+const COLLECTION_BODY: JsonSchema = { type: 'object', properties: SCOPE_PROPS, required: [...SCOPE_NAMES], additionalProperties: true };
+const OUTCOME: JsonSchema = S.object(
+  { success: S.boolean(), message: S.string(), error: S.string(), points: S.integer(), collection: COLLECTION, sealedDays: S.integer() },
+  ['success'],
+);
+const TIME = S.integer({ minimum: 0, maximum: 9007199254740991 });
+const QUERY_PARAMS: JsonSchema = S.object({ ...SCOPE_PROPS, tags: S.array(S.string({ minLength: 1 }), { minItems: 1, maxItems: 10000 }), start: TIME, end: TIME }, ['tags', 'start', 'end']);
+const LAST_PARAMS: JsonSchema = S.object({ ...SCOPE_PROPS, tags: S.array(S.string({ minLength: 1 }), { minItems: 1, maxItems: 10000 }) }, ['tags']);
+const WRITE_TYPES = ['application/json', 'application/msgpack', 'application/octet-stream'];
+
+export function timeseriesRoutes(ctx: ServiceContext, storage: StorageService): RouteDef[] {
+  const scopeOf = (req: Request) => Scope.of(ctx.db, ctx.entities.registry, req.user!);
+  const tag = 'Time series';
+
+  const writeRoute = (path: string, mode: WriteMode, summary: string, durability: string): RouteDef => ({
+    method: 'POST', path, auth: 'jwt', tag, summary,
+    description: `${durability} Bodies (WIRE.md): tag keyed \`{organization?, site?, unit?, grid?, tags: {tag: [[ts, value], ...]}}\`, columnar \`{..., timestamps: [...], columns: {tag: [value|null, ...]}}\` (JSON or msgpack), or the binary columnar batch \`HSW1\` (application/octet-stream). All or nothing. A malformed body is 400; a well-formed one that cannot be accepted (unknown collection or tag, non-finite value, timestamp outside 0..2^53-1) is HTTP 200 with \`{success: false, error}\`. 503 when the shard is busy or the buffer is full; 507 when disk is low.`,
+    rawBody: { contentTypes: WRITE_TYPES, description: 'points to write' },
+    maxBodyBytes: storage.maxBodyBytes,
+    responses: { 200: { description: '`{success: true, points}` or `{success: false, error}`', schema: OUTCOME } },
+    handler: async (req) => {
+      const contentType = (req.headers['content-type'] ?? 'application/json').toLowerCase();
+      const result = await storage.write(scopeOf(req), req.rawBody!, contentType, mode, req.signal);
+      return { body: result };
+    },
+  });
+
+  const scopeFields = (source: Record<string, unknown>) => {
+    const fields: Record<string, string> = {};
+    for (const k of SCOPE_NAMES) if (typeof source[k] === 'string') fields[k] = source[k] as string;
+    return fields;
+  };
+  const splitCollectionBody = (body: Record<string, unknown>) => {
+    const scope = { organization: body.organization as string, site: body.site as string, unit: body.unit as string, grid: body.grid as string };
+    parseCollectionId(idOf(scope)); // 400 for names that cannot be folders
+    const extra: Record<string, unknown> = {};
+    for (const [k, v] of Object.entries(body)) if (!(SCOPE_NAMES as readonly string[]).includes(k) && k !== 'createdAt' && k !== 'updatedAt') extra[k] = v;
+    return { scope, extra };
+  };
+
+  return [
+    {
+      method: 'POST', path: '/svcapi/create_collection', auth: 'jwt', tag,
+      summary: 'Create a collection for one org/site/unit/grid scope',
+      description: 'Extra body fields are kept in the collection record. `{success: false, error}` (HTTP 200) when it already exists.',
+      body: COLLECTION_BODY, responses: { 200: { description: 'outcome', schema: OUTCOME } },
+      handler: async (req) => {
+        const { scope, extra } = splitCollectionBody(req.body as Record<string, unknown>);
+        if (storage.catalog.get(idOf(scope))) return { body: { success: false, error: `collection ${idOf(scope)} already exists` } };
+        const collection = await storage.createCollection(scopeOf(req), scope, extra);
+        return { body: { success: true, message: `collection ${idOf(scope)} created`, collection } };
+      },
+    },
+    {
+      method: 'POST', path: '/svcapi/update_collection', auth: 'jwt', tag,
+      summary: "Update a collection's extra fields (the scope names identify it)",
+      body: COLLECTION_BODY, responses: { 200: { description: 'outcome', schema: OUTCOME } },
+      handler: async (req) => {
+        const { scope, extra } = splitCollectionBody(req.body as Record<string, unknown>);
+        if (!storage.catalog.get(idOf(scope))) return { body: { success: false, error: `collection ${idOf(scope)} not found` } };
+        const collection = await storage.updateCollection(scopeOf(req), scope, extra);
+        return { body: { success: true, message: `collection ${idOf(scope)} updated`, collection } };
+      },
+    },
+    {
+      method: 'GET', path: '/svcapi/collection', auth: 'jwt', tag,
+      summary: 'Collections found in the data dir (those the caller may reach)',
+      responses: { 200: { description: 'collection records', schema: S.array(COLLECTION) } },
+      handler: (req) => ({ body: storage.visibleCollections(scopeOf(req)) }),
+    },
+    {
+      method: 'GET', path: '/svcapi/collection/{id}', auth: 'jwt', tag,
+      summary: 'One collection; id is organization/site/unit/grid, URL-encoded',
+      params: S.object({ id: S.string() }, ['id']),
+      responses: { 200: { description: 'collection record', schema: COLLECTION }, 404: { description: 'no such collection' } },
+      handler: (req) => ({ body: storage.collection(scopeOf(req), req.params.id) }),
+    },
+    writeRoute('/svcapi/write', 'sync', 'Write points; answered after they are fsynced', 'Durable: answered after the block is appended and fsynced (concurrent writers share fsyncs).'),
+    writeRoute('/svcapi/write_fast', 'fast', 'Write points; answered once handed to the OS', 'Answered after the block is handed to the OS: survives a process kill, not a power loss of the last second.'),
+    writeRoute('/svcapi/write_buffered', 'buffered', 'Write points into the shard buffer, flushed periodically', 'Answered once the points are in the shard memory buffer; flushed every storage.flushIntervalMs and at shutdown.'),
+    {
+      method: 'GET', path: '/svcapi/write_buffer_stats', auth: 'jwt', tag,
+      summary: 'Write buffer and request ring state per shard',
+      responses: { 200: { description: 'per-shard stats', schema: { type: 'object', additionalProperties: true } } },
+      handler: async () => {
+        const shards = await storage.bufferStats();
+        return { body: { shards, pendingPoints: shards.reduce((n, s) => n + s.pendingPoints, 0), flushIntervalMs: ctx.config.storage.flushIntervalMs } };
+      },
+    },
+    {
+      method: 'POST', path: '/svcapi/seal_now', auth: 'jwt', tag, mutates: false,
+      summary: 'Seal finished days now (body may name one collection by id or scope fields)',
+      body: { type: 'object', properties: { collection: S.string(), ...SCOPE_PROPS }, additionalProperties: true },
+      responses: { 200: { description: 'outcome', schema: OUTCOME } },
+      handler: async (req) => {
+        const body = req.body as Record<string, unknown>;
+        const fields = scopeFields(body);
+        let id: string | null = typeof body.collection === 'string' ? body.collection : null;
+        if (!id && Object.keys(fields).length > 0) {
+          for (const k of SCOPE_NAMES) if (!fields[k]) throw badRequest(`missing body field '${k}' (name all four, a collection id, or nothing to seal everything)`);
+          id = idOf(fields as Record<(typeof SCOPE_NAMES)[number], string>);
+        }
+        if (id) storage.collection(scopeOf(req), id);
+        const sealedDays = await storage.seal(id);
+        return { body: { success: true, message: `sealed ${sealedDays} day file(s)`, sealedDays } };
+      },
+    },
+    {
+      method: 'GET', path: '/svcapi/fast_query', auth: 'jwt', tag,
+      summary: 'Raw points of tags in [start, end] as a JSON map {tag: [[ts, value], ...]}',
+      description: 'Scope from organization, site, unit, grid (all four), else from the tag-to-scope map. Sorted by timestamp; start and end inclusive; a tag with no points maps to []. Streamed.',
+      query: QUERY_PARAMS, responses: { 200: { description: 'JSON map', contentType: 'application/json' } },
+      handler: (req) => {
+        const q = req.query as { tags: string[]; start: number; end: number };
+        if (q.end < q.start) throw badRequest('query parameter end must not be before start');
+        const groups = storage.resolve(scopeOf(req), scopeFields(req.query), q.tags);
+        return {
+          contentType: 'application/json; charset=utf-8',
+          stream: (out) => storage.queryJson(groups, q.start, q.end, out, req.signal),
+        };
+      },
+    },
+    {
+      method: 'GET', path: '/svcapi/lastlist', auth: 'jwt', tag,
+      summary: 'Latest [ts, value] per tag (null when the tag has none)',
+      query: LAST_PARAMS, responses: { 200: { description: 'map of tag to [ts, value] or null', schema: { type: 'object', additionalProperties: true } } },
+      handler: async (req) => {
+        const q = req.query as { tags: string[] };
+        return { body: await storage.lastValues(storage.resolve(scopeOf(req), scopeFields(req.query), q.tags)) };
+      },
+    },
+  ];
+}

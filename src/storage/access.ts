@@ -1,0 +1,43 @@
+// Binding between time-series collections and metadata entities: a
+// collection belongs to the unit entity whose name matches its unit, under
+// the site named like its site, under the org named like its organization.
+// A non-admin reaches a collection only when that unit is inside its grant
+// (an org or site grant covers the units below it), so a new account with no
+// grant sees no data.
+
+import type { Db } from '../meta/database.js';
+import type { Scope } from '../meta/scope.js';
+import type { CollectionRecord, ScopeFields } from '../../workers/protocol.js';
+
+export class CollectionAccess {
+  private readonly unitsByNames;
+
+  constructor(db: Db) {
+    this.unitsByNames = db
+      .prepare<[string, string, string], number>(
+        `SELECT u.id FROM units u
+           JOIN sites s ON u.siteId = s.id
+           JOIN orgs o ON s.orgsId = o.id
+          WHERE json_extract(u.meta_data, '$.name') = ?
+            AND json_extract(s.meta_data, '$.name') = ?
+            AND json_extract(o.meta_data, '$.name') = ?`,
+      )
+      .pluck();
+  }
+
+  /** Unit entity ids bound to a collection scope (usually one). */
+  unitIds(scope: Pick<Required<ScopeFields>, 'organization' | 'site' | 'unit'>): number[] {
+    return this.unitsByNames.all(scope.unit, scope.site, scope.organization);
+  }
+
+  canAccess(scope: Scope, record: Pick<CollectionRecord, 'organization' | 'site' | 'unit'>): boolean {
+    const granted = scope.grantedUnits();
+    if (granted === null) return true;
+    return this.unitIds(record).some((id) => granted.has(id));
+  }
+
+  filter<T extends Pick<CollectionRecord, 'organization' | 'site' | 'unit'>>(scope: Scope, records: T[]): T[] {
+    if (scope.isAdmin) return records;
+    return records.filter((r) => this.canAccess(scope, r));
+  }
+}

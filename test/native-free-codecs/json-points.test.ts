@@ -1,0 +1,43 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { JsonPointWriter } from '../../native-free-codecs/json-points.js';
+
+function seeded(seed: number) {
+  return () => {
+    seed = (seed * 1664525 + 1013904223) >>> 0;
+    return seed / 2 ** 32;
+  };
+}
+
+test('points are written exactly as JSON.stringify writes them', () => {
+  const rnd = seeded(7);
+  const special = [0, -0, 1, -1, 0.1, 0.01, 0.05, 0.5, 1.25, -3.07, 99.99, 100, 1e-7, 1e21, 123456789.12, 0.1 + 0.2, 5e-324,
+    1.7976931348623157e308, 2 ** 53, 2 ** 53 / 100, 4503599627370495.5, 12.345, -0.001, 1234567890123.45];
+  const values: number[] = [...special];
+  for (let i = 0; i < 20000; i++) {
+    const kind = i % 4;
+    if (kind === 0) values.push(Math.round((rnd() - 0.5) * 1e7) / 100);
+    else if (kind === 1) values.push((rnd() - 0.5) * 10 ** Math.floor(rnd() * 30 - 10));
+    else if (kind === 2) values.push(Math.floor(rnd() * 1e6));
+    else values.push(Math.round(rnd() * 1e4) / 10);
+  }
+  const ts = Float64Array.from(values, (_, i) => 1700000000000 + i * 1000);
+  const vs = Float64Array.from(values);
+  const w = new JsonPointWriter(16);
+  w.key('TI-101 "quoted"');
+  w.raw(0x5b);
+  w.points(ts, vs, 0, 100, false);
+  w.points(ts, vs, 100, vs.length, true);
+  w.raw(0x5d);
+  const text = `{${new TextDecoder().decode(w.bytes())}}`;
+  const expected = JSON.stringify({ 'TI-101 "quoted"': values.map((v, i) => [ts[i], v]) });
+  assert.equal(text, expected);
+  const parsed = JSON.parse(text)['TI-101 "quoted"'] as number[][];
+  parsed.forEach(([, v], i) => assert.ok(Object.is(v, values[i]) || (v === 0 && values[i] === 0), `value ${values[i]}`));
+});
+
+test('pair writes one [ts, value]', () => {
+  const w = new JsonPointWriter(4);
+  w.pair(0, -12.5);
+  assert.equal(new TextDecoder().decode(w.bytes()), '[0,-12.5]');
+});

@@ -1,0 +1,15 @@
+/**
+ * Deterministic PRNG (the public-domain mulberry32 mixing function): the same
+ * seed gives the same sequence, so a failing random case can be replayed and
+ * sizes measured on random data are reproducible.
+ */
+export function prng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}

@@ -1,0 +1,347 @@
+/**
+ * One collection's state inside its storage worker: the record and tag dictionary of meta.json,
+ * the open day logs, which days are sealed (and their cached footers), and the last value of
+ * every tag. Only the shard that owns the collection ever holds one of these.
+ *
+ * meta.json is the dictionary's log: it is rewritten (tmp, fsync, rename) before a block that
+ * uses a new tag id is appended, so a block on disk always names a tag meta.json knows.
+ */
+
+import fs from 'node:fs';
+import path from 'node:path';
+import { BadDayLogHeader, DayLog, dayLogName, type DayLogKind, type OpenFiles } from './day-file.js';
+import { makeDirsDurably, removeIfPresent, writeFileDurably } from './durable-fs.js';
+import { sealedFileName, type SealedIndex } from './sealed-file.js';
+import { collectionDir, collectionId, SCOPE_FIELDS, type CollectionScope } from './scope-path.js';
+import { badRequest, internal } from './storage-error.js';
+import { formatDay, parseDay } from './utc-day.js';
+
+export interface CollectionRecord {
+  organization: string;
+  site: string;
+  unit: string;
+  grid: string;
+  createdAt: number;
+  updatedAt: number;
+  [k: string]: unknown;
+}
+
+export type StoreLog = (obj: object, msg: string) => void;
+
+export const META_FILE = 'meta.json';
+export const META_VERSION = 1;
+export const MAX_TAG_NAME_BYTES = 256;
+
+const ACTIVE_OR_LATE = /^(active|late)-(\d{8,})\.log$/;
+const SEALED = /^sealed-(\d{8,})\.hsd$/;
+
+/** Why `name` cannot be a tag name (same rules as the write-body decoders), or null. */
+export function tagNameProblem(name: unknown): string | null {
+  if (typeof name !== 'string') return 'tag name must be a string';
+  const bytes = Buffer.byteLength(name, 'utf8');
+  if (bytes < 1 || bytes > MAX_TAG_NAME_BYTES) return `tag name must be 1..${MAX_TAG_NAME_BYTES} bytes of UTF-8 (got ${bytes})`;
+  if (/[\u0000-\u001f\u007f-\u009f]/.test(name)) return `tag name ${JSON.stringify(name)} must not contain control characters`;
+  if (/[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/.test(name)) {
+    return `tag name ${JSON.stringify(name)} must be valid Unicode (unpaired surrogate)`;
+  }
+  return null;
+}
+
+/** Where a tag's newest sealed point stands: not looked up yet, in no sealed file, or known. */
+const SEALED_LAST_UNKNOWN = 0;
+const SEALED_LAST_NONE = 1;
+const SEALED_LAST_KNOWN = 2;
+
+export interface CollectionOpenResult {
+  collection: Collection;
+  blocks: number;
+  bytesCut: number;
+}
+
+export class Collection {
+  readonly id: string;
+  readonly scope: CollectionScope;
+  readonly dir: string;
+  readonly tagNames: string[];
+  readonly active = new Map<number, DayLog>();
+  readonly late = new Map<number, DayLog>();
+  /** Sealed days and their file sizes. */
+  readonly sealedBytes = new Map<number, number>();
+  /** Footers read so far (the store bounds how many stay cached). */
+  readonly sealedIndexes = new Map<number, SealedIndex>();
+  private record: CollectionRecord;
+  private readonly tagIds = new Map<string, number>();
+  /** Latest point per tag among active and late data (-Infinity: none). */
+  private lastTs: Float64Array;
+  private lastValues: Float64Array;
+  /** Latest point per tag among sealed data, looked up on first use. */
+  private sealedLastState: Uint8Array;
+  private sealedLastTs: Float64Array;
+  private sealedLastValues: Float64Array;
+
+  private constructor(dir: string, scope: CollectionScope, record: CollectionRecord, tagNames: string[]) {
+    this.id = collectionId(scope);
+    this.scope = scope;
+    this.dir = dir;
+    this.record = record;
+    this.tagNames = tagNames;
+    tagNames.forEach((name, i) => this.tagIds.set(name, i));
+    const capacity = Math.max(16, tagNames.length);
+    this.lastTs = new Float64Array(capacity).fill(-Infinity);
+    this.lastValues = new Float64Array(capacity);
+    this.sealedLastState = new Uint8Array(capacity);
+    this.sealedLastTs = new Float64Array(capacity);
+    this.sealedLastValues = new Float64Array(capacity);
+  }
+
+  /** Creates the folder and meta.json. The caller has checked that the collection is new. */
+  static create(dataDir: string, scope: CollectionScope, extra: Record<string, unknown>, now: number): Collection {
+    const dir = collectionDir(dataDir, scope);
+    const base: CollectionRecord = { ...scope, createdAt: now, updatedAt: now };
+    const record = mergeFields(base, extra);
+    makeDirsDurably(dir);
+    const collection = new Collection(dir, scope, record, []);
+    collection.writeMeta(record, []);
+    return collection;
+  }
+
+  /**
+   * Loads meta.json, removes temporary files a crash left behind, opens the day logs (cutting
+   * torn tails) and rebuilds block indexes and last values.
+   */
+  static open(dataDir: string, scope: CollectionScope, files: OpenFiles, log: StoreLog): CollectionOpenResult {
+    const dir = collectionDir(dataDir, scope);
+    const { record, tags } = readMeta(path.join(dir, META_FILE), scope);
+    const collection = new Collection(dir, scope, record, tags);
+
+    const logs: { kind: DayLogKind; day: number; name: string }[] = [];
+    for (const name of fs.readdirSync(dir).sort()) {
+      if (name.endsWith('.tmp')) {
+        // A seal or meta.json rewrite that crashed before its rename: the originals are intact.
+        removeIfPresent(path.join(dir, name));
+        log({ event: 'tmp-file-removed', collection: collection.id, file: name }, 'removed a temporary file left by a crash');
+        continue;
+      }
+      const sealed = SEALED.exec(name);
+      if (sealed) {
+        const day = parseDay(sealed[1]!);
+        if (day !== null) collection.sealedBytes.set(day, fs.statSync(path.join(dir, name)).size);
+        continue;
+      }
+      const dayLog = ACTIVE_OR_LATE.exec(name);
+      const day = dayLog ? parseDay(dayLog[2]!) : null;
+      if (dayLog && day !== null) logs.push({ kind: dayLog[1] as DayLogKind, day, name });
+    }
+
+    // Active logs before late ones: on an equal timestamp the late point is the later write.
+    logs.sort((a, b) => (a.kind === b.kind ? a.day - b.day : a.kind === 'active' ? -1 : 1));
+    let blocks = 0;
+    let bytesCut = 0;
+    for (const { kind, day, name } of logs) {
+      const file = path.join(dir, name);
+      try {
+        const opened = DayLog.open(file, day, kind, files, tags.length, collection.noteBlock);
+        (kind === 'active' ? collection.active : collection.late).set(day, opened.log);
+        blocks += opened.blocks;
+        bytesCut += opened.bytesCut;
+        if (opened.bytesCut > 0) {
+          log({ event: 'torn-tail-cut', collection: collection.id, file: name, bytesCut: opened.bytesCut, blocksKept: opened.blocks }, `cut ${opened.bytesCut} bytes of torn tail`);
+        }
+        if (kind === 'active' && collection.sealedBytes.has(day)) {
+          // A seal that crashed after its rename: the sealed file holds these points already.
+          // Merging them again at the next seal is harmless, so the file is kept, not trusted away.
+          log({ event: 'active-after-seal', collection: collection.id, file: name }, 'day log of a sealed day will be merged again at the next seal');
+        }
+      } catch (err) {
+        if (!(err instanceof BadDayLogHeader)) throw err;
+        // Not a file we wrote: set it aside rather than cut or overwrite it.
+        const aside = `${file}.bad-${Date.now()}`;
+        fs.renameSync(file, aside);
+        log({ event: 'day-log-quarantined', collection: collection.id, file: name, movedTo: path.basename(aside), reason: err.message }, 'moved aside a day log with a bad header');
+      }
+    }
+    return { collection, blocks, bytesCut };
+  }
+
+  /** A copy, so callers cannot change the stored record. */
+  getRecord(): CollectionRecord {
+    return structuredClone(this.record);
+  }
+
+  /** Merges fields into the record and rewrites meta.json (scope fields cannot change). */
+  update(fields: Record<string, unknown>, now: number): CollectionRecord {
+    const next = mergeFields({ ...this.record, updatedAt: Math.max(now, this.record.updatedAt) }, fields);
+    this.writeMeta(next, this.tagNames);
+    this.record = next;
+    return this.getRecord();
+  }
+
+  tagId(name: string): number {
+    return this.tagIds.get(name) ?? -1;
+  }
+
+  /** Adds tags to the dictionary: meta.json first, memory after (a failed write changes nothing). */
+  addTags(names: string[]): void {
+    if (names.length === 0) return;
+    const tags = this.tagNames.concat(names);
+    this.writeMeta(this.record, tags);
+    for (const name of names) {
+      this.tagIds.set(name, this.tagNames.length);
+      this.tagNames.push(name);
+    }
+    if (this.tagNames.length > this.lastTs.length) this.growTagArrays(this.tagNames.length);
+  }
+
+  logPath(kind: DayLogKind, day: number): string {
+    return path.join(this.dir, dayLogName(kind, formatDay(day)));
+  }
+
+  sealedPath(day: number): string {
+    return path.join(this.dir, sealedFileName(formatDay(day)));
+  }
+
+  /** The log new points of `day` go to: the late log once the day is sealed, else the active one. */
+  logForWrite(day: number, files: OpenFiles): DayLog {
+    const kind: DayLogKind = this.sealedBytes.has(day) ? 'late' : 'active';
+    const logs = kind === 'active' ? this.active : this.late;
+    let dayLog = logs.get(day);
+    if (dayLog === undefined) {
+      dayLog = DayLog.open(this.logPath(kind, day), day, kind, files, this.tagNames.length, this.noteBlock).log;
+      logs.set(day, dayLog);
+    }
+    return dayLog;
+  }
+
+  /** Every day with data, ascending. */
+  days(): number[] {
+    const days = new Set<number>(this.sealedBytes.keys());
+    for (const day of this.active.keys()) days.add(day);
+    for (const day of this.late.keys()) days.add(day);
+    return [...days].sort((a, b) => a - b);
+  }
+
+  /** Every open day log. */
+  *dayLogs(): IterableIterator<DayLog> {
+    yield* this.active.values();
+    yield* this.late.values();
+  }
+
+  /** Folds a block into the last values (blocks come in write order; a tie goes to the later). */
+  readonly noteBlock = (tagId: number, ts: Float64Array, values: Float64Array, count: number): void => {
+    let lastTs = this.lastTs[tagId]!;
+    let latest = -1;
+    for (let i = 0; i < count; i++) {
+      const t = ts[i]!;
+      if (t >= lastTs) {
+        lastTs = t;
+        latest = i;
+      }
+    }
+    if (latest >= 0) {
+      this.lastTs[tagId] = lastTs;
+      this.lastValues[tagId] = values[latest]!;
+    }
+  };
+
+  /** Folds one appended block's latest point into the last values. */
+  noteLatest(tagId: number, ts: number, value: number): void {
+    if (ts >= this.lastTs[tagId]!) {
+      this.lastTs[tagId] = ts;
+      this.lastValues[tagId] = value;
+    }
+  }
+
+  /** True when the sealed side of the tag's last value still has to be looked up. */
+  needsSealedLast(tagId: number): boolean {
+    return this.sealedLastState[tagId] === SEALED_LAST_UNKNOWN && this.sealedBytes.size > 0;
+  }
+
+  setSealedLast(tagId: number, found: boolean, ts: number, value: number): void {
+    this.sealedLastState[tagId] = found ? SEALED_LAST_KNOWN : SEALED_LAST_NONE;
+    this.sealedLastTs[tagId] = ts;
+    this.sealedLastValues[tagId] = value;
+  }
+
+  /**
+   * Latest point of the tag. Every point not in a sealed file at lookup time is covered by the
+   * active/late side (it was replayed at open or appended since), and sealing only moves such
+   * points, so the newer of the two sides is the answer; on a tie the active/late side wins, as
+   * it holds the later write.
+   */
+  lastValue(tagId: number): [number, number] | null {
+    const ts = this.lastTs[tagId]!;
+    if (this.sealedLastState[tagId] === SEALED_LAST_KNOWN && this.sealedLastTs[tagId]! > ts) {
+      return [this.sealedLastTs[tagId]!, this.sealedLastValues[tagId]!];
+    }
+    return ts === -Infinity ? null : [ts, this.lastValues[tagId]!];
+  }
+
+  private growTagArrays(need: number): void {
+    let size = this.lastTs.length * 2;
+    while (size < need) size *= 2;
+    const grow = <T extends Float64Array | Uint8Array>(a: T, make: (n: number) => T): T => {
+      const b = make(size);
+      b.set(a);
+      return b;
+    };
+    const lastTs = new Float64Array(size).fill(-Infinity);
+    lastTs.set(this.lastTs);
+    this.lastTs = lastTs;
+    this.lastValues = grow(this.lastValues, (n) => new Float64Array(n));
+    this.sealedLastState = grow(this.sealedLastState, (n) => new Uint8Array(n));
+    this.sealedLastTs = grow(this.sealedLastTs, (n) => new Float64Array(n));
+    this.sealedLastValues = grow(this.sealedLastValues, (n) => new Float64Array(n));
+  }
+
+  private writeMeta(record: CollectionRecord, tags: string[]): void {
+    const meta = { version: META_VERSION, collection: record, tags };
+    writeFileDurably(path.join(this.dir, META_FILE), `${JSON.stringify(meta, null, 1)}\n`);
+  }
+}
+
+/**
+ * The record with `fields` merged in. Scope fields are the collection's identity (its folder)
+ * and may only repeat their value; createdAt/updatedAt belong to the store. The result is a
+ * JSON round trip, so what is returned is exactly what meta.json will give back after a restart.
+ */
+function mergeFields(base: CollectionRecord, fields: Record<string, unknown>): CollectionRecord {
+  if (fields === null || typeof fields !== 'object' || Array.isArray(fields)) throw badRequest('collection fields must be a JSON object');
+  const next: Record<string, unknown> = { ...base };
+  for (const [key, value] of Object.entries(fields)) {
+    if ((SCOPE_FIELDS as readonly string[]).includes(key)) {
+      if (value !== base[key]) throw badRequest(`${key} cannot be changed: it is part of the collection id`);
+      continue;
+    }
+    if (key === 'createdAt' || key === 'updatedAt') continue;
+    if (value === undefined) delete next[key];
+    // defineProperty: a key named __proto__ becomes a plain field, not the object's prototype.
+    else Object.defineProperty(next, key, { value, enumerable: true, writable: true, configurable: true });
+  }
+  let json: string;
+  try {
+    json = JSON.stringify(next);
+  } catch (err) {
+    throw badRequest(`collection fields must be JSON values: ${(err as Error).message}`);
+  }
+  return JSON.parse(json) as CollectionRecord;
+}
+
+function readMeta(file: string, scope: CollectionScope): { record: CollectionRecord; tags: string[] } {
+  let meta: { version?: unknown; collection?: Record<string, unknown>; tags?: unknown };
+  try {
+    meta = JSON.parse(fs.readFileSync(file, 'utf8')) as typeof meta;
+  } catch (err) {
+    throw internal(`${file}: cannot read: ${(err as Error).message}`);
+  }
+  if (meta.version !== META_VERSION) throw internal(`${file}: meta version ${String(meta.version)} is not supported (this build reads ${META_VERSION})`);
+  const record = meta.collection;
+  if (record === null || typeof record !== 'object') throw internal(`${file}: no collection record`);
+  for (const field of SCOPE_FIELDS) {
+    if (record[field] !== scope[field]) throw internal(`${file}: ${field} ${JSON.stringify(record[field])} does not match its folder`);
+  }
+  const tags = meta.tags;
+  if (!Array.isArray(tags) || tags.some((t) => tagNameProblem(t) !== null) || new Set(tags).size !== tags.length) {
+    throw internal(`${file}: tag dictionary is not a list of distinct tag names`);
+  }
+  return { record: record as CollectionRecord, tags: tags as string[] };
+}

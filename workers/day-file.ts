@@ -1,0 +1,509 @@
+/**
+ * Day logs: `active-YYYYMMDD.log` (the current data of a UTC day) and `late-YYYYMMDD.log`
+ * (points for a day that is already sealed). Both are append-only sequences of framed blocks
+ * and are their own write-ahead log: a block is visible only once it is completely in the file,
+ * and on open every block is checked and the file is cut at the first one that is not whole.
+ * Byte layout: README.md beside this file ("Day log").
+ *
+ * Nothing of the points is kept in memory: per tag, a BlockList remembers where each block is
+ * and which time range it covers, and queries read the blocks back (the page cache keeps them
+ * warm). All typed-array views handed out point into a shared read window and are valid only
+ * until the next read.
+ */
+
+import fs from 'node:fs';
+import path from 'node:path';
+import { crc32c } from './crc32.js';
+import { fsyncDir, readFully, writeFully } from './durable-fs.js';
+import { internal, StorageError } from './storage-error.js';
+import { dayStartMs, DAY_MS } from './utc-day.js';
+
+// Blocks are viewed in place as Float64Arrays, which read the host's byte order.
+if (new Uint8Array(new Uint16Array([1]).buffer)[0] !== 1) throw new Error('the storage engine needs a little-endian host');
+
+export const DAY_LOG_MAGIC = 0x4c445348; // "HSDL" read as a little-endian u32
+export const DAY_LOG_VERSION = 1;
+export const DAY_LOG_HEADER_BYTES = 16;
+/** u32 payload length, u32 crc32c(payload), then the payload's u32 tag id and u32 count. */
+export const BLOCK_HEADER_BYTES = 16;
+/** Keeps a payload length inside u32 and one block's read within a sane buffer (256 MiB). */
+export const MAX_BLOCK_POINTS = 1 << 24;
+
+export type DayLogKind = 'active' | 'late';
+
+/** Receives one block's points; the views are valid only during the call. */
+export type BlockVisitor = (tagId: number, ts: Float64Array, values: Float64Array, count: number) => void;
+
+export function blockBytes(count: number): number {
+  return BLOCK_HEADER_BYTES + 16 * count;
+}
+
+export function dayLogName(kind: DayLogKind, dayText: string): string {
+  return `${kind}-${dayText}.log`;
+}
+
+/** The file's header does not belong to a day log of this day; the file is not ours to cut. */
+export class BadDayLogHeader extends StorageError {
+  constructor(message: string) {
+    super('INTERNAL', message);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+
+/** Per tag, per day log: where its blocks are and what time range each covers (append order). */
+export class BlockList {
+  length = 0;
+  offsets = new Float64Array(8);
+  counts = new Uint32Array(8);
+  minTs = new Float64Array(8);
+  maxTs = new Float64Array(8);
+
+  push(offset: number, count: number, minTs: number, maxTs: number): void {
+    if (this.length === this.offsets.length) this.grow();
+    const i = this.length++;
+    this.offsets[i] = offset;
+    this.counts[i] = count;
+    this.minTs[i] = minTs;
+    this.maxTs[i] = maxTs;
+  }
+
+  private grow(): void {
+    const size = this.offsets.length * 2;
+    const offsets = new Float64Array(size);
+    const counts = new Uint32Array(size);
+    const minTs = new Float64Array(size);
+    const maxTs = new Float64Array(size);
+    offsets.set(this.offsets);
+    counts.set(this.counts);
+    minTs.set(this.minTs);
+    maxTs.set(this.maxTs);
+    this.offsets = offsets;
+    this.counts = counts;
+    this.minTs = minTs;
+    this.maxTs = maxTs;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+
+const WINDOW_BYTES = 1 << 20;
+
+/**
+ * One reusable read buffer per thread. It always starts at a block boundary (a multiple of 8
+ * in the file) on an 8-aligned ArrayBuffer, so a block's timestamps and values can be viewed as
+ * Float64Arrays without copying. `owner` ties the bytes to the file they came from.
+ */
+class ReadWindow {
+  bytes = new Uint8Array(WINDOW_BYTES);
+  view = new DataView(this.bytes.buffer);
+  owner: DayLog | null = null;
+  start = 0;
+  end = 0;
+
+  holds(owner: DayLog, pos: number, length: number): boolean {
+    return this.owner === owner && pos >= this.start && pos + length <= this.end;
+  }
+
+  /** Reads [pos, pos + length) of the file (fewer bytes at its end); returns the bytes read. */
+  load(owner: DayLog, fd: number, pos: number, length: number): number {
+    if (length > this.bytes.length || (this.bytes.length > 4 * WINDOW_BYTES && length <= WINDOW_BYTES)) {
+      this.bytes = new Uint8Array(Math.max(length, WINDOW_BYTES));
+      this.view = new DataView(this.bytes.buffer);
+    }
+    this.owner = null; // stays unowned if the read throws
+    const n = readFully(fd, this.bytes, 0, length, pos);
+    this.owner = owner;
+    this.start = pos;
+    this.end = pos + n;
+    return n;
+  }
+
+  forget(owner: DayLog): void {
+    if (this.owner === owner) this.owner = null;
+  }
+}
+
+const readWindow = new ReadWindow();
+
+// ---------------------------------------------------------------------------------------------
+
+/**
+ * Builds the blocks of one append in one reused buffer, so each day log gets a single write.
+ * After add(), minTs/maxTs/valueAtMaxTs describe the block just added (no result object per block).
+ */
+export class BlockEncoder {
+  private bytes = new Uint8Array(64 * 1024);
+  private view = new DataView(this.bytes.buffer);
+  length = 0;
+  /** Time range of the block just added, and the value at its latest timestamp (the later point wins a tie). */
+  minTs = 0;
+  maxTs = 0;
+  valueAtMaxTs = 0;
+
+  reset(): void {
+    this.length = 0;
+    // A huge append should not pin its buffer for the life of the worker.
+    if (this.bytes.length > 64 * 1024 * 1024) {
+      this.bytes = new Uint8Array(64 * 1024);
+      this.view = new DataView(this.bytes.buffer);
+    }
+  }
+
+  /** The blocks built since reset(); valid until the next add() or reset(). */
+  encoded(): Uint8Array {
+    return this.bytes.subarray(0, this.length);
+  }
+
+  /** Appends one block of points [from, from + count); returns its offset in encoded(). */
+  add(tagId: number, ts: Float64Array, values: Float64Array, from: number, count: number): number {
+    const at = this.length;
+    const size = blockBytes(count);
+    this.ensure(at + size);
+    const view = this.view;
+    view.setUint32(at + 8, tagId, true);
+    view.setUint32(at + 12, count, true);
+    const blockTs = new Float64Array(this.bytes.buffer, at + BLOCK_HEADER_BYTES, count);
+    blockTs.set(ts.subarray(from, from + count));
+    new Float64Array(this.bytes.buffer, at + BLOCK_HEADER_BYTES + 8 * count, count).set(values.subarray(from, from + count));
+    let min = Infinity;
+    let max = -Infinity;
+    let latest = 0;
+    for (let i = 0; i < count; i++) {
+      let t = blockTs[i]!;
+      if (t === 0) blockTs[i] = t = 0; // -0 is stored as 0: the sealed codec keeps no sign on timestamps
+      if (t < min) min = t;
+      if (t >= max) {
+        max = t;
+        latest = i;
+      }
+    }
+    view.setUint32(at, size - 8, true);
+    view.setUint32(at + 4, crc32c(this.bytes, at + 8, at + size), true);
+    this.length = at + size;
+    this.minTs = min;
+    this.maxTs = max;
+    this.valueAtMaxTs = values[from + latest]!;
+    return at;
+  }
+
+  private ensure(size: number): void {
+    if (size <= this.bytes.length) return;
+    let next = this.bytes.length * 2;
+    while (next < size) next *= 2;
+    const bytes = new Uint8Array(next);
+    bytes.set(this.bytes.subarray(0, this.length));
+    this.bytes = bytes;
+    this.view = new DataView(bytes.buffer);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+
+/**
+ * Bounds the number of day-log descriptors a worker holds (a backfill can touch hundreds of
+ * days). Least recently used logs are closed and reopened on their next use.
+ */
+export class OpenFiles {
+  private readonly lru = new Map<DayLog, true>();
+
+  constructor(private readonly max: number) {}
+
+  get count(): number {
+    return this.lru.size;
+  }
+
+  /** The log's descriptor, opening it if needed; marks it most recently used. */
+  fd(log: DayLog): number {
+    if (this.lru.delete(log)) {
+      this.lru.set(log, true);
+      return log.descriptor;
+    }
+    log.reopen();
+    this.lru.set(log, true);
+    for (const oldest of this.lru.keys()) {
+      if (this.lru.size <= this.max) break;
+      if (oldest === log) continue;
+      this.lru.delete(oldest);
+      oldest.release();
+    }
+    return log.descriptor;
+  }
+
+  /** Registers a log opened elsewhere (at creation or recovery). */
+  adopt(log: DayLog): void {
+    this.lru.set(log, true);
+    for (const oldest of this.lru.keys()) {
+      if (this.lru.size <= this.max) break;
+      if (oldest === log) continue;
+      this.lru.delete(oldest);
+      oldest.release();
+    }
+  }
+
+  /** Closes the log's descriptor and stops tracking it. */
+  forget(log: DayLog): void {
+    this.lru.delete(log);
+    log.release();
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+
+export interface DayLogOpenResult {
+  log: DayLog;
+  /** Bytes cut from a torn tail (0 for a clean file). */
+  bytesCut: number;
+  /** Blocks found intact. */
+  blocks: number;
+}
+
+export class DayLog {
+  readonly path: string;
+  readonly day: number;
+  readonly kind: DayLogKind;
+  /** Length of the verified file: where the next block goes. */
+  size = 0;
+  /** Wall-clock ms of the last append (the file's mtime after a restart). */
+  lastWriteAt = 0;
+  /** Written with 'fsync' durability since the last fdatasync. */
+  needsSync = false;
+  /** A failed write could not be undone, or an fdatasync failed: refuse appends until recovery has verified the file. */
+  broken = false;
+  private fd = -1;
+  private readonly files: OpenFiles;
+  private readonly tags = new Map<number, BlockList>();
+
+  private constructor(filePath: string, day: number, kind: DayLogKind, files: OpenFiles) {
+    this.path = filePath;
+    this.day = day;
+    this.kind = kind;
+    this.files = files;
+  }
+
+  get descriptor(): number {
+    return this.fd;
+  }
+
+  /**
+   * Opens (creating when absent) the day log, verifies every block and cuts a torn tail.
+   * `tagCount` is the size of the tag dictionary: a block naming a tag id beyond it cannot have
+   * been written (the dictionary is logged first) and counts as damage. `onBlock` sees each
+   * intact block, to rebuild last values.
+   */
+  static open(filePath: string, day: number, kind: DayLogKind, files: OpenFiles, tagCount: number, onBlock: BlockVisitor): DayLogOpenResult {
+    const dayLog = new DayLog(filePath, day, kind, files);
+    dayLog.fd = fs.openSync(filePath, 'a+');
+    try {
+      const stat = fs.fstatSync(dayLog.fd);
+      dayLog.lastWriteAt = stat.mtimeMs;
+      let bytesCut = 0;
+      let blocks = 0;
+      if (stat.size < DAY_LOG_HEADER_BYTES) {
+        // New file, or a crash before its header was whole.
+        bytesCut = stat.size;
+        if (stat.size > 0) fs.ftruncateSync(dayLog.fd, 0);
+        writeFully(dayLog.fd, encodeHeader(day));
+        fs.fdatasyncSync(dayLog.fd);
+        fsyncDir(path.dirname(filePath));
+        dayLog.size = DAY_LOG_HEADER_BYTES;
+      } else {
+        checkHeader(dayLog.fd, filePath, day);
+        const verified = dayLog.verifyBlocks(stat.size, tagCount, onBlock);
+        blocks = verified.blocks;
+        dayLog.size = verified.end;
+        if (verified.end < stat.size) {
+          bytesCut = stat.size - verified.end;
+          fs.ftruncateSync(dayLog.fd, verified.end);
+          fs.fdatasyncSync(dayLog.fd);
+        }
+      }
+      readWindow.forget(dayLog); // it may hold bytes of the cut tail
+      files.adopt(dayLog);
+      return { log: dayLog, bytesCut, blocks };
+    } catch (err) {
+      fs.closeSync(dayLog.fd);
+      dayLog.fd = -1;
+      throw err;
+    }
+  }
+
+  /** Walks the blocks from the header on; stops at the first one that is short or damaged. */
+  private verifyBlocks(fileSize: number, tagCount: number, onBlock: BlockVisitor): { end: number; blocks: number } {
+    const dayStart = dayStartMs(this.day);
+    const dayEnd = dayStart + DAY_MS;
+    let pos = DAY_LOG_HEADER_BYTES;
+    let blocks = 0;
+    while (fileSize - pos >= BLOCK_HEADER_BYTES) {
+      if (!readWindow.holds(this, pos, BLOCK_HEADER_BYTES)) readWindow.load(this, this.fd, pos, Math.min(WINDOW_BYTES, fileSize - pos));
+      let at = pos - readWindow.start;
+      const payloadLength = readWindow.view.getUint32(at, true);
+      const count = readWindow.view.getUint32(at + 12, true);
+      if (payloadLength !== 8 + 16 * count || count > MAX_BLOCK_POINTS || pos + 8 + payloadLength > fileSize) break;
+      const size = 8 + payloadLength;
+      if (!readWindow.holds(this, pos, size)) {
+        readWindow.load(this, this.fd, pos, Math.min(Math.max(size, WINDOW_BYTES), fileSize - pos));
+        at = 0;
+      }
+      const bytes = readWindow.bytes;
+      if (crc32c(bytes, at + 8, at + size) !== readWindow.view.getUint32(at + 4, true)) break;
+      const tagId = readWindow.view.getUint32(at + 8, true);
+      if (tagId >= tagCount) break;
+      const ts = new Float64Array(bytes.buffer, at + BLOCK_HEADER_BYTES, count);
+      let min = Infinity;
+      let max = -Infinity;
+      let integers = true;
+      for (let i = 0; i < count; i++) {
+        const t = ts[i]!;
+        if (t < min) min = t;
+        if (t > max) max = t;
+        if (Math.floor(t) !== t) integers = false;
+      }
+      // A whole block with points outside its day or fractional timestamps was never written by us.
+      if (count > 0 && (min < dayStart || max >= dayEnd || !integers)) break;
+      if (count > 0) {
+        this.index(tagId, pos, count, min, max);
+        onBlock(tagId, ts, new Float64Array(bytes.buffer, at + BLOCK_HEADER_BYTES + 8 * count, count), count);
+      }
+      blocks++;
+      pos += size;
+    }
+    return { end: pos, blocks };
+  }
+
+  /** Reopens after the descriptor was released; the file must still be as we left it. */
+  reopen(): void {
+    if (this.fd >= 0) return;
+    const fd = fs.openSync(this.path, 'a+');
+    const size = fs.fstatSync(fd).size;
+    if (size !== this.size) {
+      fs.closeSync(fd);
+      throw internal(`${this.path} is ${size} bytes, expected ${this.size}: changed outside the storage worker`);
+    }
+    this.fd = fd;
+  }
+
+  /** Closes the descriptor (the log stays usable: the next access reopens it). */
+  release(): void {
+    if (this.fd < 0) return;
+    if (this.needsSync) {
+      fs.fdatasyncSync(this.fd);
+      this.needsSync = false;
+    }
+    fs.closeSync(this.fd);
+    this.fd = -1;
+    readWindow.forget(this);
+  }
+
+  /**
+   * Appends encoded blocks in one write and returns the file offset of their start. When the
+   * write fails the file is cut back to where it was, so a partial block never stays behind.
+   */
+  append(bytes: Uint8Array): number {
+    if (this.broken) throw internal(`${this.path} had a failed write that could not be undone; it is repaired on the next recovery`);
+    const fd = this.files.fd(this);
+    const at = this.size;
+    try {
+      writeFully(fd, bytes);
+    } catch (err) {
+      this.truncateTo(at);
+      throw err;
+    }
+    this.size = at + bytes.length;
+    this.lastWriteAt = Date.now();
+    return at;
+  }
+
+  /** Undoes appends back to `size` (a later day of the same request failed). */
+  truncateTo(size: number): void {
+    try {
+      fs.ftruncateSync(this.files.fd(this), size);
+      this.size = size;
+    } catch {
+      this.broken = true;
+    }
+    readWindow.forget(this);
+  }
+
+  /** Records a block written at `offset` (after the write succeeded: log first, then visible). */
+  index(tagId: number, offset: number, count: number, minTs: number, maxTs: number): void {
+    let list = this.tags.get(tagId);
+    if (list === undefined) {
+      list = new BlockList();
+      this.tags.set(tagId, list);
+    }
+    list.push(offset, count, minTs, maxTs);
+  }
+
+  hasTag(tagId: number): boolean {
+    return this.tags.has(tagId);
+  }
+
+  tagIds(): IterableIterator<number> {
+    return this.tags.keys();
+  }
+
+  sync(): void {
+    if (!this.needsSync) return;
+    fs.fdatasyncSync(this.files.fd(this));
+    this.needsSync = false;
+  }
+
+  /**
+   * Visits, in file order, every block of the tag whose time range meets [lo, hi]. Neighbouring
+   * wanted blocks are read with one syscall when they fit in the read readWindow.
+   */
+  forEachBlock(tagId: number, lo: number, hi: number, visit: BlockVisitor): void {
+    const list = this.tags.get(tagId);
+    if (list === undefined) return;
+    const { offsets, counts, minTs, maxTs } = list;
+    let fd = -1;
+    for (let i = 0; i < list.length; i++) {
+      if (maxTs[i]! < lo || minTs[i]! > hi) continue;
+      const offset = offsets[i]!;
+      const count = counts[i]!;
+      const size = blockBytes(count);
+      if (!readWindow.holds(this, offset, size)) {
+        let end = offset + size;
+        for (let k = i + 1; k < list.length; k++) {
+          if (maxTs[k]! < lo || minTs[k]! > hi) continue;
+          const kEnd = offsets[k]! + blockBytes(counts[k]!);
+          if (kEnd - offset > WINDOW_BYTES) break;
+          end = kEnd;
+        }
+        if (fd < 0) fd = this.files.fd(this);
+        if (readWindow.load(this, fd, offset, end - offset) < size) throw internal(`${this.path}: block at ${offset} is beyond the end of the file`);
+      }
+      const at = offset - readWindow.start;
+      const view = readWindow.view;
+      if (view.getUint32(at, true) !== 8 + 16 * count || view.getUint32(at + 8, true) !== tagId || view.getUint32(at + 12, true) !== count) {
+        throw internal(`${this.path}: block at ${offset} does not match its index`);
+      }
+      const buffer = readWindow.bytes.buffer;
+      visit(tagId, new Float64Array(buffer, at + BLOCK_HEADER_BYTES, count), new Float64Array(buffer, at + BLOCK_HEADER_BYTES + 8 * count, count), count);
+    }
+  }
+}
+
+function encodeHeader(day: number): Uint8Array {
+  const header = new Uint8Array(DAY_LOG_HEADER_BYTES);
+  const view = new DataView(header.buffer);
+  view.setUint32(0, DAY_LOG_MAGIC, true);
+  view.setUint16(4, DAY_LOG_VERSION, true);
+  view.setUint16(6, 0, true);
+  view.setUint32(8, day, true);
+  view.setUint32(12, crc32c(header, 0, 12), true);
+  return header;
+}
+
+function checkHeader(fd: number, filePath: string, day: number): void {
+  const header = new Uint8Array(DAY_LOG_HEADER_BYTES);
+  readFully(fd, header, 0, DAY_LOG_HEADER_BYTES, 0);
+  const view = new DataView(header.buffer);
+  if (view.getUint32(0, true) !== DAY_LOG_MAGIC || view.getUint32(12, true) !== crc32c(header, 0, 12)) {
+    throw new BadDayLogHeader(`${filePath}: not a day log (bad magic or header checksum)`);
+  }
+  const version = view.getUint16(4, true);
+  if (version !== DAY_LOG_VERSION) throw internal(`${filePath}: day log format version ${version} is not supported (this build reads ${DAY_LOG_VERSION})`);
+  if (view.getUint32(8, true) !== day) throw new BadDayLogHeader(`${filePath}: header names day ${view.getUint32(8, true)}, the file name day ${day}`);
+}

@@ -1,0 +1,129 @@
+// Every task the main thread sends a storage worker, and every reply, as one
+// discriminated union. Opcodes are only ever appended. Large payloads never
+// travel in these messages: write bodies go through the shard's request ring
+// (the task names the frame by `seq`), query results come back through the
+// result ring (frames tagged with the task's `seq`).
+
+export const OP = {
+  CREATE_COLLECTION: 1,
+  UPDATE_COLLECTION: 2,
+  WRITE: 3,
+  QUERY: 4,
+  LAST_VALUES: 5,
+  SEAL: 6,
+  BUFFER_STATS: 7,
+  FLUSH: 8,
+  CLOSE_COLLECTION: 9,
+  OPEN_COLLECTION: 10,
+  WRITE_DECODED: 11,
+  REMOVE_COLLECTION: 12,
+  PING: 13,
+} as const;
+
+/** What each storage worker is started with (piscina workerData). */
+export interface StorageWorkerData {
+  shardIndex: number;
+  shardCount: number;
+  dataDir: string;
+  requestRing: SharedArrayBuffer;
+  resultRing: SharedArrayBuffer;
+  /** Int32 slots shared with the main thread: see CONTROL_* below. */
+  control: SharedArrayBuffer;
+  bufferCapacityPoints: number;
+  flushIntervalMs: number;
+  sealGraceMs: number;
+  resultStallTimeoutMs: number;
+}
+
+/** Control slots: the seq of a query the client abandoned; the tag-map version. */
+export const CONTROL_CANCEL_SEQ = 0;
+export const CONTROL_TAGMAP_VERSION = 1;
+export const CONTROL_SLOTS = 4;
+
+export type WriteMode = 'sync' | 'fast' | 'buffered';
+
+export interface ScopeFields {
+  organization?: string;
+  site?: string;
+  unit?: string;
+  grid?: string;
+}
+
+export type StorageTask =
+  | { op: typeof OP.CREATE_COLLECTION; scope: Required<ScopeFields>; extra: Record<string, unknown> }
+  | { op: typeof OP.UPDATE_COLLECTION; id: string; fields: Record<string, unknown> }
+  | {
+      op: typeof OP.WRITE;
+      /** Sequence number of the body's frame in the request ring. */
+      seq: number;
+      contentType: string;
+      mode: WriteMode;
+      /** Create missing collections instead of refusing the write. */
+      autoCreate: boolean;
+      /** Collections a non-admin caller may write; null for admins. */
+      allowed: string[] | null;
+    }
+  | { op: typeof OP.WRITE_DECODED; seq: number; collectionId: string; mode: WriteMode; autoCreate: boolean }
+  | {
+      op: typeof OP.QUERY;
+      seq: number;
+      collectionId: string;
+      tags: string[];
+      start: number;
+      end: number;
+      /** Output encoding of the result frames. */
+      format: 'json-fragment';
+      /** Whether this shard's fragment is the first of the JSON object (no leading comma). */
+      first: boolean;
+    }
+  | { op: typeof OP.LAST_VALUES; collectionId: string; tags: string[] }
+  | { op: typeof OP.SEAL; collectionId: string | null; force: boolean }
+  | { op: typeof OP.BUFFER_STATS }
+  | { op: typeof OP.FLUSH }
+  | { op: typeof OP.CLOSE_COLLECTION; id: string }
+  | { op: typeof OP.OPEN_COLLECTION; id: string }
+  | { op: typeof OP.REMOVE_COLLECTION; id: string }
+  | { op: typeof OP.PING };
+
+/** An error as it crosses the thread boundary; rebuilt into an HttpError on the main thread. */
+export interface WireError {
+  code: 'BAD_REQUEST' | 'NOT_FOUND' | 'CONFLICT' | 'FORBIDDEN' | 'UNAVAILABLE' | 'INSUFFICIENT_STORAGE' | 'INTERNAL';
+  message: string;
+}
+
+export type { CollectionRecord } from './collection.js';
+import type { CollectionRecord } from './collection.js';
+
+export interface WriteOutcome {
+  /** Accepted points; 0 when refused. */
+  points: number;
+  /** A refusal of a well-formed body: HTTP 200 with success false (WIRE.md). */
+  refused?: string;
+  /** A malformed body or a transport-level problem: an HTTP error. */
+  error?: WireError;
+  /** Tags each collection saw for the first time, for the tag-to-scope map. */
+  learned: Array<{ collectionId: string; tags: string[] }>;
+  /** Collections created by this write (autoCreate). */
+  created: CollectionRecord[];
+  /** Points for collections owned by other shards, as HSW1 binary bodies, for the main thread to forward. */
+  forward: Array<{ collectionId: string; body: Uint8Array }>;
+}
+
+export interface BufferStats {
+  shard: number;
+  capacityPoints: number;
+  pendingPoints: number;
+  fill: number;
+  flushes: number;
+  lastFlushMs: number | null;
+  ringBytes: number;
+  ringUsedBytes: number;
+}
+
+export type TaskReply =
+  | { ok: true; collection?: CollectionRecord; write?: WriteOutcome; points?: number; last?: Array<[number, number] | null>; sealedDays?: number; stats?: BufferStats }
+  | { ok: false; error: WireError };
+
+/** Result-ring frame kinds (the frame tag is the task seq; the first payload byte is the kind). */
+export const RESULT_CHUNK = 1;
+export const RESULT_END = 2;

@@ -1,0 +1,256 @@
+/**
+ * Sealed day files (`sealed-YYYYMMDD.hsd`): one immutable file per collection per finished UTC
+ * day. Per tag, the sorted, deduplicated points are column-encoded (native-free-codecs/columns.ts:
+ * timestamps then values) and lz4-compressed; a footer indexes the tags. A query reads the footer
+ * once (SealedIndex, a few dozen bytes per tag, cached by the store) and then only the block of
+ * the tag it wants. Byte layout: README.md beside this file ("Sealed day file").
+ *
+ * Writing: SealedFileWriter fills `<name>.tmp`, fsyncs it, renames it over the final name and
+ * fsyncs the folder, so a reader sees either the old file or the whole new one.
+ */
+
+import fs from 'node:fs';
+import path from 'node:path';
+import { compressSync, uncompressSync } from 'lz4-napi';
+import { ByteReader, ByteWriter, COLUMN_CODEC_VERSION, decodeTimestamps, decodeValues, encodeTimestamps, encodeValues } from '../native-free-codecs/columns.js';
+import { crc32c } from './crc32.js';
+import { fsyncDir, readFully, removeIfPresent, writeFully } from './durable-fs.js';
+import { internal } from './storage-error.js';
+import { dayStartMs, DAY_MS } from './utc-day.js';
+
+export const SEALED_MAGIC = 0x53445348; // "HSDS" read as a little-endian u32
+export const SEALED_FOOTER_MAGIC = 0x46445348; // "HSDF"
+export const SEALED_VERSION = 1;
+export const SEALED_HEADER_BYTES = 16;
+export const FOOTER_ENTRY_BYTES = 40;
+/** u32 footer length, u32 crc32c(footer), u32 magic. */
+export const TRAILER_BYTES = 12;
+
+export function sealedFileName(dayText: string): string {
+  return `sealed-${dayText}.hsd`;
+}
+
+/** Column-encoding buffer shared by every seal of this thread (single-threaded by design). */
+let columnWriter = new ByteWriter(64 * 1024);
+
+/** The footer of one sealed file, in memory: entries sorted by tag id. */
+export class SealedIndex {
+  constructor(
+    readonly path: string,
+    readonly day: number,
+    readonly fileBytes: number,
+    readonly tagIds: Uint32Array,
+    readonly counts: Uint32Array,
+    readonly offsets: Float64Array,
+    readonly lengths: Uint32Array,
+    readonly checksums: Uint32Array,
+    readonly minTs: Float64Array,
+    readonly maxTs: Float64Array,
+  ) {}
+
+  get entryCount(): number {
+    return this.tagIds.length;
+  }
+
+  /** Entry index of the tag, or -1. */
+  find(tagId: number): number {
+    let lo = 0;
+    let hi = this.tagIds.length - 1;
+    while (lo <= hi) {
+      const mid = (lo + hi) >>> 1;
+      const id = this.tagIds[mid]!;
+      if (id === tagId) return mid;
+      if (id < tagId) lo = mid + 1;
+      else hi = mid - 1;
+    }
+    return -1;
+  }
+
+  /** Reads and checks the header and footer of a sealed file. */
+  static read(filePath: string, day: number): SealedIndex {
+    const fd = fs.openSync(filePath, 'r');
+    try {
+      const fileBytes = fs.fstatSync(fd).size;
+      const bad = (why: string) => internal(`${filePath}: ${why}`);
+      if (fileBytes < SEALED_HEADER_BYTES + TRAILER_BYTES) throw bad(`only ${fileBytes} bytes, too short for a sealed file`);
+
+      const header = new Uint8Array(SEALED_HEADER_BYTES);
+      readFully(fd, header, 0, SEALED_HEADER_BYTES, 0);
+      const hv = new DataView(header.buffer);
+      if (hv.getUint32(0, true) !== SEALED_MAGIC || hv.getUint32(12, true) !== crc32c(header, 0, 12)) throw bad('bad magic or header checksum');
+      const version = hv.getUint16(4, true);
+      const codecVersion = hv.getUint16(6, true);
+      if (version !== SEALED_VERSION) throw bad(`sealed format version ${version} is not supported (this build reads ${SEALED_VERSION})`);
+      if (codecVersion !== COLUMN_CODEC_VERSION) throw bad(`column codec version ${codecVersion} is not supported (this build reads ${COLUMN_CODEC_VERSION})`);
+      if (hv.getUint32(8, true) !== day) throw bad(`header names day ${hv.getUint32(8, true)}, the file name day ${day}`);
+
+      const trailer = new Uint8Array(TRAILER_BYTES);
+      readFully(fd, trailer, 0, TRAILER_BYTES, fileBytes - TRAILER_BYTES);
+      const tv = new DataView(trailer.buffer);
+      const footerBytes = tv.getUint32(0, true);
+      if (tv.getUint32(8, true) !== SEALED_FOOTER_MAGIC) throw bad('bad footer magic');
+      const footerOffset = fileBytes - TRAILER_BYTES - footerBytes;
+      if (footerBytes % FOOTER_ENTRY_BYTES !== 0 || footerOffset < SEALED_HEADER_BYTES) throw bad(`bad footer length ${footerBytes}`);
+      const footer = new Uint8Array(footerBytes);
+      if (readFully(fd, footer, 0, footerBytes, footerOffset) !== footerBytes) throw bad('footer cut short');
+      if (crc32c(footer) !== tv.getUint32(4, true)) throw bad('footer checksum mismatch');
+
+      const n = footerBytes / FOOTER_ENTRY_BYTES;
+      const index = new SealedIndex(filePath, day, fileBytes, new Uint32Array(n), new Uint32Array(n), new Float64Array(n), new Uint32Array(n), new Uint32Array(n), new Float64Array(n), new Float64Array(n));
+      const fv = new DataView(footer.buffer);
+      const dayStart = dayStartMs(day);
+      for (let i = 0; i < n; i++) {
+        const p = i * FOOTER_ENTRY_BYTES;
+        const tagId = fv.getUint32(p, true);
+        const offset = fv.getUint32(p + 8, true) + fv.getUint32(p + 12, true) * 2 ** 32;
+        const length = fv.getUint32(p + 16, true);
+        const minTs = fv.getFloat64(p + 24, true);
+        const maxTs = fv.getFloat64(p + 32, true);
+        if (i > 0 && tagId <= index.tagIds[i - 1]!) throw bad('footer entries out of tag order');
+        if (offset < SEALED_HEADER_BYTES || offset + length > footerOffset) throw bad(`block of tag ${tagId} lies outside the data area`);
+        if (!(minTs >= dayStart && maxTs < dayStart + DAY_MS && minTs <= maxTs)) throw bad(`block of tag ${tagId} has a time range outside the day`);
+        index.tagIds[i] = tagId;
+        index.counts[i] = fv.getUint32(p + 4, true);
+        index.offsets[i] = offset;
+        index.lengths[i] = length;
+        index.checksums[i] = fv.getUint32(p + 20, true);
+        index.minTs[i] = minTs;
+        index.maxTs[i] = maxTs;
+      }
+      return index;
+    } finally {
+      fs.closeSync(fd);
+    }
+  }
+
+  /** Decodes entry `e` into ts[0..count) and values[0..count) (count = counts[e]). */
+  decode(e: number, ts: Float64Array, values: Float64Array): void {
+    const count = this.counts[e]!;
+    const length = this.lengths[e]!;
+    const block = Buffer.allocUnsafe(length);
+    const fd = fs.openSync(this.path, 'r');
+    try {
+      if (readFully(fd, block, 0, length, this.offsets[e]!) !== length) throw internal(`${this.path}: block of tag ${this.tagIds[e]} cut short`);
+    } finally {
+      fs.closeSync(fd);
+    }
+    if (crc32c(block) !== this.checksums[e]) throw internal(`${this.path}: block of tag ${this.tagIds[e]} fails its checksum`);
+    try {
+      const columns = uncompressSync(block);
+      const reader = new ByteReader(columns);
+      decodeTimestamps(reader, count, ts.subarray(0, count));
+      decodeValues(reader, count, values.subarray(0, count));
+      if (reader.remaining !== 0) throw new Error(`${reader.remaining} bytes left over`);
+    } catch (err) {
+      throw internal(`${this.path}: block of tag ${this.tagIds[e]} does not decode: ${(err as Error).message}`);
+    }
+  }
+}
+
+/** Writes one sealed file; tags must be added in increasing tag id order. */
+export class SealedFileWriter {
+  private readonly tmpPath: string;
+  private fd: number;
+  private position = SEALED_HEADER_BYTES;
+  private readonly tagIds: number[] = [];
+  private readonly counts: number[] = [];
+  private readonly offsets: number[] = [];
+  private readonly lengths: number[] = [];
+  private readonly checksums: number[] = [];
+  private readonly minTs: number[] = [];
+  private readonly maxTs: number[] = [];
+
+  constructor(
+    private readonly finalPath: string,
+    private readonly day: number,
+  ) {
+    this.tmpPath = `${finalPath}.tmp`;
+    this.fd = fs.openSync(this.tmpPath, 'w');
+    const header = new Uint8Array(SEALED_HEADER_BYTES);
+    const view = new DataView(header.buffer);
+    view.setUint32(0, SEALED_MAGIC, true);
+    view.setUint16(4, SEALED_VERSION, true);
+    view.setUint16(6, COLUMN_CODEC_VERSION, true);
+    view.setUint32(8, day, true);
+    view.setUint32(12, crc32c(header, 0, 12), true);
+    try {
+      writeFully(this.fd, header, 0);
+    } catch (err) {
+      this.abort();
+      throw err;
+    }
+  }
+
+  /** Adds a tag's points: sorted by timestamp, one point per timestamp, count >= 1. */
+  addTag(tagId: number, ts: Float64Array, values: Float64Array, count: number): void {
+    const previous = this.tagIds.length > 0 ? this.tagIds[this.tagIds.length - 1]! : -1;
+    if (tagId <= previous) throw internal(`sealed file tags out of order: ${tagId} after ${previous}`);
+    const w = columnWriter;
+    w.reset();
+    encodeTimestamps(ts, count, w);
+    encodeValues(values, count, w);
+    const columns = w.bytes();
+    const block = compressSync(Buffer.from(columns.buffer, columns.byteOffset, columns.length));
+    if (w.length > 16 * 1024 * 1024) columnWriter = new ByteWriter(64 * 1024); // do not pin a huge buffer
+    if (block.length > 0xffffffff) throw internal(`tag ${tagId} compresses to ${block.length} bytes, more than a sealed block can hold`);
+    writeFully(this.fd, block, this.position);
+    this.tagIds.push(tagId);
+    this.counts.push(count);
+    this.offsets.push(this.position);
+    this.lengths.push(block.length);
+    this.checksums.push(crc32c(block));
+    this.minTs.push(ts[0]!);
+    this.maxTs.push(ts[count - 1]!);
+    this.position += block.length;
+  }
+
+  /** Writes the footer, makes the file durable and moves it to its final name. */
+  finish(): SealedIndex {
+    const n = this.tagIds.length;
+    const tail = new Uint8Array(n * FOOTER_ENTRY_BYTES + TRAILER_BYTES);
+    const view = new DataView(tail.buffer);
+    for (let i = 0; i < n; i++) {
+      const p = i * FOOTER_ENTRY_BYTES;
+      const offset = this.offsets[i]!;
+      view.setUint32(p, this.tagIds[i]!, true);
+      view.setUint32(p + 4, this.counts[i]!, true);
+      view.setUint32(p + 8, offset % 2 ** 32, true);
+      view.setUint32(p + 12, Math.floor(offset / 2 ** 32), true);
+      view.setUint32(p + 16, this.lengths[i]!, true);
+      view.setUint32(p + 20, this.checksums[i]!, true);
+      view.setFloat64(p + 24, this.minTs[i]!, true);
+      view.setFloat64(p + 32, this.maxTs[i]!, true);
+    }
+    const footerBytes = n * FOOTER_ENTRY_BYTES;
+    view.setUint32(footerBytes, footerBytes, true);
+    view.setUint32(footerBytes + 4, crc32c(tail, 0, footerBytes), true);
+    view.setUint32(footerBytes + 8, SEALED_FOOTER_MAGIC, true);
+    writeFully(this.fd, tail, this.position);
+    fs.fsyncSync(this.fd);
+    fs.closeSync(this.fd);
+    this.fd = -1;
+    fs.renameSync(this.tmpPath, this.finalPath);
+    fsyncDir(path.dirname(this.finalPath));
+    return new SealedIndex(
+      this.finalPath,
+      this.day,
+      this.position + tail.length,
+      Uint32Array.from(this.tagIds),
+      Uint32Array.from(this.counts),
+      Float64Array.from(this.offsets),
+      Uint32Array.from(this.lengths),
+      Uint32Array.from(this.checksums),
+      Float64Array.from(this.minTs),
+      Float64Array.from(this.maxTs),
+    );
+  }
+
+  /** Gives up: closes and removes the temporary file (the final name is untouched). */
+  abort(): void {
+    if (this.fd >= 0) {
+      fs.closeSync(this.fd);
+      this.fd = -1;
+    }
+    removeIfPresent(this.tmpPath);
+  }
+}

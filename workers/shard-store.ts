@@ -1,0 +1,549 @@
+/**
+ * The file engine of one storage worker: every collection its shard owns, under
+ * `<dataDir>/ts/<org>/<site>/<unit>/<grid>/`. Plain synchronous code for one thread; the
+ * worker entry feeds it tasks one at a time.
+ *
+ * Write path: validate everything, log new tag names to meta.json, split the points by UTC
+ * day, build one block per tag per day in a reused buffer, write each day log once, and only
+ * then index the blocks (log first, visible after). A failed write is cut back out of every
+ * file the request touched, so a write is all or nothing.
+ *
+ * Read path: per day, the tag's sealed block (if any), then its active and late blocks in file
+ * order, merged by DayMerger and handed to the caller's sink in chunks.
+ *
+ * Layout and byte formats: README.md beside this file.
+ */
+
+import fs from 'node:fs';
+import path from 'node:path';
+import type { PointBatch } from '../native-free-codecs/points.js';
+import { Collection, META_FILE, tagNameProblem, type CollectionOpenResult, type CollectionRecord, type StoreLog } from './collection.js';
+import { BlockEncoder, OpenFiles, type DayLog } from './day-file.js';
+import { DayMerger } from './day-merge.js';
+import { DaySplitter } from './day-split.js';
+import { fsyncDir, removeIfPresent } from './durable-fs.js';
+import { SealedFileWriter, SealedIndex } from './sealed-file.js';
+import { collectionDir, decodeScopeName, parseCollectionId, validateScope, type CollectionScope } from './scope-path.js';
+import { asStorageError, badRequest, notFound, StorageError } from './storage-error.js';
+import { dayEndMs, dayOf, dayStartMs } from './utc-day.js';
+
+export { StorageError } from './storage-error.js';
+export type { StorageErrorCode } from './storage-error.js';
+export type { CollectionRecord } from './collection.js';
+export type { CollectionScope } from './scope-path.js';
+export { collectionDir, collectionId, decodeScopeName, encodeScopeName, parseCollectionId } from './scope-path.js';
+
+export type Durability = 'fsync' | 'os';
+
+export interface ShardStoreOptions {
+  dataDir: string;
+  /** True for the collections this shard owns; the others are never opened. */
+  owns: (collectionId: string) => boolean;
+  log?: StoreLog;
+  /** Most day-log descriptors kept open at once (default 256). */
+  maxOpenFiles?: number;
+  /** Most sealed-file footers kept in memory at once (default 1024). */
+  maxCachedFooters?: number;
+}
+
+export interface SealOptions {
+  /** Only this collection; all open collections when absent. */
+  collectionId?: string;
+  now: number;
+  /** A day is sealed once it ended this long ago (and a late log once it is this long idle). */
+  graceMs: number;
+  /** seal_now: every day before today, and every late log, whatever the grace. */
+  force: boolean;
+}
+
+/** Points handed to a scan's sink: views valid only during the call. */
+export type ScanSink = (ts: Float64Array, values: Float64Array, count: number) => void;
+
+const SCAN_CHUNK = 8192;
+const MAX_TIMESTAMP = 2 ** 53 - 1;
+
+export class ShardStore {
+  private readonly dataDir: string;
+  private readonly owns: (collectionId: string) => boolean;
+  private readonly log: StoreLog;
+  private readonly collections = new Map<string, Collection>();
+  private readonly files: OpenFiles;
+  /** Day logs written with 'fsync' durability since the last syncPending(). */
+  private readonly pending = new Set<DayLog>();
+  /** Cached sealed footers, least recently used first. */
+  private readonly footers = new Map<SealedIndex, Collection>();
+  private readonly maxCachedFooters: number;
+  private readonly splitter = new DaySplitter();
+  private readonly encoder = new BlockEncoder();
+  private readonly merger = new DayMerger();
+
+  constructor(opts: ShardStoreOptions) {
+    this.dataDir = path.resolve(opts.dataDir);
+    this.owns = opts.owns;
+    this.log = opts.log ?? (() => {});
+    this.files = new OpenFiles(opts.maxOpenFiles ?? 256);
+    this.maxCachedFooters = opts.maxCachedFooters ?? 1024;
+  }
+
+  /**
+   * Opens every owned collection under `<dataDir>/ts`: temporary files of crashed writes are
+   * removed, day logs verified and torn tails cut, block indexes and last values rebuilt.
+   * Collections already open are closed and opened again.
+   */
+  recover(): { collections: number; blocks: number; bytesCut: number } {
+    return this.guard(() => {
+      for (const id of [...this.collections.keys()]) this.closeCollection(id);
+      let blocks = 0;
+      let bytesCut = 0;
+      for (const scope of this.listScopes()) {
+        const id = `${scope.organization}/${scope.site}/${scope.unit}/${scope.grid}`;
+        if (!this.owns(id)) continue;
+        try {
+          const opened = this.loadCollection(scope);
+          blocks += opened.blocks;
+          bytesCut += opened.bytesCut;
+        } catch (err) {
+          // One damaged collection must not keep the rest of the shard offline; its files stay as they are.
+          this.log({ event: 'collection-open-failed', collection: id, err }, `cannot open collection: ${(err as Error).message}`);
+        }
+      }
+      return { collections: this.collections.size, blocks, bytesCut };
+    });
+  }
+
+  createCollection(scope: CollectionScope, extra: Record<string, unknown> = {}): CollectionRecord {
+    return this.guard(() => {
+      const clean = validateScope(scope);
+      const id = `${clean.organization}/${clean.site}/${clean.unit}/${clean.grid}`;
+      if (!this.owns(id)) throw new StorageError('INTERNAL', `collection ${id} does not belong to this shard`);
+      if (this.find(id) !== null) throw new StorageError('CONFLICT', `DUPLICATE: collection ${id} already exists`);
+      const collection = Collection.create(this.dataDir, clean, extra, Date.now());
+      this.collections.set(id, collection);
+      return collection.getRecord();
+    });
+  }
+
+  /**
+   * (Re)opens an owned collection from its folder, e.g. after the caller moved it into place:
+   * an open one is closed first, then its files are verified as by recover().
+   */
+  openCollection(id: string): CollectionRecord {
+    return this.guard(() => {
+      const scope = parseCollectionId(id);
+      if (!this.owns(id)) throw new StorageError('INTERNAL', `collection ${id} does not belong to this shard`);
+      this.closeCollection(id);
+      if (!fs.existsSync(path.join(collectionDir(this.dataDir, scope), META_FILE))) throw notFound(`collection ${id} not found`);
+      return this.loadCollection(scope).collection.getRecord();
+    });
+  }
+
+  updateCollection(id: string, fields: Record<string, unknown>): CollectionRecord {
+    return this.guard(() => this.require(id).update(fields, Date.now()));
+  }
+
+  getCollection(id: string): CollectionRecord | null {
+    return this.guard(() => this.find(id)?.getRecord() ?? null);
+  }
+
+  tagNames(collectionId: string): string[] {
+    return this.guard(() => this.require(collectionId).tagNames.slice());
+  }
+
+  /**
+   * Appends a batch, all or nothing: everything is validated before a byte is written, and a
+   * failed write is cut back out of every file it touched. One block per tag per UTC day;
+   * points of days already sealed go to that day's late log. With 'fsync' the caller calls
+   * syncPending() before acknowledging (group commit); 'os' leaves flushing to the OS.
+   */
+  append(collectionId: string, batch: PointBatch, durability: Durability): { points: number; newTags: string[] } {
+    return this.guard(() => {
+      const collection = this.require(collectionId);
+      validateBatch(batch);
+      const newTags: string[] = [];
+      const seen = new Set<string>();
+      for (let i = 0; i < batch.tagNames.length; i++) {
+        const name = batch.tagNames[i]!;
+        if (batch.tagStart[i + 1] === batch.tagStart[i] || seen.has(name)) continue;
+        seen.add(name);
+        if (collection.tagId(name) < 0) newTags.push(name);
+      }
+      collection.addTags(newTags);
+      if (batch.pointCount === 0) return { points: 0, newTags };
+
+      const tagIds = batch.tagNames.map((name) => collection.tagId(name));
+      const slices = this.splitter.split(batch);
+      const sliceLogs: DayLog[] = [];
+      const written: DayLog[] = [];
+      const sizesBefore: number[] = [];
+      try {
+        for (let i = 0; i < slices.length; ) {
+          const day = slices[i]!.day;
+          const dayLog = collection.logForWrite(day, this.files);
+          this.encoder.reset();
+          const first = i;
+          for (; i < slices.length && slices[i]!.day === day; i++) {
+            const slice = slices[i]!;
+            slice.fileOffset = this.encoder.add(tagIds[slice.tag]!, slice.ts, slice.values, slice.from, slice.count);
+            slice.minTs = this.encoder.minTs;
+            slice.maxTs = this.encoder.maxTs;
+            slice.valueAtMaxTs = this.encoder.valueAtMaxTs;
+            sliceLogs.push(dayLog);
+          }
+          const sizeBefore = dayLog.size;
+          const at = dayLog.append(this.encoder.encoded()); // undoes itself when it fails
+          written.push(dayLog);
+          sizesBefore.push(sizeBefore);
+          for (let k = first; k < i; k++) slices[k]!.fileOffset += at;
+        }
+      } catch (err) {
+        for (let k = 0; k < written.length; k++) written[k]!.truncateTo(sizesBefore[k]!);
+        throw err;
+      } finally {
+        this.encoder.reset();
+        this.splitter.shrink();
+      }
+
+      // In the files: now make the blocks visible.
+      for (let k = 0; k < slices.length; k++) {
+        const slice = slices[k]!;
+        const tagId = tagIds[slice.tag]!;
+        sliceLogs[k]!.index(tagId, slice.fileOffset, slice.count, slice.minTs, slice.maxTs);
+        collection.noteLatest(tagId, slice.maxTs, slice.valueAtMaxTs);
+      }
+      if (durability === 'fsync') {
+        for (const dayLog of written) {
+          dayLog.needsSync = true;
+          this.pending.add(dayLog);
+        }
+      }
+      return { points: batch.pointCount, newTags };
+    });
+  }
+
+  /** fdatasync of every day log written with 'fsync' durability since the last call. */
+  syncPending(): void {
+    this.guard(() => {
+      // A log leaves the set only once synced, so a failure leaves the others still owed.
+      for (const dayLog of this.pending) {
+        try {
+          dayLog.sync();
+        } catch (err) {
+          // After a failed fdatasync the kernel may have dropped the dirty pages: trust nothing
+          // more in this file until recovery has verified it.
+          dayLog.broken = true;
+          this.pending.delete(dayLog);
+          throw err;
+        }
+        this.pending.delete(dayLog);
+      }
+    });
+  }
+
+  /**
+   * Raw points of `tag` with start <= ts <= end, sorted, one per timestamp (later write wins;
+   * late and active data beat sealed). `sink` gets chunks of at most 8192 points as views valid
+   * only during the call. Returns the number of points. An unknown tag has none.
+   */
+  scanTag(collectionId: string, tag: string, start: number, end: number, sink: ScanSink): number {
+    return this.guard(() => {
+      const collection = this.require(collectionId);
+      const tagId = collection.tagId(tag);
+      if (tagId < 0 || !(start <= end)) return 0;
+      const firstDay = dayOf(Math.max(start, 0));
+      const lastDay = dayOf(Math.min(end, MAX_TIMESTAMP));
+      let total = 0;
+      try {
+        for (const day of collection.days()) {
+          if (day < firstDay || day > lastDay) continue;
+          const n = this.mergeTagDay(collection, day, tagId, start, end);
+          const ts = this.merger.resultTs;
+          const values = this.merger.resultValues;
+          for (let from = 0; from < n; from += SCAN_CHUNK) {
+            const to = Math.min(n, from + SCAN_CHUNK);
+            sink(ts.subarray(from, to), values.subarray(from, to), to - from);
+          }
+          total += n;
+        }
+      } finally {
+        this.merger.shrink();
+      }
+      return total;
+    });
+  }
+
+  /** [timestamp, value] of the tag's latest point (a tie goes to the later write), or null. */
+  lastValue(collectionId: string, tag: string): [number, number] | null {
+    return this.guard(() => {
+      const collection = this.require(collectionId);
+      const tagId = collection.tagId(tag);
+      if (tagId < 0) return null;
+      if (collection.needsSealedLast(tagId)) this.lookUpSealedLast(collection, tagId);
+      return collection.lastValue(tagId);
+    });
+  }
+
+  /**
+   * Seals finished days: per day, sealed + active + late points become one new sealed file,
+   * then the day's logs are deleted. With `force` (seal_now) every day before today's UTC day
+   * and every late log is sealed; otherwise a day once it ended `graceMs` ago, and a late log
+   * once it has also been idle for `graceMs` (so a trickle of late points does not rewrite the
+   * day on every call).
+   */
+  seal(opts: SealOptions): { sealedDays: number } {
+    return this.guard(() => {
+      const collections = opts.collectionId !== undefined ? [this.require(opts.collectionId)] : [...this.collections.values()];
+      const today = dayOf(opts.now);
+      let sealedDays = 0;
+      for (const collection of collections) {
+        for (const day of collection.days()) {
+          const active = collection.active.get(day);
+          const late = collection.late.get(day);
+          if (active === undefined && late === undefined) continue;
+          const due = opts.force
+            ? day < today || late !== undefined
+            : dayEndMs(day) + 1 + opts.graceMs <= opts.now && (late === undefined || late.lastWriteAt + opts.graceMs <= opts.now);
+          if (!due) continue;
+          this.sealDay(collection, day);
+          sealedDays++;
+        }
+      }
+      return { sealedDays };
+    });
+  }
+
+  /** Syncs and closes the collection's files and forgets it (the caller may then move its folder). */
+  closeCollection(id: string): void {
+    this.guard(() => {
+      const collection = this.collections.get(id);
+      if (collection === undefined) return;
+      for (const dayLog of collection.dayLogs()) {
+        dayLog.sync();
+        this.pending.delete(dayLog);
+        this.files.forget(dayLog);
+      }
+      for (const index of collection.sealedIndexes.values()) this.footers.delete(index);
+      this.collections.delete(id);
+    });
+  }
+
+  stats(): { collections: number; openFiles: number; activeBytes: number; sealedBytes: number } {
+    let activeBytes = 0;
+    let sealedBytes = 0;
+    for (const collection of this.collections.values()) {
+      for (const dayLog of collection.dayLogs()) activeBytes += dayLog.size;
+      for (const bytes of collection.sealedBytes.values()) sealedBytes += bytes;
+    }
+    return { collections: this.collections.size, openFiles: this.files.count, activeBytes, sealedBytes };
+  }
+
+  close(): void {
+    this.guard(() => {
+      this.syncPending();
+      for (const id of [...this.collections.keys()]) this.closeCollection(id);
+    });
+  }
+
+  // -------------------------------------------------------------------------------------------
+
+  /** Runs a public method, turning file-system failures into StorageErrors. */
+  private guard<T>(body: () => T): T {
+    try {
+      return body();
+    } catch (err) {
+      throw asStorageError(err);
+    }
+  }
+
+  private require(id: string): Collection {
+    const collection = this.find(id);
+    if (collection === null) throw notFound(`collection ${id} not found`);
+    return collection;
+  }
+
+  /** The open collection, or an owned one on disk opened now (e.g. restored from a backup). */
+  private find(id: string): Collection | null {
+    const open = this.collections.get(id);
+    if (open !== undefined) return open;
+    const scope = parseCollectionId(id);
+    if (!this.owns(id) || !fs.existsSync(path.join(collectionDir(this.dataDir, scope), META_FILE))) return null;
+    return this.loadCollection(scope).collection;
+  }
+
+  private loadCollection(scope: CollectionScope): CollectionOpenResult {
+    const opened = Collection.open(this.dataDir, scope, this.files, this.log);
+    this.collections.set(opened.collection.id, opened.collection);
+    return opened;
+  }
+
+  /** Scopes of every folder four levels below `<dataDir>/ts` that holds a meta.json. */
+  private listScopes(): CollectionScope[] {
+    const scopes: CollectionScope[] = [];
+    const walk = (dir: string, names: string[]): void => {
+      if (names.length === 4) {
+        if (!fs.existsSync(path.join(dir, META_FILE))) return;
+        try {
+          scopes.push(validateScope({ organization: names[0], site: names[1], unit: names[2], grid: names[3] }));
+        } catch (err) {
+          this.log({ event: 'collection-folder-ignored', dir, reason: (err as Error).message }, 'folder is not a valid collection');
+        }
+        return;
+      }
+      let entries: fs.Dirent[];
+      try {
+        entries = fs.readdirSync(dir, { withFileTypes: true });
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code === 'ENOENT') return;
+        throw err;
+      }
+      for (const entry of entries) {
+        if (!entry.isDirectory()) continue;
+        let name: string;
+        try {
+          name = decodeScopeName(entry.name);
+        } catch {
+          this.log({ event: 'collection-folder-ignored', dir: path.join(dir, entry.name) }, 'folder name is not an encoded scope name');
+          continue;
+        }
+        walk(path.join(dir, entry.name), [...names, name]);
+      }
+    };
+    walk(path.join(this.dataDir, 'ts'), []);
+    return scopes;
+  }
+
+  /**
+   * Gathers the tag's points of one day in write order (sealed, then active blocks, then late
+   * blocks, each in file order) and merges them; the result is in this.merger.
+   */
+  private mergeTagDay(collection: Collection, day: number, tagId: number, start: number, end: number): number {
+    const merger = this.merger;
+    merger.begin(dayStartMs(day), start, end);
+    const lo = Math.max(start, dayStartMs(day));
+    const hi = Math.min(end, dayEndMs(day));
+    if (collection.sealedBytes.has(day)) {
+      const index = this.sealedIndex(collection, day);
+      const e = index.find(tagId);
+      if (e >= 0 && index.maxTs[e]! >= lo && index.minTs[e]! <= hi) {
+        const count = index.counts[e]!;
+        const at = merger.reserve(count);
+        index.decode(e, merger.tsBuffer.subarray(at, at + count), merger.valueBuffer.subarray(at, at + count));
+        merger.commit(count);
+      }
+    }
+    const addBlock = (_tag: number, ts: Float64Array, values: Float64Array, count: number) => merger.add(ts, values, 0, count);
+    collection.active.get(day)?.forEachBlock(tagId, lo, hi, addBlock);
+    collection.late.get(day)?.forEachBlock(tagId, lo, hi, addBlock);
+    return merger.finish();
+  }
+
+  /** The footer of a sealed day, from the cache or the file. */
+  private sealedIndex(collection: Collection, day: number): SealedIndex {
+    let index = collection.sealedIndexes.get(day);
+    if (index !== undefined) {
+      this.footers.delete(index);
+      this.footers.set(index, collection);
+      return index;
+    }
+    index = SealedIndex.read(collection.sealedPath(day), day);
+    this.cacheFooter(collection, index);
+    return index;
+  }
+
+  private cacheFooter(collection: Collection, index: SealedIndex): void {
+    const previous = collection.sealedIndexes.get(index.day);
+    if (previous !== undefined) this.footers.delete(previous);
+    collection.sealedIndexes.set(index.day, index);
+    this.footers.set(index, collection);
+    for (const [oldest, owner] of this.footers) {
+      if (this.footers.size <= this.maxCachedFooters) break;
+      this.footers.delete(oldest);
+      owner.sealedIndexes.delete(oldest.day);
+    }
+  }
+
+  /**
+   * The newest sealed point of a tag: the newest sealed day whose footer lists the tag holds
+   * it (a sealed file has only its own day's points), as the last point of that block.
+   */
+  private lookUpSealedLast(collection: Collection, tagId: number): void {
+    const days = [...collection.sealedBytes.keys()].sort((a, b) => b - a);
+    for (const day of days) {
+      const index = this.sealedIndex(collection, day);
+      const e = index.find(tagId);
+      if (e < 0) continue;
+      const count = index.counts[e]!;
+      const ts = new Float64Array(count);
+      const values = new Float64Array(count);
+      index.decode(e, ts, values);
+      collection.setSealedLast(tagId, true, ts[count - 1]!, values[count - 1]!);
+      return;
+    }
+    collection.setSealedLast(tagId, false, 0, 0);
+  }
+
+  /** Merges sealed + active + late of a day into a new sealed file, then drops the day logs. */
+  private sealDay(collection: Collection, day: number): void {
+    const active = collection.active.get(day);
+    const late = collection.late.get(day);
+    const tagIds = new Set<number>();
+    if (collection.sealedBytes.has(day)) for (const id of this.sealedIndex(collection, day).tagIds) tagIds.add(id);
+    for (const dayLog of [active, late]) if (dayLog !== undefined) for (const id of dayLog.tagIds()) tagIds.add(id);
+
+    const started = performance.now();
+    const writer = new SealedFileWriter(collection.sealedPath(day), day);
+    let index: SealedIndex;
+    let points = 0;
+    try {
+      for (const tagId of [...tagIds].sort((a, b) => a - b)) {
+        const n = this.mergeTagDay(collection, day, tagId, dayStartMs(day), dayEndMs(day));
+        if (n > 0) writer.addTag(tagId, this.merger.resultTs, this.merger.resultValues, n);
+        points += n;
+      }
+      index = writer.finish();
+    } catch (err) {
+      writer.abort();
+      throw err;
+    } finally {
+      this.merger.shrink();
+    }
+
+    // The sealed file is durable under its name: the day logs are now redundant.
+    collection.sealedBytes.set(day, index.fileBytes);
+    this.cacheFooter(collection, index);
+    for (const dayLog of [active, late]) {
+      if (dayLog === undefined) continue;
+      this.pending.delete(dayLog);
+      dayLog.needsSync = false;
+      this.files.forget(dayLog);
+      (dayLog.kind === 'active' ? collection.active : collection.late).delete(day);
+      removeIfPresent(dayLog.path);
+    }
+    fsyncDir(collection.dir);
+    this.log(
+      { event: 'day-sealed', collection: collection.id, day: path.basename(index.path), tags: index.entryCount, points, bytes: index.fileBytes, ms: Math.round(performance.now() - started) },
+      'sealed a day',
+    );
+  }
+}
+
+/** Checks the batch's shape, tag names and timestamps; throws BAD_REQUEST naming the problem. */
+function validateBatch(batch: PointBatch): void {
+  const { tagNames, tagStart, timestamps, values, pointCount } = batch;
+  if (!Number.isInteger(pointCount) || pointCount < 0 || pointCount > timestamps.length || pointCount > values.length) {
+    throw badRequest(`batch pointCount ${pointCount} does not fit its arrays`);
+  }
+  if (tagStart.length < tagNames.length + 1 || tagStart[0] !== 0 || tagStart[tagNames.length] !== pointCount) {
+    throw badRequest('batch tagStart does not cover its points');
+  }
+  for (let i = 0; i < tagNames.length; i++) {
+    if (tagStart[i + 1]! < tagStart[i]!) throw badRequest('batch tagStart is not ascending');
+    const problem = tagNameProblem(tagNames[i]);
+    if (problem !== null) throw badRequest(problem);
+  }
+  for (let i = 0; i < pointCount; i++) {
+    const t = timestamps[i]!;
+    if (!(t >= 0 && t <= MAX_TIMESTAMP && Math.floor(t) === t)) {
+      throw badRequest(`timestamp must be an integer in 0..2^53-1, got ${t}`);
+    }
+  }
+}

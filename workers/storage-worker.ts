@@ -1,0 +1,383 @@
+// Entry of a storage worker thread (one per shard, managed by piscina). On
+// load it recovers the shard from disk (torn tails cut, indexes and last
+// values rebuilt) before it takes any task. It is the only thread that
+// touches its collections' files. Write bodies arrive through the request
+// ring and are decoded here, never on the main thread; query results leave
+// through the result ring in chunks.
+
+import { workerData } from 'node:worker_threads';
+import { unpack } from 'msgpackr';
+import { JsonPointWriter } from '../native-free-codecs/json-points.js';
+import { decodeBinaryBatch, decodeJsonWriteBody, decodeWriteObject, encodeBinaryBatch, WriteBodyError, type PointBatch } from '../native-free-codecs/points.js';
+import { RingConsumer, RingProducer } from '../native-free-codecs/ring.js';
+import { CONTROL_CANCEL_SEQ, CONTROL_TAGMAP_VERSION, OP, type BufferStats, type StorageWorkerData, type StorageTask, type TaskReply, type WireError, type WriteMode, type WriteOutcome } from './protocol.js';
+import { shardOf } from './shard-hash.js';
+import { ShardStore, StorageError } from './shard-store.js';
+import { TagScopeReader } from './tag-scopes.js';
+import { WriteBuffer } from './write-buffer.js';
+
+
+const data = workerData as StorageWorkerData;
+const control = new Int32Array(data.control);
+const requests = new RingConsumer(data.requestRing);
+const results = new RingProducer(data.resultRing);
+const log = (obj: object, msg: string) => process.stdout.write(`${JSON.stringify({ level: 30, time: Date.now(), shard: data.shardIndex, ...obj, msg })}\n`);
+
+const store = new ShardStore({
+  dataDir: data.dataDir,
+  owns: (id) => shardOf(id, data.shardCount) === data.shardIndex,
+  log,
+});
+const recovered = store.recover();
+log({ ...recovered }, 'shard recovered');
+
+const tagScopes = new TagScopeReader(data.dataDir, () => Atomics.load(control, CONTROL_TAGMAP_VERSION));
+const buffer = new WriteBuffer(
+  data.bufferCapacityPoints,
+  (collectionId, batch) => store.append(collectionId, batch, 'os'),
+  (err, collectionId, points) => log({ err: String(err), collectionId, points }, 'buffered points could not be written at flush'),
+);
+const flushTimer = setInterval(() => flushBuffer(), data.flushIntervalMs);
+flushTimer.unref();
+const sealTimer = setInterval(() => {
+  try {
+    store.seal({ now: Date.now(), graceMs: data.sealGraceMs, force: false });
+  } catch (err) {
+    log({ err: String(err) }, 'background seal failed');
+  }
+}, Math.min(60_000, Math.max(1000, data.sealGraceMs / 4)));
+sealTimer.unref();
+
+let flushes = 0;
+let lastFlushMs: number | null = null;
+function flushBuffer(): void {
+  if (buffer.pendingPoints === 0) return;
+  buffer.flush();
+  flushes++;
+  lastFlushMs = Date.now();
+}
+
+// Group commit: sync writes append at once and wait for one shared fdatasync,
+// run after every task that is already queued in this turn has appended.
+let pendingSync: Promise<void> | null = null;
+function groupSync(): Promise<void> {
+  pendingSync ??= new Promise<void>((resolve, reject) => {
+    setImmediate(() => {
+      pendingSync = null;
+      try {
+        store.syncPending();
+        resolve();
+      } catch (err) {
+        reject(err);
+      }
+    });
+  });
+  return pendingSync;
+}
+
+export default async function handle(task: StorageTask): Promise<TaskReply> {
+  try {
+    switch (task.op) {
+      case OP.PING:
+        return { ok: true };
+      case OP.CREATE_COLLECTION:
+        return { ok: true, collection: store.createCollection(task.scope, task.extra) };
+      case OP.UPDATE_COLLECTION:
+        return { ok: true, collection: store.updateCollection(task.id, task.fields) };
+      case OP.WRITE:
+        return await write(task);
+      case OP.WRITE_DECODED:
+        return await writeDecoded(task);
+      case OP.QUERY:
+        return { ok: true, points: query(task) };
+      case OP.LAST_VALUES:
+        return { ok: true, last: task.tags.map((tag) => store.lastValue(task.collectionId, tag)) };
+      case OP.SEAL: {
+        flushBuffer();
+        const { sealedDays } = store.seal({ collectionId: task.collectionId ?? undefined, now: Date.now(), graceMs: data.sealGraceMs, force: task.force });
+        return { ok: true, sealedDays };
+      }
+      case OP.BUFFER_STATS:
+        return { ok: true, stats: bufferStats() };
+      case OP.FLUSH:
+        flushBuffer();
+        store.syncPending();
+        return { ok: true };
+      case OP.CLOSE_COLLECTION:
+        flushBuffer();
+        store.closeCollection(task.id);
+        return { ok: true };
+      case OP.OPEN_COLLECTION:
+        store.openCollection(task.id);
+        return { ok: true };
+      case OP.REMOVE_COLLECTION:
+        buffer.drop(task.id);
+        store.closeCollection(task.id);
+        return { ok: true };
+    }
+  } catch (err) {
+    return { ok: false, error: toWireError(err) };
+  }
+}
+
+// Frames come in the order the main thread wrote them, but piscina does not
+// promise to deliver tasks in that order. A frame read ahead for a task that
+// has not arrived yet is copied aside; frames of tasks abandoned before they
+// ran are dropped after a while.
+const framesAhead = new Map<number, { payload: Uint8Array; at: number }>();
+const FRAME_AHEAD_TTL_MS = 60_000;
+
+interface BodyFrame {
+  payload: Uint8Array;
+  /** Gives the ring space back; the payload must not be used afterwards. */
+  release(): void;
+}
+
+function takeFrame(seq: number): BodyFrame {
+  const ahead = framesAhead.get(seq);
+  if (ahead) {
+    framesAhead.delete(seq);
+    return { payload: ahead.payload, release: () => {} };
+  }
+  for (;;) {
+    const frame = requests.tryRead();
+    if (!frame) throw new StorageError('INTERNAL', `request ring has no frame for task ${seq}`);
+    if (frame.tag === seq) return { payload: frame.payload, release: () => requests.release() };
+    const now = Date.now();
+    framesAhead.set(frame.tag, { payload: frame.payload.slice(), at: now });
+    requests.release();
+    for (const [tag, entry] of framesAhead) if (now - entry.at > FRAME_AHEAD_TTL_MS) framesAhead.delete(tag);
+  }
+}
+
+async function write(task: Extract<StorageTask, { op: typeof OP.WRITE }>): Promise<TaskReply> {
+  const outcome: WriteOutcome = { points: 0, learned: [], created: [], forward: [] };
+  let groups: Array<{ collectionId: string; batch: PointBatch }>;
+  let frame: BodyFrame | null = null;
+  try {
+    frame = takeFrame(task.seq);
+    let batch: PointBatch;
+    try {
+      batch = decode(frame.payload, task.contentType);
+    } catch (err) {
+      frame.release();
+      if (err instanceof WriteBodyError) {
+        if (err.kind === 'rejected') return { ok: true, write: { ...outcome, refused: err.message } };
+        return { ok: true, write: { ...outcome, error: { code: 'BAD_REQUEST', message: err.message } } };
+      }
+      throw err;
+    }
+    groups = resolveCollections(batch);
+    // Validate everything before writing anything (all or nothing per request).
+    for (const { collectionId } of groups) {
+      if (task.allowed && !task.allowed.includes(collectionId)) {
+        frame.release();
+        return { ok: true, write: { ...outcome, error: { code: 'FORBIDDEN', message: `collection ${collectionId} is outside your access grant` } } };
+      }
+      if (!store.getCollection(collectionId) && isLocal(collectionId)) {
+        if (!task.autoCreate) {
+          frame.release();
+          return { ok: true, write: { ...outcome, refused: `collection ${collectionId} does not exist (create it first, or enable storage.autoCreateCollections)` } };
+        }
+      }
+    }
+    for (const { collectionId, batch: part } of groups) {
+      if (!isLocal(collectionId)) {
+        outcome.forward.push({ collectionId, body: toBinary(collectionId, part) });
+        continue;
+      }
+      appendLocal(collectionId, part, task.mode, task.autoCreate, outcome);
+    }
+    frame.release();
+  } catch (err) {
+    frame?.release();
+    if (err instanceof StorageError && err.code === 'BAD_REQUEST') return { ok: true, write: { ...outcome, refused: err.message } };
+    throw err;
+  }
+  if (task.mode === 'sync' && outcome.points > 0) await groupSync();
+  return { ok: true, write: outcome };
+}
+
+async function writeDecoded(task: Extract<StorageTask, { op: typeof OP.WRITE_DECODED }>): Promise<TaskReply> {
+  const outcome: WriteOutcome = { points: 0, learned: [], created: [], forward: [] };
+  const frame = takeFrame(task.seq);
+  try {
+    const batch = decodeBinaryBatch(frame.payload);
+    appendLocal(task.collectionId, batch, task.mode, task.autoCreate, outcome);
+  } finally {
+    frame.release();
+  }
+  if (task.mode === 'sync' && outcome.points > 0) await groupSync();
+  return { ok: true, write: outcome };
+}
+
+function appendLocal(collectionId: string, batch: PointBatch, mode: WriteMode, autoCreate: boolean, outcome: WriteOutcome): void {
+  if (!store.getCollection(collectionId)) {
+    if (!autoCreate) throw new StorageError('BAD_REQUEST', `collection ${collectionId} does not exist`);
+    const [organization, site, unit, grid] = collectionId.split('/');
+    outcome.created.push(store.createCollection({ organization, site, unit, grid }, {}));
+  }
+  if (mode === 'buffered') {
+    if (!buffer.add(collectionId, batch)) {
+      throw new StorageError('UNAVAILABLE', `write buffer of shard ${data.shardIndex} is full (${buffer.pendingPoints} of ${buffer.capacityPoints} points); retry after the next flush`);
+    }
+    outcome.points += batch.pointCount;
+    const known = new Set(store.tagNames(collectionId));
+    const fresh = batch.tagNames.filter((t) => !known.has(t));
+    if (fresh.length > 0) outcome.learned.push({ collectionId, tags: fresh });
+    return;
+  }
+  const { points, newTags } = store.append(collectionId, batch, mode === 'sync' ? 'fsync' : 'os');
+  outcome.points += points;
+  if (newTags.length > 0) outcome.learned.push({ collectionId, tags: newTags });
+}
+
+function isLocal(collectionId: string): boolean {
+  return shardOf(collectionId, data.shardCount) === data.shardIndex;
+}
+
+function decode(body: Uint8Array, contentType: string): PointBatch {
+  if (contentType.startsWith('application/octet-stream')) return decodeBinaryBatch(body);
+  if (contentType.startsWith('application/msgpack') || contentType.startsWith('application/x-msgpack')) {
+    let value: unknown;
+    try {
+      value = unpack(body);
+    } catch (err) {
+      throw new WriteBodyError('malformed', `malformed msgpack body: ${(err as Error).message}`);
+    }
+    return decodeWriteObject(value);
+  }
+  return decodeJsonWriteBody(body);
+}
+
+/** Scope from the body when it names all four fields, otherwise per tag from the tag-to-scope map. */
+function resolveCollections(batch: PointBatch): Array<{ collectionId: string; batch: PointBatch }> {
+  const { organization, site, unit, grid } = batch.scope;
+  if (organization !== undefined && site !== undefined && unit !== undefined && grid !== undefined) {
+    return [{ collectionId: `${organization}/${site}/${unit}/${grid}`, batch }];
+  }
+  const byCollection = new Map<string, number[]>();
+  for (let t = 0; t < batch.tagNames.length; t++) {
+    const collectionId = tagScopes.collectionOf(batch.tagNames[t]);
+    if (!collectionId) {
+      throw new StorageError('BAD_REQUEST', `unknown tag "${batch.tagNames[t]}": no scope in the body and the tag is in no collection yet; send organization, site, unit and grid`);
+    }
+    let tags = byCollection.get(collectionId);
+    if (!tags) byCollection.set(collectionId, (tags = []));
+    tags.push(t);
+  }
+  if (byCollection.size === 1) return [{ collectionId: [...byCollection.keys()][0], batch }];
+  return [...byCollection].map(([collectionId, tagIndexes]) => ({ collectionId, batch: selectTags(batch, tagIndexes) }));
+}
+
+function selectTags(batch: PointBatch, tagIndexes: number[]): PointBatch {
+  const total = tagIndexes.reduce((n, t) => n + batch.tagStart[t + 1] - batch.tagStart[t], 0);
+  const timestamps = new Float64Array(total);
+  const values = new Float64Array(total);
+  const tagStart = new Uint32Array(tagIndexes.length + 1);
+  let at = 0;
+  tagIndexes.forEach((t, i) => {
+    tagStart[i] = at;
+    const from = batch.tagStart[t];
+    const to = batch.tagStart[t + 1];
+    timestamps.set(batch.timestamps.subarray(from, to), at);
+    values.set(batch.values.subarray(from, to), at);
+    at += to - from;
+  });
+  tagStart[tagIndexes.length] = at;
+  return { scope: batch.scope, tagNames: tagIndexes.map((t) => batch.tagNames[t]), tagStart, timestamps, values, pointCount: total };
+}
+
+/** One collection's points as an HSW1 body (one row per point, NaN elsewhere) for the owning shard. */
+function toBinary(collectionId: string, batch: PointBatch): Uint8Array {
+  const [organization, site, unit, grid] = collectionId.split('/');
+  const rows = batch.pointCount;
+  const timestamps = batch.timestamps.slice(0, rows);
+  const columns = batch.tagNames.map((name, t) => {
+    const values = new Float64Array(rows).fill(NaN);
+    for (let i = batch.tagStart[t]; i < batch.tagStart[t + 1]; i++) values[i] = batch.values[i];
+    return { name, values };
+  });
+  return encodeBinaryBatch({ organization, site, unit, grid }, timestamps, columns);
+}
+
+const jsonWriter = new JsonPointWriter(1 << 20);
+const CHUNK_BYTES = 1 << 18;
+
+/** Streams `"tag":[[ts,v],...]` fragments for the task's tags into the result ring, then an empty end frame. */
+function query(task: Extract<StorageTask, { op: typeof OP.QUERY }>): number {
+  let total = 0;
+  let first = task.first;
+  const w = jsonWriter;
+  w.reset();
+  for (const tag of task.tags) {
+    if (!first) w.raw(0x2c);
+    first = false;
+    w.key(tag);
+    w.raw(0x5b);
+    let open = false;
+    total += store.scanTag(task.collectionId, tag, task.start, task.end, (ts, values, count) => {
+      let from = 0;
+      while (from < count) {
+        const to = Math.min(count, from + 4096);
+        w.points(ts, values, from, to, open);
+        open = true;
+        from = to;
+        if (w.length >= CHUNK_BYTES) flushChunk(task.seq);
+      }
+    });
+    w.raw(0x5d);
+  }
+  flushChunk(task.seq);
+  emitFrame(task.seq, new Uint8Array(0));
+  return total;
+}
+
+function flushChunk(seq: number): void {
+  if (jsonWriter.length === 0) return;
+  emitFrame(seq, jsonWriter.bytes());
+  jsonWriter.reset();
+}
+
+/** Waits (blocking this worker) while the main thread drains the ring; gives up if the client stalls too long. */
+function emitFrame(seq: number, payload: Uint8Array): void {
+  const deadline = Date.now() + data.resultStallTimeoutMs;
+  while (!results.tryWrite(seq, payload)) {
+    if (Atomics.load(control, CONTROL_CANCEL_SEQ) === seq) throw new StorageError('UNAVAILABLE', 'query cancelled: the client went away');
+    if (Date.now() > deadline) throw new StorageError('UNAVAILABLE', 'query abandoned: the client did not read its results');
+    results.waitForSpace(payload.length, 50);
+  }
+  if (Atomics.load(control, CONTROL_CANCEL_SEQ) === seq) throw new StorageError('UNAVAILABLE', 'query cancelled: the client went away');
+}
+
+function bufferStats(): BufferStats {
+  return {
+    shard: data.shardIndex,
+    capacityPoints: buffer.capacityPoints,
+    pendingPoints: buffer.pendingPoints,
+    fill: buffer.capacityPoints === 0 ? 0 : buffer.pendingPoints / buffer.capacityPoints,
+    flushes,
+    lastFlushMs,
+    ringBytes: requests.capacity,
+    ringUsedBytes: requests.usedBytes(),
+  };
+}
+
+function toWireError(err: unknown): WireError {
+  if (err instanceof StorageError) return { code: err.code as WireError['code'], message: err.message };
+  if (err instanceof WriteBodyError) return { code: 'BAD_REQUEST', message: err.message };
+  const code = (err as NodeJS.ErrnoException)?.code;
+  if (code === 'ENOSPC') return { code: 'INSUFFICIENT_STORAGE', message: 'no space left on the data volume' };
+  log({ err: String((err as Error)?.stack ?? err) }, 'storage task failed');
+  return { code: 'INTERNAL', message: 'storage error' };
+}
+
+process.on('exit', () => {
+  try {
+    flushBuffer();
+    store.syncPending();
+    store.close();
+  } catch {
+    // exiting anyway
+  }
+});
