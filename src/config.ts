@@ -40,6 +40,9 @@ export interface Config {
     readonly minFreeBytes: number;
     readonly resultStallTimeoutMs: number;
   };
+  readonly debug: {
+    readonly crashRoute: boolean;
+  };
   readonly meta: {
     readonly maxListRows: number;
   };

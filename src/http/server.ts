@@ -242,7 +242,10 @@ export class HttpServer {
         this.finish(ex, status);
       },
       (err) => {
-        if (ex.done) return;
+        if (ex.done) {
+          this.opts.log.info({ path: ex.path, reason: (err as Error)?.message ?? String(err) }, 'stream stopped after the client went away');
+          return;
+        }
         if (!started) return this.fail(ex, err);
         this.opts.log.warn({ err: String(err), path: ex.path }, 'stream failed after it started; closing the connection');
         ex.done = true;

@@ -59,7 +59,25 @@ export function timeseriesRoutes(ctx: ServiceContext, storage: StorageService): 
     return { scope, extra };
   };
 
+  const debugRoutes: RouteDef[] = !ctx.config.debug.crashRoute ? [] : [
+    {
+      method: 'POST', path: '/svcapi/_debug/crash_shard', auth: 'admin', tag: 'Debug',
+      summary: 'Terminate one storage worker thread (mounted only with debug.crashRoute)',
+      description: 'piscina starts a new worker, which recovers the shard from disk before taking tasks; requests in flight on that shard get 503.',
+      body: S.object({ shard: S.integer({ minimum: 0 }) }, ['shard']),
+      responses: { 200: { description: 'terminated', schema: OUTCOME } },
+      handler: async (req) => {
+        const { shard } = req.body as { shard: number };
+        const target = storage.shards.shards[shard];
+        if (!target) throw badRequest(`shard must be below ${storage.shards.shards.length}`);
+        await target.terminateWorker();
+        return { body: { success: true, message: `storage worker of shard ${shard} terminated` } };
+      },
+    },
+  ];
+
   return [
+    ...debugRoutes,
     {
       method: 'POST', path: '/svcapi/create_collection', auth: 'jwt', tag,
       summary: 'Create a collection for one org/site/unit/grid scope',

@@ -189,6 +189,12 @@ describe('time-series storage', () => {
     assert.deepEqual((await svc.get('/svcapi/me/details', granted)).body, { unitConfigured: true });
     assert.equal((await svc.get(queryUrl(['TI-101'], T0, T0 + DAY), granted)).status, 200);
     assert.equal((await svc.post('/svcapi/write', { ...SCOPE, tags: { GRANTED: [[T0, 1]] } }, granted)).body.success, true);
+
+    // A tagmeta row naming a storage tag puts it in the tag map (its unit has one collection).
+    assert.equal((await svc.post('/svcapi/write', { tags: { 'TM-TAG': [[T0, 1]] } }, admin)).body.success, false);
+    await svc.post('/svcapi/tagmeta', { tagName: 'Flow', unitsId: unit, dataTagId: 'TM-TAG' }, admin);
+    assert.deepEqual((await svc.post('/svcapi/write', { tags: { 'TM-TAG': [[T0, 3.5]] } }, admin)).body, { success: true, points: 1 });
+    assert.deepEqual((await svc.get(queryUrl(['TM-TAG'], T0, T0, null), admin)).body, { 'TM-TAG': [[T0, 3.5]] });
   });
 
   test('renaming a unit through update-all renames the folder; deleting it removes its collections', async () => {
@@ -271,6 +277,82 @@ describe('crash recovery', () => {
       }
     } finally {
       await again.dispose();
+    }
+  });
+});
+
+describe('worker crash', () => {
+  test('a storage worker terminated mid-load: in-flight requests get 503, the shard recovers, acknowledged points stay', async () => {
+    const svc = await startService({ config: { storage: { shards: 1 }, debug: { crashRoute: true } } });
+    try {
+      const admin = await svc.adminToken();
+      await svc.post('/svcapi/create_collection', SCOPE, admin);
+      const acknowledged: Array<[number, number]> = [];
+      const statuses = new Set<number>();
+      let stop = false;
+      const load = Array.from({ length: 4 }, async (_, w) => {
+        for (let i = 0; !stop && i < 400; i++) {
+          const ts = T0 + (w * 1000 + i) * 1000;
+          const res = await svc.post('/svcapi/write_fast', { ...SCOPE, tags: { CRASH: [[ts, i]] } }, admin);
+          statuses.add(res.status);
+          if (res.body?.success === true) acknowledged.push([ts, i]);
+        }
+      });
+      await new Promise((r) => setTimeout(r, 150));
+      const crash = await svc.post('/svcapi/_debug/crash_shard', { shard: 0 }, admin);
+      assert.equal(crash.status, 200);
+      assert.equal((await svc.get('/ingest/health')).status, 200, 'the service keeps answering');
+      await new Promise((r) => setTimeout(r, 300));
+      stop = true;
+      await Promise.all(load);
+      assert.ok(!statuses.has(500), `no 500s (saw ${[...statuses].join(', ')})`);
+      assert.ok([...statuses].every((s) => s === 200 || s === 503), [...statuses].join(', '));
+      // After recovery the shard takes writes and finds every acknowledged point.
+      const after = await svc.post('/svcapi/write', { ...SCOPE, tags: { CRASH: [[T0 + 10 * DAY, 1]] } }, admin);
+      assert.equal(after.body.success, true, after.text);
+      const q = await svc.get(queryUrl(['CRASH'], T0, T0 + 11 * DAY), admin);
+      const seen = new Set(q.body.CRASH.map(([ts]: [number]) => ts));
+      for (const [ts] of acknowledged) assert.ok(seen.has(ts), `acknowledged point ${ts} present`);
+      assert.equal(svc.logLines.filter((l) => l.includes('shard recovered')).length, 2, 'a new worker recovered the shard');
+    } finally {
+      await svc.dispose();
+    }
+  });
+});
+
+describe('query cancellation', () => {
+  test('a client that disconnects mid-stream cancels the query in the worker', async () => {
+    const svc = await startService({ config: { storage: { shards: 1, resultRingBytes: 65536 } } });
+    try {
+      const admin = await svc.adminToken();
+      await svc.post('/svcapi/create_collection', SCOPE, admin);
+      const points = Array.from({ length: 20000 }, (_, i) => [T0 + i * 1000, i + 0.25]);
+      for (let t = 0; t < 10; t++) await svc.post('/svcapi/write_fast', { ...SCOPE, tags: { [`BIG-${t}`]: points } }, admin);
+      const https = await import('node:https');
+      const tags = Array.from({ length: 10 }, (_, t) => `BIG-${t}`);
+      await new Promise<void>((resolve, reject) => {
+        const req = https.request(
+          { host: '127.0.0.1', servername: 'localhost', port: svc.port, path: queryUrl(tags, T0, T0 + DAY), ca: svc.ca, headers: { authorization: admin } },
+          (res) => {
+            res.once('data', () => {
+              req.destroy(); // walk away after the first chunk
+              resolve();
+            });
+          },
+        );
+        req.on('error', (err) => (/socket hang up|aborted/.test(String(err)) ? resolve() : reject(err)));
+        req.end();
+      });
+      let cancelled = false;
+      for (let i = 0; i < 50 && !cancelled; i++) {
+        await new Promise((r) => setTimeout(r, 100));
+        cancelled = svc.logLines.some((l) => l.includes('client went away'));
+      }
+      assert.ok(cancelled, 'the worker stopped the query because the client went away');
+      const small = await svc.get(queryUrl(['BIG-0'], T0, T0 + 1000), admin);
+      assert.deepEqual(small.body, { 'BIG-0': [[T0, 0.25], [T0 + 1000, 1.25]] }, 'the shard serves the next query');
+    } finally {
+      await svc.dispose();
     }
   });
 });
