@@ -4,6 +4,9 @@
 // (the task names the frame by `seq`), query results come back through the
 // result ring (frames tagged with the task's `seq`).
 
+import type { AggregatorSpec } from './aggregators.js';
+import type { CollectionRecord } from './collection.js';
+
 export const OP = {
   CREATE_COLLECTION: 1,
   UPDATE_COLLECTION: 2,
@@ -18,7 +21,19 @@ export const OP = {
   WRITE_DECODED: 11,
   REMOVE_COLLECTION: 12,
   PING: 13,
+  QUERY_TABLE: 14,
 } as const;
+
+/** One requested series: a tag and the aggregators to run on it, in order (empty: raw points). */
+export interface SeriesRequest {
+  tag: string;
+  pipeline: AggregatorSpec[];
+  /** Key of this series in the result when it differs from the tag (tag mappings). */
+  label?: string;
+}
+
+/** How the result frames of a QUERY are encoded (fragments: the main thread writes the envelope). */
+export type ResultFormat = 'json' | 'msgpack' | 'binary1';
 
 /** What each storage worker is started with (piscina workerData). */
 export interface StorageWorkerData {
@@ -68,14 +83,14 @@ export type StorageTask =
       op: typeof OP.QUERY;
       seq: number;
       collectionId: string;
-      tags: string[];
+      series: SeriesRequest[];
       start: number;
       end: number;
-      /** Output encoding of the result frames. */
-      format: 'json-fragment';
-      /** Whether this shard's fragment is the first of the JSON object (no leading comma). */
+      format: ResultFormat;
+      /** Whether this is the first fragment of the JSON object (no leading comma). */
       first: boolean;
     }
+  | { op: typeof OP.QUERY_TABLE; seq: number; collectionId: string; series: SeriesRequest[]; start: number; end: number }
   | { op: typeof OP.LAST_VALUES; collectionId: string; tags: string[] }
   | { op: typeof OP.SEAL; collectionId: string | null; force: boolean }
   | { op: typeof OP.BUFFER_STATS }
@@ -92,7 +107,6 @@ export interface WireError {
 }
 
 export type { CollectionRecord } from './collection.js';
-import type { CollectionRecord } from './collection.js';
 
 export interface WriteOutcome {
   /** Accepted points; 0 when refused. */

@@ -8,9 +8,13 @@
 import { workerData } from 'node:worker_threads';
 import { unpack } from 'msgpackr';
 import { JsonPointWriter } from '../native-free-codecs/json-points.js';
+import { MsgpackPointWriter } from '../native-free-codecs/msgpack-points.js';
+import { encodeFormat2, Format1Writer } from '../native-free-codecs/query-formats.js';
+import { BucketStream, runPipeline, streamableStep, type AggregatorSpec } from './aggregators.js';
+import { SeriesBuffer } from './series-buffer.js';
 import { decodeBinaryBatch, decodeJsonWriteBody, decodeWriteObject, encodeBinaryBatch, WriteBodyError, type PointBatch } from '../native-free-codecs/points.js';
 import { RingConsumer, RingProducer } from '../native-free-codecs/ring.js';
-import { CONTROL_CANCEL_SEQ, CONTROL_TAGMAP_VERSION, OP, type BufferStats, type StorageWorkerData, type StorageTask, type TaskReply, type WireError, type WriteMode, type WriteOutcome } from './protocol.js';
+import { CONTROL_CANCEL_SEQ, CONTROL_TAGMAP_VERSION, OP, type BufferStats, type ResultFormat, type StorageWorkerData, type StorageTask, type TaskReply, type WireError, type WriteMode, type WriteOutcome } from './protocol.js';
 import { shardOf } from './shard-hash.js';
 import { ShardStore, StorageError } from './shard-store.js';
 import { TagScopeReader } from './tag-scopes.js';
@@ -18,6 +22,8 @@ import { WriteBuffer } from './write-buffer.js';
 
 
 const data = workerData as StorageWorkerData;
+/** "HSB1" + u32 tag count: written once by the main thread, so each tag's fragment starts after it. */
+const FORMAT1_HEADER_BYTES = 8;
 const control = new Int32Array(data.control);
 const requests = new RingConsumer(data.requestRing);
 const results = new RingProducer(data.resultRing);
@@ -89,7 +95,13 @@ export default async function handle(task: StorageTask): Promise<TaskReply> {
       case OP.WRITE_DECODED:
         return await writeDecoded(task);
       case OP.QUERY:
-        return { ok: true, points: query(task) };
+      case OP.QUERY_TABLE:
+        try {
+          return { ok: true, points: task.op === OP.QUERY ? query(task) : queryTable(task) };
+        } finally {
+          collected.shrink();
+          scratch.shrink();
+        }
       case OP.LAST_VALUES:
         return { ok: true, last: task.tags.map((tag) => store.lastValue(task.collectionId, tag)) };
       case OP.SEAL: {
@@ -301,42 +313,127 @@ function toBinary(collectionId: string, batch: PointBatch): Uint8Array {
   return encodeBinaryBatch({ organization, site, unit, grid }, timestamps, columns);
 }
 
-const jsonWriter = new JsonPointWriter(1 << 20);
-const CHUNK_BYTES = 1 << 18;
+// ---- queries ---------------------------------------------------------------
 
-/** Streams `"tag":[[ts,v],...]` fragments for the task's tags into the result ring, then an empty end frame. */
+const CHUNK_BYTES = 1 << 18;
+const jsonWriter = new JsonPointWriter(1 << 20);
+const msgpackWriter = new MsgpackPointWriter(1 << 20);
+const format1Writer = new Format1Writer(1 << 20);
+/** One tag's result when it must be whole before encoding (counts up front, pipelines). */
+const collected = new SeriesBuffer();
+const scratch = new SeriesBuffer();
+
+/**
+ * Encodes each requested series as a fragment of the chosen format into the
+ * result ring, then an empty end frame. Raw JSON streams point chunks as the
+ * day files are scanned; a one-step sampling pipeline aggregates bucket by
+ * bucket during the scan; other pipelines materialise the tag's raw points.
+ */
 function query(task: Extract<StorageTask, { op: typeof OP.QUERY }>): number {
+  jsonWriter.reset(); // a query that failed half-way may have left bytes behind
   let total = 0;
   let first = task.first;
-  const w = jsonWriter;
-  w.reset();
-  for (const tag of task.tags) {
-    if (!first) w.raw(0x2c);
+  for (const { tag, pipeline, label } of task.series) {
+    if (task.format === 'json' && pipeline.length === 0) {
+      total += streamRawJson(task, tag, label ?? tag, first);
+    } else {
+      const series = evaluate(task.collectionId, tag, pipeline, task.start, task.end);
+      total += series.count;
+      writeFragment(task.format, task.seq, label ?? tag, series, first);
+    }
     first = false;
-    w.key(tag);
-    w.raw(0x5b);
-    let open = false;
-    total += store.scanTag(task.collectionId, tag, task.start, task.end, (ts, values, count) => {
-      let from = 0;
-      while (from < count) {
-        const to = Math.min(count, from + 4096);
-        w.points(ts, values, from, to, open);
-        open = true;
-        from = to;
-        if (w.length >= CHUNK_BYTES) flushChunk(task.seq);
-      }
-    });
-    w.raw(0x5d);
   }
-  flushChunk(task.seq);
+  flushWriter(jsonWriter, task.seq);
   emitFrame(task.seq, new Uint8Array(0));
   return total;
 }
 
-function flushChunk(seq: number): void {
-  if (jsonWriter.length === 0) return;
-  emitFrame(seq, jsonWriter.bytes());
-  jsonWriter.reset();
+function streamRawJson(task: Extract<StorageTask, { op: typeof OP.QUERY }>, tag: string, key: string, first: boolean): number {
+  const w = jsonWriter;
+  if (!first) w.raw(0x2c);
+  w.key(key);
+  w.raw(0x5b);
+  let open = false;
+  const count = store.scanTag(task.collectionId, tag, task.start, task.end, (ts, values, n) => {
+    for (let from = 0; from < n; from += 4096) {
+      const to = Math.min(n, from + 4096);
+      w.points(ts, values, from, to, open);
+      open = true;
+      if (w.length >= CHUNK_BYTES) flushWriter(w, task.seq);
+    }
+  });
+  w.raw(0x5d);
+  return count;
+}
+
+/** One tag's series after its pipeline, in `collected` (valid until the next call). */
+function evaluate(collectionId: string, tag: string, pipeline: AggregatorSpec[], start: number, end: number): SeriesBuffer {
+  collected.reset();
+  const step = streamableStep(pipeline);
+  if (step) {
+    const stream = new BucketStream(step, { start, end }, (ts, value) => collected.push(ts, value));
+    store.scanTag(collectionId, tag, start, end, (ts, values, n) => stream.push(ts, values, n));
+    stream.finish();
+    return collected;
+  }
+  store.scanTag(collectionId, tag, start, end, (ts, values, n) => collected.append(ts, values, n));
+  if (pipeline.length === 0) return collected;
+  const out = runPipeline(pipeline, collected.timestamps, collected.values, collected.count, { start, end });
+  scratch.reset();
+  scratch.append(out.timestamps, out.values, out.count);
+  return scratch;
+}
+
+function writeFragment(format: ResultFormat, seq: number, tag: string, series: SeriesBuffer, first: boolean): void {
+  if (format === 'json') {
+    const w = jsonWriter;
+    if (!first) w.raw(0x2c);
+    w.key(tag);
+    w.raw(0x5b);
+    w.points(series.timestamps, series.values, 0, series.count, false);
+    w.raw(0x5d);
+    if (w.length >= CHUNK_BYTES) flushWriter(w, seq);
+    return;
+  }
+  if (format === 'msgpack') {
+    const w = msgpackWriter;
+    w.reset();
+    w.str(tag);
+    w.arrayHeader(series.count);
+    w.points(series.timestamps, series.values, 0, series.count);
+    emitChunks(seq, w.bytes());
+    return;
+  }
+  const w = format1Writer;
+  w.reset();
+  w.beginTag(tag, series.count);
+  w.pointsFrom(series.timestamps, series.values, 0, series.count);
+  emitChunks(seq, w.finish().subarray(FORMAT1_HEADER_BYTES));
+}
+
+/** Binary format 2 for one collection: every series materialised, then one table. */
+function queryTable(task: Extract<StorageTask, { op: typeof OP.QUERY_TABLE }>): number {
+  const series = task.series.map(({ tag, pipeline, label }) => {
+    const s = evaluate(task.collectionId, tag, pipeline, task.start, task.end);
+    return { name: label ?? tag, timestamps: s.timestamps.slice(0, s.count), values: s.values.slice(0, s.count) };
+  });
+  emitChunks(task.seq, encodeFormat2(series));
+  emitFrame(task.seq, new Uint8Array(0));
+  return series.reduce((n, s) => n + s.timestamps.length, 0);
+}
+
+function flushWriter(w: JsonPointWriter, seq: number): void {
+  if (w.length === 0) return;
+  const bytes = w.bytes();
+  w.reset();
+  emitChunks(seq, bytes);
+}
+
+/** Frames of at most half the ring, so one slow frame never needs the whole ring free. */
+const FRAME_BYTES = Math.min(CHUNK_BYTES, results.maxPayloadBytes >>> 1);
+
+function emitChunks(seq: number, bytes: Uint8Array): void {
+  for (let at = 0; at < bytes.length; at += FRAME_BYTES) emitFrame(seq, bytes.subarray(at, Math.min(bytes.length, at + FRAME_BYTES)));
 }
 
 /** Waits (blocking this worker) while the main thread drains the ring; gives up if the client stalls too long. */

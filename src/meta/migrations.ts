@@ -22,4 +22,15 @@ export const MIGRATIONS: readonly string[] = [
      learned_at INTEGER NOT NULL
    );
    CREATE INDEX tag_scopes_collection ON tag_scopes (collection);`,
+  // 3: external tag specs (from connectors and plant systems) mapped to a storage tag and scope.
+  `CREATE TABLE tag_mappings (
+     id INTEGER PRIMARY KEY AUTOINCREMENT,
+     external TEXT NOT NULL UNIQUE,
+     tag TEXT NOT NULL,
+     organization TEXT NOT NULL,
+     site TEXT NOT NULL,
+     unit TEXT NOT NULL,
+     grid TEXT NOT NULL,
+     meta_data TEXT NOT NULL DEFAULT '{}'
+   );`,
 ];

@@ -6,11 +6,13 @@ import type { RouteDef } from '../http/route.js';
 import { authRoutes } from './auth.js';
 import type { ServiceContext } from './context.js';
 import { entityRoutes } from './entities.js';
+import { queryRoutes } from './queries.js';
+import { tagMappingRoutes } from './tag-mappings.js';
 import { timeseriesRoutes } from './timeseries.js';
 import { utilityRoutes } from './utility.js';
 
 export function buildRouteTable(ctx: ServiceContext): RouteDef[] {
   const table: RouteDef[] = [];
-  table.push(...utilityRoutes(ctx, () => table), ...authRoutes(ctx), ...entityRoutes(ctx, ctx.entities), ...timeseriesRoutes(ctx, ctx.storage));
+  table.push(...utilityRoutes(ctx, () => table), ...authRoutes(ctx), ...entityRoutes(ctx, ctx.entities), ...timeseriesRoutes(ctx, ctx.storage), ...queryRoutes(ctx, ctx.storage), ...tagMappingRoutes(ctx, ctx.storage));
   return table;
 }

@@ -24,9 +24,6 @@ const OUTCOME: JsonSchema = S.object(
   { success: S.boolean(), message: S.string(), error: S.string(), points: S.integer(), collection: COLLECTION, sealedDays: S.integer() },
   ['success'],
 );
-const TIME = S.integer({ minimum: 0, maximum: 9007199254740991 });
-const QUERY_PARAMS: JsonSchema = S.object({ ...SCOPE_PROPS, tags: S.array(S.string({ minLength: 1 }), { minItems: 1, maxItems: 10000 }), start: TIME, end: TIME }, ['tags', 'start', 'end']);
-const LAST_PARAMS: JsonSchema = S.object({ ...SCOPE_PROPS, tags: S.array(S.string({ minLength: 1 }), { minItems: 1, maxItems: 10000 }) }, ['tags']);
 const WRITE_TYPES = ['application/json', 'application/msgpack', 'application/octet-stream'];
 
 export function timeseriesRoutes(ctx: ServiceContext, storage: StorageService): RouteDef[] {
@@ -142,30 +139,6 @@ export function timeseriesRoutes(ctx: ServiceContext, storage: StorageService): 
         if (id) storage.collection(scopeOf(req), id);
         const sealedDays = await storage.seal(id);
         return { body: { success: true, message: `sealed ${sealedDays} day file(s)`, sealedDays } };
-      },
-    },
-    {
-      method: 'GET', path: '/svcapi/fast_query', auth: 'jwt', tag,
-      summary: 'Raw points of tags in [start, end] as a JSON map {tag: [[ts, value], ...]}',
-      description: 'Scope from organization, site, unit, grid (all four), else from the tag-to-scope map. Sorted by timestamp; start and end inclusive; a tag with no points maps to []. Streamed.',
-      query: QUERY_PARAMS, responses: { 200: { description: 'JSON map', contentType: 'application/json' } },
-      handler: (req) => {
-        const q = req.query as { tags: string[]; start: number; end: number };
-        if (q.end < q.start) throw badRequest('query parameter end must not be before start');
-        const groups = storage.resolve(scopeOf(req), scopeFields(req.query), q.tags);
-        return {
-          contentType: 'application/json; charset=utf-8',
-          stream: (out) => storage.queryJson(groups, q.start, q.end, out, req.signal),
-        };
-      },
-    },
-    {
-      method: 'GET', path: '/svcapi/lastlist', auth: 'jwt', tag,
-      summary: 'Latest [ts, value] per tag (null when the tag has none)',
-      query: LAST_PARAMS, responses: { 200: { description: 'map of tag to [ts, value] or null', schema: { type: 'object', additionalProperties: true } } },
-      handler: async (req) => {
-        const q = req.query as { tags: string[] };
-        return { body: await storage.lastValues(storage.resolve(scopeOf(req), scopeFields(req.query), q.tags)) };
       },
     },
   ];

@@ -14,12 +14,30 @@ import type { Entity, EntityHooks } from '../meta/entities.js';
 import type { EntityDef } from '../meta/registry.js';
 import type { Scope } from '../meta/scope.js';
 import { isComplete, peekScope } from '../../native-free-codecs/scope-peek.js';
-import { OP, type BufferStats, type CollectionRecord, type ScopeFields, type WriteMode, type WriteOutcome } from '../../workers/protocol.js';
+import { OP, type BufferStats, type CollectionRecord, type ResultFormat, type ScopeFields, type SeriesRequest, type WriteMode, type WriteOutcome } from '../../workers/protocol.js';
+import type { MetricRequest } from './query-spec.js';
 import { collectionId as idOf, parseCollectionId } from '../../workers/scope-path.js';
 import { CollectionAccess } from './access.js';
 import { CollectionCatalog, type Scope4 } from './catalog.js';
 import { ShardPool, type Shard } from './shards.js';
 import { TagScopes } from './tag-scopes.js';
+
+export interface QueryGroup {
+  collectionId: string;
+  series: SeriesRequest[];
+}
+
+const SCOPE_NAMES = ['organization', 'site', 'unit', 'grid'] as const;
+
+/** What precedes the shards' fragments: `{`, a msgpack map header, or the HSB1 header. */
+function envelopeStart(format: ResultFormat, seriesCount: number): Uint8Array | string {
+  if (format === 'json') return '{';
+  if (format === 'msgpack') return Uint8Array.of(0xdf, seriesCount >>> 24, (seriesCount >>> 16) & 0xff, (seriesCount >>> 8) & 0xff, seriesCount & 0xff);
+  const header = new Uint8Array(8);
+  header.set([0x48, 0x53, 0x42, 0x31]);
+  new DataView(header.buffer).setUint32(4, seriesCount, true);
+  return header;
+}
 
 export type WriteResult = { success: true; points: number } | { success: false; error: string };
 
@@ -155,55 +173,76 @@ export class StorageService {
   // ---- reads ---------------------------------------------------------------
 
   /** Groups tags by collection: the explicit scope, else the tag-to-scope map. */
-  resolve(scope: Scope, fields: ScopeFields, tags: string[]): Array<{ collectionId: string; tags: string[] }> {
-    const unique = [...new Set(tags)];
-    if (fields.organization !== undefined || fields.site !== undefined || fields.unit !== undefined || fields.grid !== undefined) {
-      for (const key of ['organization', 'site', 'unit', 'grid'] as const) {
-        if (fields[key] === undefined) throw badRequest(`missing query parameter '${key}' (give all four scope fields, or none to use the tag map)`);
-      }
-      const id = idOf(fields as Scope4);
-      this.collection(scope, id);
-      return [{ collectionId: id, tags: unique }];
-    }
-    const groups = new Map<string, string[]>();
-    for (const tag of unique) {
-      const id = this.tagScopes.collectionOf(tag);
-      if (!id) throw badRequest(`unknown tag "${tag}": it is in no collection; give organization, site, unit and grid`);
-      this.collection(scope, id);
-      let group = groups.get(id);
-      if (!group) groups.set(id, (group = []));
-      group.push(tag);
-    }
-    return [...groups].map(([collectionId, groupTags]) => ({ collectionId, tags: groupTags }));
+  resolve(scope: Scope, fields: ScopeFields, tags: string[]): QueryGroup[] {
+    return this.resolveMetrics(scope, [...new Set(tags)].map((name) => ({ name, scope: fields, pipeline: [] })));
   }
 
-  /** Streams the JSON map `{tag: [[ts, value], ...]}`; each collection's part comes from its shard. */
-  async queryJson(groups: Array<{ collectionId: string; tags: string[] }>, start: number, end: number, out: ResponseStream, signal: AbortSignal): Promise<void> {
-    await out.write('{');
+  /** Each metric's collection (its scope, else the tag map), grouped by collection; a repeated name keeps its last request. */
+  resolveMetrics(scope: Scope, metrics: MetricRequest[]): QueryGroup[] {
+    const byName = new Map<string, { collectionId: string; request: SeriesRequest }>();
+    for (const metric of metrics) {
+      byName.delete(metric.name);
+      byName.set(metric.name, { collectionId: this.collectionFor(scope, metric.scope, metric.name), request: { tag: metric.name, pipeline: metric.pipeline } });
+    }
+    const groups = new Map<string, SeriesRequest[]>();
+    for (const { collectionId, request } of byName.values()) {
+      let group = groups.get(collectionId);
+      if (!group) groups.set(collectionId, (group = []));
+      group.push(request);
+    }
+    return [...groups].map(([collectionId, series]) => ({ collectionId, series }));
+  }
+
+  private collectionFor(scope: Scope, fields: ScopeFields, tag: string): string {
+    const given = SCOPE_NAMES.filter((k) => fields[k] !== undefined);
+    let id: string | null;
+    if (given.length > 0) {
+      const missing = SCOPE_NAMES.find((k) => fields[k] === undefined);
+      if (missing) throw badRequest(`missing scope field '${missing}' (give all four scope fields, or none to use the tag map)`);
+      id = idOf(fields as Scope4);
+    } else {
+      id = this.tagScopes.collectionOf(tag);
+      if (!id) throw badRequest(`unknown tag "${tag}": it is in no collection; give organization, site, unit and grid`);
+    }
+    this.collection(scope, id);
+    return id;
+  }
+
+  /**
+   * Streams the result in `format`: JSON `{tag: [[ts, value], ...]}`, the same as a
+   * msgpack map, or binary format 1. The envelope is written here; each
+   * collection's series come from its shard as fragments.
+   */
+  async query(groups: QueryGroup[], start: number, end: number, format: ResultFormat, out: ResponseStream, signal: AbortSignal): Promise<void> {
+    const total = groups.reduce((n, g) => n + g.series.length, 0);
+    await out.write(envelopeStart(format, total));
     let first = true;
-    for (const { collectionId, tags } of groups) {
-      const shard = this.shards.shardFor(collectionId);
-      let slow: Promise<void> | void;
-      await shard.stream(
-        (seq) => ({ op: OP.QUERY, seq, collectionId, tags, start, end, format: 'json-fragment', first }),
-        {
-          chunk: (bytes) => {
-            slow = out.write(bytes);
-            return slow;
-          },
-          end: () => {},
-        },
+    for (const { collectionId, series } of groups) {
+      await this.shards.shardFor(collectionId).stream(
+        (seq) => ({ op: OP.QUERY, seq, collectionId, series, start, end, format, first }),
+        { chunk: (bytes) => out.write(bytes), end: () => {} },
         signal,
       );
       first = false;
     }
-    await out.write('}');
+    if (format === 'json') await out.write('}');
   }
 
-  async lastValues(groups: Array<{ collectionId: string; tags: string[] }>): Promise<Record<string, [number, number] | null>> {
+  /** Binary format 2 for one collection, built by its shard. */
+  async queryTable(group: QueryGroup, start: number, end: number, out: ResponseStream, signal: AbortSignal): Promise<void> {
+    const { collectionId, series } = group;
+    await this.shards.shardFor(collectionId).stream(
+      (seq) => ({ op: OP.QUERY_TABLE, seq, collectionId, series, start, end }),
+      { chunk: (bytes) => out.write(bytes), end: () => {} },
+      signal,
+    );
+  }
+
+  async lastValues(groups: QueryGroup[]): Promise<Record<string, [number, number] | null>> {
     const result: Record<string, [number, number] | null> = {};
     await Promise.all(
-      groups.map(async ({ collectionId, tags }) => {
+      groups.map(async ({ collectionId, series }) => {
+        const tags = series.map((s) => s.tag);
         const reply = await this.shards.shardFor(collectionId).call({ op: OP.LAST_VALUES, collectionId, tags });
         tags.forEach((tag, i) => (result[tag] = reply.last![i]));
       }),
