@@ -5,6 +5,8 @@
 // writeValue). Other values fall back to Number#toString, which is the
 // shortest round-trip form, the same as JSON.stringify.
 
+import { GrowableBytes } from './byte-buffer.js';
+
 const QUOTE = 0x22;
 const COMMA = 0x2c;
 const COLON = 0x3a;
@@ -16,26 +18,11 @@ const ZERO = 0x30;
 
 const encoder = new TextEncoder();
 
-export class JsonPointWriter {
-  private buf: Uint8Array;
-  private len = 0;
+export class JsonPointWriter extends GrowableBytes {
   private readonly digits = new Uint8Array(24);
 
   constructor(initialCapacity = 1 << 16) {
-    this.buf = new Uint8Array(initialCapacity);
-  }
-
-  get length(): number {
-    return this.len;
-  }
-
-  /** The bytes written since the last reset (a view; copy before reuse). */
-  bytes(): Uint8Array {
-    return this.buf.subarray(0, this.len);
-  }
-
-  reset(): void {
-    this.len = 0;
+    super(initialCapacity);
   }
 
   raw(byte: number): void {
@@ -125,15 +112,6 @@ export class JsonPointWriter {
       n = q;
     }
     while (count > 0) this.buf[this.len++] = this.digits[--count];
-  }
-
-  private ensure(extra: number): void {
-    if (this.len + extra <= this.buf.length) return;
-    let size = this.buf.length * 2;
-    while (size < this.len + extra) size *= 2;
-    const grown = new Uint8Array(size);
-    grown.set(this.buf.subarray(0, this.len));
-    this.buf = grown;
   }
 }
 

@@ -17,6 +17,8 @@
 // A method that throws (bad timestamp or count) may leave a partial entry:
 // reset before reusing the writer.
 
+import { GrowableBytes } from './byte-buffer.js';
+
 const MAX_U32 = 0xffffffff;
 
 const NIL = 0xc0;
@@ -35,27 +37,9 @@ const FIXARRAY_2 = 0x92; // every [ts, value] pair
 
 const encoder = new TextEncoder();
 
-export class MsgpackPointWriter {
-  private buf: Uint8Array;
-  private view: DataView;
-  private len = 0;
-
+export class MsgpackPointWriter extends GrowableBytes {
   constructor(initialCapacity = 1 << 16) {
-    this.buf = new Uint8Array(Math.max(16, initialCapacity));
-    this.view = new DataView(this.buf.buffer);
-  }
-
-  get length(): number {
-    return this.len;
-  }
-
-  /** The bytes written since the last reset (a view; copy before reuse). */
-  bytes(): Uint8Array {
-    return this.buf.subarray(0, this.len);
-  }
-
-  reset(): void {
-    this.len = 0;
+    super(initialCapacity);
   }
 
   /** Header of a map of `count` entries; each entry is then a key and a value. */
@@ -183,15 +167,5 @@ export class MsgpackPointWriter {
     this.buf[p] = FLOAT64;
     this.view.setFloat64(p + 1, v);
     this.len = p + 9;
-  }
-
-  private ensure(extra: number): void {
-    if (this.len + extra <= this.buf.length) return;
-    let size = this.buf.length * 2;
-    while (size < this.len + extra) size *= 2;
-    const grown = new Uint8Array(size);
-    grown.set(this.buf.subarray(0, this.len));
-    this.buf = grown;
-    this.view = new DataView(grown.buffer);
   }
 }
