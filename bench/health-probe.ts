@@ -1,0 +1,59 @@
+// Main-thread responsiveness probe: GET /ingest/health every 10 ms on its own
+// connection. It runs in a worker thread so the benchmark's own body encoding
+// (which blocks the main thread for milliseconds) is not counted as server
+// latency.
+
+import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
+import { HttpsClient } from './service.js';
+
+interface ProbeData {
+  port: number;
+  ca: string;
+  intervalMs: number;
+}
+
+export interface ProbeResult {
+  latencies: number[];
+  failures: string[];
+}
+
+/** Starts the probe; `stop()` ends it and hands back every latency (ms). */
+export function startHealthProbe(port: number, ca: string, intervalMs = 10): { stop(): Promise<ProbeResult> } {
+  const worker = new Worker(new URL(import.meta.url), { workerData: { port, ca, intervalMs } satisfies ProbeData });
+  const result = new Promise<ProbeResult>((resolve, reject) => {
+    worker.once('message', resolve);
+    worker.once('error', reject);
+  });
+  return {
+    stop() {
+      worker.postMessage('stop');
+      return result;
+    },
+  };
+}
+
+async function probe({ port, ca, intervalMs }: ProbeData): Promise<void> {
+  const client = new HttpsClient(port, ca, 1);
+  let stopping = false;
+  parentPort!.once('message', () => {
+    stopping = true;
+  });
+  const latencies: number[] = [];
+  const failures: string[] = [];
+  while (!stopping) {
+    const start = performance.now();
+    try {
+      const reply = await client.get('/ingest/health');
+      if (reply.status === 200) latencies.push(reply.ms);
+      else failures.push(`HTTP ${reply.status}: ${reply.body.subarray(0, 200).toString()}`);
+    } catch (err) {
+      failures.push(err instanceof Error ? err.message : String(err));
+    }
+    const wait = intervalMs - (performance.now() - start);
+    if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+  }
+  client.close();
+  parentPort!.postMessage({ latencies, failures: failures.slice(0, 20) } satisfies ProbeResult);
+}
+
+if (!isMainThread && (workerData as ProbeData | undefined)?.intervalMs) void probe(workerData as ProbeData);
