@@ -160,9 +160,10 @@ export function tagMappingRoutes(ctx: ServiceContext, storage: StorageService): 
         }
         const list: QueryGroup[] = [...groups].map(([collectionId, series]) => ({ collectionId, series }));
         for (const g of list) storage.collection(scopeOf(req), g.collectionId);
-        const format = body.format === 'binary' ? 'binary1' : 'json';
+        const msgpack = /application\/(x-)?msgpack/.test(req.headers.accept ?? '');
+        const format = body.format === 'binary' ? 'binary1' : msgpack ? 'msgpack' : 'json';
         return {
-          contentType: format === 'json' ? 'application/json; charset=utf-8' : 'application/octet-stream',
+          contentType: format === 'json' ? 'application/json; charset=utf-8' : format === 'msgpack' ? 'application/msgpack' : 'application/octet-stream',
           stream: (out) => storage.query(list, body.start, body.end, format, out, req.signal),
         };
       },

@@ -194,6 +194,8 @@ describe('query formats and aggregation', () => {
 
     const q = await post('/svcapi/fast_query_tag_mapping', { tags: ['\\\\PI-SRV\\TI101', 'opc:ns=2;s=PI'], start: T0, end: T0 + 1000 });
     assert.deepEqual(q.body, { '\\\\PI-SRV\\TI101': [[T0, 7], [T0 + 1000, 8]], 'opc:ns=2;s=PI': [[T0, 1]] });
+    const mp = await post('/svcapi/fast_query_tag_mapping', { tags: ['\\\\PI-SRV\\TI101', 'opc:ns=2;s=PI'], start: T0, end: T0 + 1000 }, { accept: 'application/msgpack' });
+    assert.deepEqual(unpack(mp.bytes), q.body);
     const bin = await post('/svcapi/fast_query_tag_mapping', { tags: ['\\\\PI-SRV\\TI101'], start: T0, end: T0 + 1000, format: 'binary' });
     assert.deepEqual(readFormat1(bin.bytes), { '\\\\PI-SRV\\TI101': [[T0, 7], [T0 + 1000, 8]] });
     // The storage tag is also queryable directly.

@@ -217,6 +217,22 @@ describe('time-series storage', () => {
   });
 });
 
+describe('auto-created collections', () => {
+  test('with storage.autoCreateCollections a write creates its collection', async () => {
+    const svc = await startService({ config: { storage: { shards: 2, autoCreateCollections: true } } });
+    try {
+      const admin = await svc.adminToken();
+      const scope = { organization: 'auto', site: 's', unit: 'u', grid: 'g' };
+      const res = await svc.post('/svcapi/write', { ...scope, tags: { A: [[T0, 1]] } }, admin);
+      assert.deepEqual(res.body, { success: true, points: 1 });
+      assert.equal((await svc.get(`/svcapi/collection/${enc('auto/s/u/g')}`, admin)).status, 200);
+      assert.deepEqual((await svc.get(queryUrl(['A'], T0, T0, scope), admin)).body, { A: [[T0, 1]] });
+    } finally {
+      await svc.dispose();
+    }
+  });
+});
+
 describe('backpressure and the disk guard', () => {
   test('a full write buffer answers 503 and keeps nothing of that request', async () => {
     const svc = await startService({ config: { storage: { shards: 1, bufferCapacityPoints: 100, flushIntervalMs: 60_000 } } });
