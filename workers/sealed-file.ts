@@ -20,7 +20,15 @@ import { dayStartMs, DAY_MS } from './utc-day.js';
 
 export const SEALED_MAGIC = 0x53445348; // "HSDS" read as a little-endian u32
 export const SEALED_FOOTER_MAGIC = 0x46445348; // "HSDF"
-export const SEALED_VERSION = 1;
+/**
+ * 2: a tag's day is split into blocks of at most SEALED_BLOCK_POINTS points (several footer
+ * entries per tag, in time order), so a short query decodes one block instead of the whole day.
+ * Version 1 files (one block per tag) are read as they are.
+ */
+export const SEALED_VERSION = 2;
+const READABLE_VERSIONS = [1, 2];
+/** About 4.5 hours at 1 s: small enough for short reads, large enough that per-block overhead stays under 1%. */
+export const SEALED_BLOCK_POINTS = 16384;
 export const SEALED_HEADER_BYTES = 16;
 export const FOOTER_ENTRY_BYTES = 40;
 /** u32 footer length, u32 crc32c(footer), u32 magic. */
@@ -52,18 +60,24 @@ export class SealedIndex {
     return this.tagIds.length;
   }
 
-  /** Entry index of the tag, or -1. */
+  /** Index of the tag's first entry (its blocks follow in time order), or -1. */
   find(tagId: number): number {
     let lo = 0;
-    let hi = this.tagIds.length - 1;
-    while (lo <= hi) {
+    let hi = this.tagIds.length;
+    while (lo < hi) {
       const mid = (lo + hi) >>> 1;
-      const id = this.tagIds[mid]!;
-      if (id === tagId) return mid;
-      if (id < tagId) lo = mid + 1;
-      else hi = mid - 1;
+      if (this.tagIds[mid]! < tagId) lo = mid + 1;
+      else hi = mid;
     }
-    return -1;
+    return lo < this.tagIds.length && this.tagIds[lo] === tagId ? lo : -1;
+  }
+
+  /** One past the tag's last entry, given its first. */
+  endOf(first: number): number {
+    const tagId = this.tagIds[first];
+    let e = first;
+    while (e < this.tagIds.length && this.tagIds[e] === tagId) e++;
+    return e;
   }
 
   /** Reads and checks the header and footer of a sealed file. */
@@ -80,7 +94,7 @@ export class SealedIndex {
       if (hv.getUint32(0, true) !== SEALED_MAGIC || hv.getUint32(12, true) !== crc32c(header, 0, 12)) throw bad('bad magic or header checksum');
       const version = hv.getUint16(4, true);
       const codecVersion = hv.getUint16(6, true);
-      if (version !== SEALED_VERSION) throw bad(`sealed format version ${version} is not supported (this build reads ${SEALED_VERSION})`);
+      if (!READABLE_VERSIONS.includes(version)) throw bad(`sealed format version ${version} is not supported (this build reads ${READABLE_VERSIONS.join(', ')})`);
       if (codecVersion !== COLUMN_CODEC_VERSION) throw bad(`column codec version ${codecVersion} is not supported (this build reads ${COLUMN_CODEC_VERSION})`);
       if (hv.getUint32(8, true) !== day) throw bad(`header names day ${hv.getUint32(8, true)}, the file name day ${day}`);
 
@@ -106,7 +120,10 @@ export class SealedIndex {
         const length = fv.getUint32(p + 16, true);
         const minTs = fv.getFloat64(p + 24, true);
         const maxTs = fv.getFloat64(p + 32, true);
-        if (i > 0 && tagId <= index.tagIds[i - 1]!) throw bad('footer entries out of tag order');
+        // Entries are ordered by tag, then (blocks of one tag) by time without overlap.
+        if (i > 0 && (tagId < index.tagIds[i - 1]! || (tagId === index.tagIds[i - 1]! && minTs <= index.maxTs[i - 1]!))) {
+          throw bad('footer entries out of tag and time order');
+        }
         if (offset < SEALED_HEADER_BYTES || offset + length > footerOffset) throw bad(`block of tag ${tagId} lies outside the data area`);
         if (!(minTs >= dayStart && maxTs < dayStart + DAY_MS && minTs <= maxTs)) throw bad(`block of tag ${tagId} has a time range outside the day`);
         index.tagIds[i] = tagId;
@@ -185,6 +202,13 @@ export class SealedFileWriter {
   addTag(tagId: number, ts: Float64Array, values: Float64Array, count: number): void {
     const previous = this.tagIds.length > 0 ? this.tagIds[this.tagIds.length - 1]! : -1;
     if (tagId <= previous) throw internal(`sealed file tags out of order: ${tagId} after ${previous}`);
+    for (let from = 0; from < count; from += SEALED_BLOCK_POINTS) {
+      const n = Math.min(SEALED_BLOCK_POINTS, count - from);
+      this.addBlock(tagId, ts.subarray(from, from + n), values.subarray(from, from + n), n);
+    }
+  }
+
+  private addBlock(tagId: number, ts: Float64Array, values: Float64Array, count: number): void {
     const w = columnWriter;
     w.reset();
     encodeTimestamps(ts, count, w);

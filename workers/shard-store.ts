@@ -422,8 +422,10 @@ export class ShardStore {
     const hi = Math.min(end, dayEndMs(day));
     if (collection.sealedBytes.has(day)) {
       const index = this.sealedIndex(collection, day);
-      const e = index.find(tagId);
-      if (e >= 0 && index.maxTs[e]! >= lo && index.minTs[e]! <= hi) {
+      const first = index.find(tagId);
+      // Only the blocks of the tag that overlap [lo, hi] are read and decoded.
+      for (let e = first, end = first < 0 ? first : index.endOf(first); e < end; e++) {
+        if (index.maxTs[e]! < lo || index.minTs[e]! > hi) continue;
         const count = index.counts[e]!;
         const at = merger.reserve(count);
         index.decode(e, merger.tsBuffer.subarray(at, at + count), merger.valueBuffer.subarray(at, at + count));
@@ -469,8 +471,9 @@ export class ShardStore {
     const days = [...collection.sealedBytes.keys()].sort((a, b) => b - a);
     for (const day of days) {
       const index = this.sealedIndex(collection, day);
-      const e = index.find(tagId);
-      if (e < 0) continue;
+      const first = index.find(tagId);
+      if (first < 0) continue;
+      const e = index.endOf(first) - 1; // the newest block holds the newest point
       const count = index.counts[e]!;
       const ts = new Float64Array(count);
       const values = new Float64Array(count);

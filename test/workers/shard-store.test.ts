@@ -15,6 +15,7 @@ import {
   StorageError,
   type CollectionScope,
 } from '../../workers/shard-store.js';
+import { SEALED_BLOCK_POINTS, SealedIndex } from '../../workers/sealed-file.js';
 import { DAY_MS, formatDay, parseDay } from '../../workers/utc-day.js';
 
 // Real files in temporary folders; every store is closed before its folder is inspected.
@@ -471,6 +472,27 @@ test('a day log with a foreign header is set aside, not cut', () => {
 });
 
 describe('sealing', () => {
+  test('a sealed day is split into blocks; a short range reads only its blocks and answers the same', () => {
+    const dataDir = tempDir();
+    const store = openStore(dataDir);
+    store.createCollection(SCOPE);
+    const n = 86_400;
+    const ts = Float64Array.from({ length: n }, (_, i) => DAY0 + i * 1000);
+    const values = Float64Array.from({ length: n }, (_, i) => Math.round(Math.sin(i / 100) * 10_000) / 100);
+    store.append(ID, columnBatch({ a: { ts, values, from: 0, to: n } }), 'os');
+    const window = { start: DAY0 + 40_000_000, end: DAY0 + 40_060_000 };
+    const before = scan(store, 'a', window.start, window.end);
+    assert.equal(store.seal({ now: DAY1 + 1, graceMs: 0, force: true }).sealedDays, 1);
+    const index = SealedIndex.read(dayFile(dataDir, 'sealed', DAY0), DAY0 / DAY_MS);
+    const blocks = index.endOf(index.find(0)) - index.find(0);
+    assert.equal(blocks, Math.ceil(n / SEALED_BLOCK_POINTS));
+    assertSamePoints(scan(store, 'a', window.start, window.end), before);
+    assert.equal(before.ts.length, 61);
+    assert.deepEqual(store.lastValue(ID, 'a'), [ts[n - 1], values[n - 1]]);
+    assert.equal(scan(store, 'a').ts.length, n);
+    store.close();
+  });
+
   test('force-seal yesterday: sealed file replaces the active log, queries unchanged', () => {
     const dataDir = tempDir();
     const store = openStore(dataDir);
