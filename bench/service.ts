@@ -336,7 +336,10 @@ export async function startOurService(settings: Record<string, unknown> = {}): P
   const dataDir = tempDir('historian-bench-');
   const configFile = `${dataDir}.config.json`;
   fs.writeFileSync(configFile, JSON.stringify(settings));
-  const proc = new ServerProcess('historian', process.execPath, [OUR_MAIN], {
+  // HISTORIAN_BENCH_NODE_ARGS adds node flags to our server (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof").
+  const nodeArgs = (process.env.HISTORIAN_BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean);
+  // --max-semi-space-size=2 as `npm start` passes it (a smaller young generation on the main thread).
+  const proc = new ServerProcess('historian', process.execPath, ['--max-semi-space-size=2', ...nodeArgs, OUR_MAIN], {
     ...process.env,
     HISTORIAN_PORT: '0',
     HISTORIAN_DATA_DIR: dataDir,

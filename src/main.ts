@@ -9,7 +9,7 @@ import { AccountStore } from './auth/users.js';
 import { ConfigError, loadConfig, type Config } from './config.js';
 import { ensureCertificates } from './http/certificates.js';
 import { HttpServer } from './http/server.js';
-import { createLogger, type Logger } from './log.js';
+import { createLogger, flushLogs, type Logger } from './log.js';
 import { openMetadataDb } from './meta/database.js';
 import { EntityStore } from './meta/entities.js';
 import { registerSqlFunctions } from './meta/filter.js';
@@ -46,6 +46,7 @@ export async function startService(config: Config, log: Logger, env: NodeJS.Proc
   const server = new HttpServer({ routes: buildRouteTable(ctx), tokens, log, maxBodyBytes: config.server.maxBodyBytes, tls });
   port = await server.listen(config.server.host, config.server.port);
   log.info({ port, dataDir: config.dataDir, caFile: tls.caFile }, 'listening');
+  flushLogs(); // whoever waits for this line should not wait for the batch
 
   return {
     port,
@@ -78,10 +79,12 @@ async function main(): Promise<void> {
     service.stop().then(
       () => {
         log.info('stopped');
+        flushLogs();
         process.exit(0);
       },
       (err) => {
         log.error({ err }, 'shutdown failed');
+        flushLogs();
         process.exit(1);
       },
     );
@@ -91,6 +94,7 @@ async function main(): Promise<void> {
 }
 
 main().catch((err) => {
+  flushLogs();
   process.stderr.write(`historian: failed to start: ${err instanceof Error ? err.stack ?? err.message : String(err)}\n`);
   process.exit(1);
 });

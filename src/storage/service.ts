@@ -61,6 +61,7 @@ export class StorageService {
       flushIntervalMs: s.flushIntervalMs,
       sealGraceMs: s.sealGraceMs,
       resultStallTimeoutMs: s.resultStallTimeoutMs,
+      workerYoungGenerationMb: 6,
       log,
     });
     this.catalog = new CollectionCatalog(config.dataDir, this.shards, log);
