@@ -36,6 +36,16 @@ test('points are written exactly as JSON.stringify writes them', () => {
   parsed.forEach(([, v], i) => assert.ok(Object.is(v, values[i]) || (v === 0 && values[i] === 0), `value ${values[i]}`));
 });
 
+test('integers at every digit-count and 2^31 / 10^8 boundary are written like JSON', () => {
+  const edges = [0, 9, 10, 99, 100, 12345678, 99999999, 100000000, 2147483647, 2147483648, 10000000000, 100000000099, 1768003200000, 9007199254740991];
+  const w = new JsonPointWriter(8);
+  for (const t of edges) {
+    w.reset();
+    w.pair(t, t % 1000 / 100);
+    assert.equal(new TextDecoder().decode(w.bytes()), JSON.stringify([t, t % 1000 / 100]), String(t));
+  }
+});
+
 test('pair writes one [ts, value]', () => {
   const w = new JsonPointWriter(4);
   w.pair(0, -12.5);
