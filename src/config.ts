@@ -39,6 +39,7 @@ export interface Config {
     readonly sealGraceMs: number;
     readonly minFreeBytes: number;
     readonly resultStallTimeoutMs: number;
+    readonly writeTimeoutMs: number;
   };
   readonly debug: {
     readonly crashRoute: boolean;

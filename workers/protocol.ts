@@ -10,6 +10,7 @@ import type { CollectionRecord } from './collection.js';
 export const OP = {
   CREATE_COLLECTION: 1,
   UPDATE_COLLECTION: 2,
+  /** No longer sent: writes go through the request ring (WriteFrameHeader). */
   WRITE: 3,
   QUERY: 4,
   LAST_VALUES: 5,
@@ -18,6 +19,7 @@ export const OP = {
   FLUSH: 8,
   CLOSE_COLLECTION: 9,
   OPEN_COLLECTION: 10,
+  /** No longer sent, see WRITE. */
   WRITE_DECODED: 11,
   REMOVE_COLLECTION: 12,
   PING: 13,
@@ -68,18 +70,6 @@ export type StorageTask =
   | { op: typeof OP.CREATE_COLLECTION; scope: Required<ScopeFields>; extra: Record<string, unknown> }
   | { op: typeof OP.UPDATE_COLLECTION; id: string; fields: Record<string, unknown> }
   | {
-      op: typeof OP.WRITE;
-      /** Sequence number of the body's frame in the request ring. */
-      seq: number;
-      contentType: string;
-      mode: WriteMode;
-      /** Create missing collections instead of refusing the write. */
-      autoCreate: boolean;
-      /** Collections a non-admin caller may write; null for admins. */
-      allowed: string[] | null;
-    }
-  | { op: typeof OP.WRITE_DECODED; seq: number; collectionId: string; mode: WriteMode; autoCreate: boolean }
-  | {
       op: typeof OP.QUERY;
       seq: number;
       collectionId: string;
@@ -99,6 +89,40 @@ export type StorageTask =
   | { op: typeof OP.OPEN_COLLECTION; id: string }
   | { op: typeof OP.REMOVE_COLLECTION; id: string }
   | { op: typeof OP.PING };
+
+/**
+ * A write in the request ring: frame tag = sequence number, payload = u32
+ * header length, the header as UTF-8 JSON, zero padding to a multiple of 8
+ * (so an HSW1 body stays 8-byte aligned), then the body bytes. The answer is
+ * one frame on the result ring with the same tag: a msgpack TaskReply.
+ */
+export interface WriteFrameHeader {
+  mode: WriteMode;
+  contentType: string;
+  /** Create missing collections instead of refusing the write. */
+  autoCreate: boolean;
+  /** Collections a non-admin caller may write; null for admins. */
+  allowed: string[] | null;
+  /** Set for points another shard decoded: an HSW1 body for this collection. */
+  collectionId?: string;
+}
+
+const headerEncoder = new TextEncoder();
+const headerDecoder = new TextDecoder();
+
+export function writeFrameHead(header: WriteFrameHeader): Uint8Array {
+  const json = headerEncoder.encode(JSON.stringify(header));
+  const head = new Uint8Array((4 + json.length + 7) & ~7);
+  new DataView(head.buffer).setUint32(0, json.length, true);
+  head.set(json, 4);
+  return head;
+}
+
+export function readWriteFrame(payload: Uint8Array): { header: WriteFrameHeader; body: Uint8Array } {
+  const length = new DataView(payload.buffer, payload.byteOffset, payload.byteLength).getUint32(0, true);
+  const header = JSON.parse(headerDecoder.decode(payload.subarray(4, 4 + length))) as WriteFrameHeader;
+  return { header, body: payload.subarray((4 + length + 7) & ~7) };
+}
 
 /** An error as it crosses the thread boundary; rebuilt into an HttpError on the main thread. */
 export interface WireError {

@@ -6,7 +6,7 @@
 // through the result ring in chunks.
 
 import { workerData } from 'node:worker_threads';
-import { unpack } from 'msgpackr';
+import { pack, unpack } from 'msgpackr';
 import { JsonPointWriter } from '../native-free-codecs/json-points.js';
 import { MsgpackPointWriter } from '../native-free-codecs/msgpack-points.js';
 import { encodeFormat2, Format1Writer } from '../native-free-codecs/query-formats.js';
@@ -14,7 +14,7 @@ import { BucketStream, runPipeline, streamableStep, type AggregatorSpec } from '
 import { SeriesBuffer } from './series-buffer.js';
 import { decodeBinaryBatch, decodeJsonWriteBody, decodeWriteObject, encodeBinaryBatch, WriteBodyError, type PointBatch } from '../native-free-codecs/points.js';
 import { RingConsumer, RingProducer } from '../native-free-codecs/ring.js';
-import { CONTROL_CANCEL_SEQ, CONTROL_TAGMAP_VERSION, OP, type BufferStats, type ResultFormat, type StorageWorkerData, type StorageTask, type TaskReply, type WireError, type WriteMode, type WriteOutcome } from './protocol.js';
+import { CONTROL_CANCEL_SEQ, CONTROL_TAGMAP_VERSION, OP, readWriteFrame, type WriteFrameHeader, type BufferStats, type ResultFormat, type StorageWorkerData, type StorageTask, type TaskReply, type WireError, type WriteMode, type WriteOutcome } from './protocol.js';
 import { shardOf } from './shard-hash.js';
 import { ShardStore, StorageError } from './shard-store.js';
 import { TagScopeReader } from './tag-scopes.js';
@@ -63,24 +63,6 @@ function flushBuffer(): void {
   lastFlushMs = Date.now();
 }
 
-// Group commit: sync writes append at once and wait for one shared fdatasync,
-// run after every task that is already queued in this turn has appended.
-let pendingSync: Promise<void> | null = null;
-function groupSync(): Promise<void> {
-  pendingSync ??= new Promise<void>((resolve, reject) => {
-    setImmediate(() => {
-      pendingSync = null;
-      try {
-        store.syncPending();
-        resolve();
-      } catch (err) {
-        reject(err);
-      }
-    });
-  });
-  return pendingSync;
-}
-
 export default async function handle(task: StorageTask): Promise<TaskReply> {
   try {
     switch (task.op) {
@@ -90,10 +72,6 @@ export default async function handle(task: StorageTask): Promise<TaskReply> {
         return { ok: true, collection: store.createCollection(task.scope, task.extra) };
       case OP.UPDATE_COLLECTION:
         return { ok: true, collection: store.updateCollection(task.id, task.fields) };
-      case OP.WRITE:
-        return await write(task);
-      case OP.WRITE_DECODED:
-        return await writeDecoded(task);
       case OP.QUERY:
       case OP.QUERY_TABLE:
         try {
@@ -132,95 +110,109 @@ export default async function handle(task: StorageTask): Promise<TaskReply> {
   }
 }
 
-// Frames come in the order the main thread wrote them, but piscina does not
-// promise to deliver tasks in that order. A frame read ahead for a task that
-// has not arrived yet is copied aside; frames of tasks abandoned before they
-// ran are dropped after a while.
-const framesAhead = new Map<number, { payload: Uint8Array; at: number }>();
-const FRAME_AHEAD_TTL_MS = 60_000;
+// ---- writes: served straight from the request ring ------------------------
+//
+// Write bodies never travel as piscina tasks: the main thread puts a frame
+// (header + body, see protocol.ts) into the request ring and this loop takes
+// every frame there is, decodes and appends each, fsyncs once for all the
+// sync writes among them (group commit), then answers each on the result
+// ring under the frame's sequence number. A frame is released only once its
+// points are appended, so a worker that dies mid-way leaves it for the next
+// worker, which appends it again (harmless: the last write wins per
+// timestamp) and answers it.
 
-interface BodyFrame {
-  payload: Uint8Array;
-  /** Gives the ring space back; the payload must not be used afterwards. */
-  release(): void;
-}
-
-function takeFrame(seq: number): BodyFrame {
-  const ahead = framesAhead.get(seq);
-  if (ahead) {
-    framesAhead.delete(seq);
-    return { payload: ahead.payload, release: () => {} };
-  }
+async function serveWrites(): Promise<void> {
   for (;;) {
-    const frame = requests.tryRead();
-    if (!frame) throw new StorageError('INTERNAL', `request ring has no frame for task ${seq}`);
-    if (frame.tag === seq) return { payload: frame.payload, release: () => requests.release() };
-    const now = Date.now();
-    framesAhead.set(frame.tag, { payload: frame.payload.slice(), at: now });
-    requests.release();
-    for (const [tag, entry] of framesAhead) if (now - entry.at > FRAME_AHEAD_TTL_MS) framesAhead.delete(tag);
+    let frame = requests.tryRead();
+    if (!frame) {
+      if ((await requests.waitForDataAsync(60_000)) === 'closed') return;
+      continue;
+    }
+    const awaitingSync: Array<{ seq: number; reply: TaskReply }> = [];
+    while (frame) {
+      const seq = frame.tag;
+      const { mode, reply } = handleWriteFrame(frame.payload);
+      requests.release();
+      if (mode === 'sync' && reply.ok && (reply.write?.points ?? 0) > 0) awaitingSync.push({ seq, reply });
+      else answer(seq, reply);
+      frame = requests.tryRead();
+    }
+    if (awaitingSync.length === 0) continue;
+    let failure: TaskReply | null = null;
+    try {
+      store.syncPending();
+    } catch (err) {
+      failure = { ok: false, error: toWireError(err) };
+    }
+    for (const { seq, reply } of awaitingSync) answer(seq, failure ?? reply);
   }
 }
 
-async function write(task: Extract<StorageTask, { op: typeof OP.WRITE }>): Promise<TaskReply> {
-  const outcome: WriteOutcome = { points: 0, learned: [], created: [], forward: [] };
-  let groups: Array<{ collectionId: string; batch: PointBatch }>;
-  let frame: BodyFrame | null = null;
+/** The reply as msgpack in one or more frames, then an empty end frame, like a query result. */
+function answer(seq: number, reply: TaskReply): void {
   try {
-    frame = takeFrame(task.seq);
-    let batch: PointBatch;
-    try {
-      batch = decode(frame.payload, task.contentType);
-    } catch (err) {
-      frame.release();
-      if (err instanceof WriteBodyError) {
-        if (err.kind === 'rejected') return { ok: true, write: { ...outcome, refused: err.message } };
-        return { ok: true, write: { ...outcome, error: { code: 'BAD_REQUEST', message: err.message } } };
-      }
-      throw err;
+    emitChunks(seq, pack(reply));
+    emitFrame(seq, new Uint8Array(0));
+  } catch (err) {
+    log({ err: String(err), seq }, 'could not answer a write');
+  }
+}
+
+function handleWriteFrame(payload: Uint8Array): { mode: WriteMode; reply: TaskReply } {
+  let header: WriteFrameHeader;
+  let body: Uint8Array;
+  try {
+    ({ header, body } = readWriteFrame(payload));
+  } catch (err) {
+    return { mode: 'fast', reply: { ok: false, error: { code: 'INTERNAL', message: `bad write frame: ${(err as Error).message}` } } };
+  }
+  try {
+    const write = header.collectionId ? writeDecoded(header, body) : writeBody(header, body);
+    return { mode: header.mode, reply: { ok: true, write } };
+  } catch (err) {
+    return { mode: header.mode, reply: { ok: false, error: toWireError(err) } };
+  }
+}
+
+function writeBody(header: WriteFrameHeader, body: Uint8Array): WriteOutcome {
+  const outcome: WriteOutcome = { points: 0, learned: [], created: [], forward: [] };
+  let batch: PointBatch;
+  try {
+    batch = decode(body, header.contentType);
+  } catch (err) {
+    if (err instanceof WriteBodyError) {
+      if (err.kind === 'rejected') return { ...outcome, refused: err.message };
+      return { ...outcome, error: { code: 'BAD_REQUEST', message: err.message } };
     }
-    groups = resolveCollections(batch);
+    throw err;
+  }
+  try {
+    const groups = resolveCollections(batch);
     // Validate everything before writing anything (all or nothing per request).
     for (const { collectionId } of groups) {
-      if (task.allowed && !task.allowed.includes(collectionId)) {
-        frame.release();
-        return { ok: true, write: { ...outcome, error: { code: 'FORBIDDEN', message: `collection ${collectionId} is outside your access grant` } } };
+      if (header.allowed && !header.allowed.includes(collectionId)) {
+        return { ...outcome, error: { code: 'FORBIDDEN', message: `collection ${collectionId} is outside your access grant` } };
       }
-      if (!store.getCollection(collectionId) && isLocal(collectionId)) {
-        if (!task.autoCreate) {
-          frame.release();
-          return { ok: true, write: { ...outcome, refused: `collection ${collectionId} does not exist (create it first, or enable storage.autoCreateCollections)` } };
-        }
+      if (isLocal(collectionId) && !header.autoCreate && !store.getCollection(collectionId)) {
+        return { ...outcome, refused: `collection ${collectionId} does not exist (create it first, or enable storage.autoCreateCollections)` };
       }
     }
     for (const { collectionId, batch: part } of groups) {
-      if (!isLocal(collectionId)) {
-        outcome.forward.push({ collectionId, body: toBinary(collectionId, part) });
-        continue;
-      }
-      appendLocal(collectionId, part, task.mode, task.autoCreate, outcome);
+      if (isLocal(collectionId)) appendLocal(collectionId, part, header.mode, header.autoCreate, outcome);
+      else outcome.forward.push({ collectionId, body: toBinary(collectionId, part) });
     }
-    frame.release();
   } catch (err) {
-    frame?.release();
-    if (err instanceof StorageError && err.code === 'BAD_REQUEST') return { ok: true, write: { ...outcome, refused: err.message } };
+    if (err instanceof StorageError && err.code === 'BAD_REQUEST') return { ...outcome, refused: err.message };
     throw err;
   }
-  if (task.mode === 'sync' && outcome.points > 0) await groupSync();
-  return { ok: true, write: outcome };
+  return outcome;
 }
 
-async function writeDecoded(task: Extract<StorageTask, { op: typeof OP.WRITE_DECODED }>): Promise<TaskReply> {
+/** Points another shard decoded (and the main thread forwarded), as an HSW1 body. */
+function writeDecoded(header: WriteFrameHeader, body: Uint8Array): WriteOutcome {
   const outcome: WriteOutcome = { points: 0, learned: [], created: [], forward: [] };
-  const frame = takeFrame(task.seq);
-  try {
-    const batch = decodeBinaryBatch(frame.payload);
-    appendLocal(task.collectionId, batch, task.mode, task.autoCreate, outcome);
-  } finally {
-    frame.release();
-  }
-  if (task.mode === 'sync' && outcome.points > 0) await groupSync();
-  return { ok: true, write: outcome };
+  appendLocal(header.collectionId!, decodeBinaryBatch(body), header.mode, header.autoCreate, outcome);
+  return outcome;
 }
 
 function appendLocal(collectionId: string, batch: PointBatch, mode: WriteMode, autoCreate: boolean, outcome: WriteOutcome): void {
@@ -477,4 +469,10 @@ process.on('exit', () => {
   } catch {
     // exiting anyway
   }
+});
+
+void serveWrites().catch((err) => {
+  // The loop never ends on its own; a failure here is a bug: crash so piscina starts a fresh worker.
+  log({ err: String((err as Error)?.stack ?? err) }, 'write loop failed');
+  process.exit(70);
 });

@@ -61,6 +61,7 @@ export class StorageService {
       flushIntervalMs: s.flushIntervalMs,
       sealGraceMs: s.sealGraceMs,
       resultStallTimeoutMs: s.resultStallTimeoutMs,
+      writeTimeoutMs: s.writeTimeoutMs,
       workerYoungGenerationMb: 6,
       log,
     });
@@ -130,18 +131,18 @@ export class StorageService {
       shard = this.shards.shards[this.roundRobin++ % this.shards.shards.length];
       if (!scope.isAdmin) allowed = this.visibleCollections(scope).map((r) => idOf(r));
     }
-    const reply = await shard.withBody(body, (seq) => ({ op: OP.WRITE, seq, contentType, mode, autoCreate, allowed }), signal);
-    return this.settle(reply.write!, mode, autoCreate, signal);
+    const reply = await shard.write(body, { mode, contentType, autoCreate, allowed });
+    return this.settle(reply.write!, mode, autoCreate);
   }
 
-  private async settle(outcome: WriteOutcome, mode: WriteMode, autoCreate: boolean, signal: AbortSignal): Promise<WriteResult> {
+  private async settle(outcome: WriteOutcome, mode: WriteMode, autoCreate: boolean): Promise<WriteResult> {
     if (outcome.error) throw HttpError.fromWire(outcome.error);
     if (outcome.refused) return { success: false, error: outcome.refused };
     this.absorb(outcome);
     let points = outcome.points;
     for (const { collectionId, body } of outcome.forward) {
       const owner = this.shards.shardFor(collectionId);
-      const reply = await owner.withBody(body, (seq) => ({ op: OP.WRITE_DECODED, seq, collectionId, mode, autoCreate }), signal);
+      const reply = await owner.write(body, { mode, contentType: 'application/octet-stream', autoCreate, allowed: null, collectionId });
       const forwarded = reply.write!;
       if (forwarded.error) throw HttpError.fromWire(forwarded.error);
       if (forwarded.refused) return { success: false, error: forwarded.refused };

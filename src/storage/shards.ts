@@ -14,7 +14,8 @@ import { Piscina } from 'piscina';
 import { createRingBuffer, RingConsumer, RingProducer } from '../../native-free-codecs/ring.js';
 import { HttpError } from '../http/errors.js';
 import type { Logger } from '../log.js';
-import { CONTROL_CANCEL_SEQ, CONTROL_SLOTS, CONTROL_TAGMAP_VERSION, OP, type StorageTask, type StorageWorkerData, type TaskReply, type WireError } from '../../workers/protocol.js';
+import { unpack } from 'msgpackr';
+import { CONTROL_CANCEL_SEQ, CONTROL_SLOTS, CONTROL_TAGMAP_VERSION, OP, writeFrameHead, type StorageTask, type StorageWorkerData, type TaskReply, type WireError, type WriteFrameHeader } from '../../workers/protocol.js';
 import { shardOf } from '../../workers/shard-hash.js';
 
 const WORKER_FILE = fileURLToPath(new URL('../../workers/storage-worker.js', import.meta.url));
@@ -28,6 +29,7 @@ export interface ShardPoolOptions {
   flushIntervalMs: number;
   sealGraceMs: number;
   resultStallTimeoutMs: number;
+  writeTimeoutMs: number;
   workerYoungGenerationMb: number;
   log: Logger;
 }
@@ -51,7 +53,10 @@ export class Shard {
   private draining = false;
   private closed = false;
 
+  private readonly writeTimeoutMs: number;
+
   constructor(readonly index: number, opts: ShardPoolOptions) {
+    this.writeTimeoutMs = opts.writeTimeoutMs;
     const requestRing = createRingBuffer(opts.requestRingBytes);
     const resultRing = createRingBuffer(opts.resultRingBytes);
     const controlBuffer = new SharedArrayBuffer(CONTROL_SLOTS * 4);
@@ -88,6 +93,10 @@ export class Shard {
       workerData,
     });
     this.pool.on('error', (err: unknown) => opts.log.error({ err, shard: index }, 'storage worker failed; piscina starts a new one'));
+    // Writes do not go through piscina, so make sure a successor exists at once to answer them.
+    this.pool.on('workerDestroy', () => {
+      if (!this.closed) setImmediate(() => void this.pool.run({ op: OP.PING }).catch(() => {}));
+    });
   }
 
   /** Largest write body this shard's request ring takes. */
@@ -118,16 +127,46 @@ export class Shard {
     return reply;
   }
 
-  /** Puts a body into the request ring and runs the task that consumes it. */
-  async withBody(body: Uint8Array, makeTask: (seq: number) => StorageTask, signal?: AbortSignal): Promise<Extract<TaskReply, { ok: true }>> {
-    if (body.length > this.requests.maxPayloadBytes) {
-      throw new HttpError('PAYLOAD_TOO_LARGE', `body of ${body.length} bytes is larger than the shard ring (${this.requests.maxPayloadBytes} bytes)`);
+  /**
+   * Puts a write into the request ring (header + body, no piscina message) and
+   * waits for the worker's answer on the result ring. A full ring is a 503 at
+   * once; a worker that dies leaves unreleased frames for its successor, which
+   * answers them; no answer within storage.writeTimeoutMs is a 503.
+   */
+  async write(body: Uint8Array, header: WriteFrameHeader): Promise<Extract<TaskReply, { ok: true }>> {
+    if (this.closed) throw new HttpError('UNAVAILABLE', 'storage is shutting down');
+    const head = writeFrameHead(header);
+    if (head.length + body.length > this.requests.maxPayloadBytes) {
+      throw new HttpError('PAYLOAD_TOO_LARGE', `body of ${body.length} bytes is larger than the shard ring allows (${this.requests.maxPayloadBytes - head.length} bytes; storage.requestRingBytes)`);
     }
     const seq = this.nextSeq();
-    if (!this.requests.tryWrite(seq, body)) {
+    const reply = new Promise<TaskReply>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.listeners.delete(seq);
+        reject(new HttpError('UNAVAILABLE', `storage shard ${this.index} did not answer in time; retry the request`));
+      }, this.writeTimeoutMs);
+      const parts: Uint8Array[] = [];
+      this.listeners.set(seq, {
+        chunk: (bytes) => void parts.push(bytes.slice()),
+        end: () => {
+          clearTimeout(timer);
+          this.listeners.delete(seq);
+          try {
+            resolve(unpack(parts.length === 1 ? parts[0] : Buffer.concat(parts)) as TaskReply);
+          } catch (err) {
+            reject(err);
+          }
+        },
+      });
+    });
+    if (!this.requests.tryWrite(seq, [head, body])) {
+      this.listeners.delete(seq);
       throw new HttpError('UNAVAILABLE', `storage shard ${this.index} is busy (request ring full); retry shortly`);
     }
-    return this.call(makeTask(seq), signal);
+    this.drain();
+    const answer = await reply;
+    if (!answer.ok) throw fromWire(answer.error);
+    return answer;
   }
 
   /**
