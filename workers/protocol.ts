@@ -162,6 +162,10 @@ export type TaskReply =
   | { ok: true; collection?: CollectionRecord; write?: WriteOutcome; points?: number; last?: Array<[number, number] | null>; sealedDays?: number; stats?: BufferStats }
   | { ok: false; error: WireError };
 
-/** Result-ring frame kinds (the frame tag is the task seq; the first payload byte is the kind). */
-export const RESULT_CHUNK = 1;
-export const RESULT_END = 2;
+/**
+ * Result-ring frames carry the task's sequence number as their tag (below 2^31).
+ * A stream ends with an empty frame, or with a frame whose tag has this bit
+ * set: its payload is the last chunk (a write's whole answer saves a frame and
+ * a cross-thread wake-up that way).
+ */
+export const FINAL_FRAME_BIT = 0x8000_0000;

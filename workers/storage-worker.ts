@@ -14,7 +14,7 @@ import { BucketStream, runPipeline, streamableStep, type AggregatorSpec } from '
 import { SeriesBuffer } from './series-buffer.js';
 import { decodeBinaryBatch, decodeJsonWriteBody, decodeWriteObject, encodeBinaryBatch, WriteBodyError, type PointBatch } from '../native-free-codecs/points.js';
 import { RingConsumer, RingProducer } from '../native-free-codecs/ring.js';
-import { CONTROL_CANCEL_SEQ, CONTROL_TAGMAP_VERSION, OP, readWriteFrame, type WriteFrameHeader, type BufferStats, type ResultFormat, type StorageWorkerData, type StorageTask, type TaskReply, type WireError, type WriteMode, type WriteOutcome } from './protocol.js';
+import { CONTROL_CANCEL_SEQ, CONTROL_TAGMAP_VERSION, FINAL_FRAME_BIT, OP, readWriteFrame, type WriteFrameHeader, type BufferStats, type ResultFormat, type StorageWorkerData, type StorageTask, type TaskReply, type WireError, type WriteMode, type WriteOutcome } from './protocol.js';
 import { shardOf } from './shard-hash.js';
 import { ShardStore, StorageError } from './shard-store.js';
 import { TagScopeReader } from './tag-scopes.js';
@@ -148,11 +148,16 @@ async function serveWrites(): Promise<void> {
   }
 }
 
-/** The reply as msgpack in one or more frames, then an empty end frame, like a query result. */
+/** The reply as msgpack: one final frame, or chunks and an empty end frame when it is large. */
 function answer(seq: number, reply: TaskReply): void {
   try {
-    emitChunks(seq, pack(reply));
-    emitFrame(seq, new Uint8Array(0));
+    const bytes = pack(reply);
+    if (bytes.length <= FRAME_BYTES) {
+      emitFrame((seq | FINAL_FRAME_BIT) >>> 0, bytes, seq);
+    } else {
+      emitChunks(seq, bytes);
+      emitFrame(seq, new Uint8Array(0));
+    }
   } catch (err) {
     log({ err: String(err), seq }, 'could not answer a write');
   }
@@ -429,9 +434,9 @@ function emitChunks(seq: number, bytes: Uint8Array): void {
 }
 
 /** Waits (blocking this worker) while the main thread drains the ring; gives up if the client stalls too long. */
-function emitFrame(seq: number, payload: Uint8Array): void {
+function emitFrame(tag: number, payload: Uint8Array, seq = tag): void {
   const deadline = Date.now() + data.resultStallTimeoutMs;
-  while (!results.tryWrite(seq, payload)) {
+  while (!results.tryWrite(tag, payload)) {
     if (Atomics.load(control, CONTROL_CANCEL_SEQ) === seq) throw new StorageError('UNAVAILABLE', 'query cancelled: the client went away');
     if (Date.now() > deadline) throw new StorageError('UNAVAILABLE', 'query abandoned: the client did not read its results');
     results.waitForSpace(payload.length, 50);

@@ -15,7 +15,7 @@ import { createRingBuffer, RingConsumer, RingProducer } from '../../native-free-
 import { HttpError } from '../http/errors.js';
 import type { Logger } from '../log.js';
 import { unpack } from 'msgpackr';
-import { CONTROL_CANCEL_SEQ, CONTROL_SLOTS, CONTROL_TAGMAP_VERSION, OP, writeFrameHead, type StorageTask, type StorageWorkerData, type TaskReply, type WireError, type WriteFrameHeader } from '../../workers/protocol.js';
+import { CONTROL_CANCEL_SEQ, CONTROL_SLOTS, CONTROL_TAGMAP_VERSION, FINAL_FRAME_BIT, OP, writeFrameHead, type StorageTask, type StorageWorkerData, type TaskReply, type WireError, type WriteFrameHeader } from '../../workers/protocol.js';
 import { shardOf } from '../../workers/shard-hash.js';
 
 const WORKER_FILE = fileURLToPath(new URL('../../workers/storage-worker.js', import.meta.url));
@@ -194,7 +194,7 @@ export class Shard {
   }
 
   private nextSeq(): number {
-    this.seq = (this.seq + 1) >>> 0 || 1;
+    this.seq = (this.seq + 1) & 0x7fff_ffff || 1; // the top bit of a result frame's tag marks the last one
     return this.seq;
   }
 
@@ -211,9 +211,13 @@ export class Shard {
             continue;
           }
           while (frame) {
-            const listener = this.listeners.get(frame.tag);
+            const final = (frame.tag & FINAL_FRAME_BIT) !== 0;
+            const listener = this.listeners.get((frame.tag & ~FINAL_FRAME_BIT) >>> 0);
             if (listener) {
-              if (frame.payload.length === 0) {
+              if (final) {
+                listener.chunk(frame.payload);
+                listener.end();
+              } else if (frame.payload.length === 0) {
                 listener.end();
               } else {
                 const slow = listener.chunk(frame.payload);
