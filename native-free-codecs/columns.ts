@@ -1,7 +1,8 @@
 /**
  * Column compression for sealed day files: one tag's sorted, deduplicated points become a
- * timestamp column and a value column, each a stream of varints. The storage worker lz4s the
- * result. Pure TypeScript (no Node built-ins) so a browser can decode a block too.
+ * timestamp column and a value column: varints, and for values that move every point,
+ * bit-packed deltas. The storage worker lz4s the result. Pure TypeScript (no Node built-ins) so
+ * a browser can decode a block too.
  *
  * Byte layout: COLUMNS.md beside this file. Any change to the bytes bumps COLUMN_CODEC_VERSION.
  *
@@ -11,8 +12,14 @@
  * once at its end and throws an Error naming the first failure.
  */
 
-/** Version of the byte layout described in COLUMNS.md. */
-export const COLUMN_CODEC_VERSION = 1;
+/**
+ * Version of the byte layout described in COLUMNS.md. 2 added the bit-packed value mode
+ * (VALUES_MODE_SCALED_PACKED); everything a version 1 writer produced is still valid version 2
+ * input, so this build reads both (READABLE_COLUMN_CODEC_VERSIONS) and writes 2.
+ */
+export const COLUMN_CODEC_VERSION = 2;
+/** Codec versions decodeTimestamps/decodeValues understand (the header field of stored data). */
+export const READABLE_COLUMN_CODEC_VERSIONS: readonly number[] = [1, 2];
 
 /** A varint of a value below 2^56 never needs more than 8 bytes; more means corrupt input. */
 const MAX_VARINT_BYTES = 8;
@@ -53,10 +60,11 @@ export class ByteWriter {
     this.buf[this.length++] = v;
   }
 
-  raw(src: Uint8Array): void {
-    this.ensure(src.length);
-    this.buf.set(src, this.length);
-    this.length += src.length;
+  /** Appends src[0..n), all of src by default. */
+  raw(src: Uint8Array, n = src.length): void {
+    this.ensure(n);
+    this.buf.set(n === src.length ? src : src.subarray(0, n), this.length);
+    this.length += n;
   }
 
   /** Unsigned LEB128 of an integer in 0..2^53 (exact: no 32-bit operator touches a large value). */
@@ -101,7 +109,8 @@ export class ByteReader {
   pos: number;
   /** First failure, or null; once set, every read returns 0. */
   error: string | null = null;
-  private readonly buf: Uint8Array;
+  /** The bytes read from; bulk readers index it after reserving a range with take(). */
+  readonly buf: Uint8Array;
   private readonly end: number;
 
   constructor(buf: Uint8Array, start = 0, end = buf.length) {
@@ -121,6 +130,20 @@ export class ByteReader {
   /** Throws the sticky error, if any, prefixed with what was being decoded. */
   check(what: string): void {
     if (this.error !== null) throw new Error(`${what}: ${this.error}`);
+  }
+
+  /**
+   * Reserves the next n bytes for a caller that reads them from `buf` itself: returns their
+   * start and moves past them, or records 'read past end' and returns -1 when fewer remain.
+   */
+  take(n: number): number {
+    if (n > this.end - this.pos) {
+      this.fail('read past end');
+      return -1;
+    }
+    const at = this.pos;
+    this.pos += n;
+    return at;
   }
 
   u8(): number {
@@ -249,15 +272,29 @@ export function decodeTimestamps(r: ByteReader, count: number, out: Float64Array
 }
 
 // ---------------------------------------------------------------------------------------------
-// Values: decimal-scaled integers when exact, otherwise XOR of float64 bits.
+// Values: decimal-scaled integers when exact (as varints or bit-packed deltas, whichever is
+// shorter), otherwise XOR of float64 bits.
 
-/** Header byte: high nibble is the mode, low nibble the decimal scale k (scaled mode only). */
+/** Header byte: high nibble is the mode, low nibble the decimal scale k (scaled modes only). */
 export const VALUES_MODE_SCALED = 1;
 export const VALUES_MODE_FLOAT = 2;
+/** Since codec version 2: the scaled integers' deltas bit-packed in frames (COLUMNS.md). */
+export const VALUES_MODE_SCALED_PACKED = 3;
 const MAX_SCALE = 9;
 /** Scaled integers stay within ±2^52 so every delta (|d| <= 2^53) is still exact. */
 const SCALED_LIMIT = 2 ** 52;
 const POW10 = [1, 10, 100, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9];
+/** Deltas per frame in the packed mode; a full frame is 16 * width bytes, whole 32-bit words. */
+const FRAME = 128;
+/**
+ * Widest packed field. A frame packs delta - min, which must stay below 2^53 to be exact as a
+ * double; a frame whose deltas span 2^53 or more (possible: deltas reach ±2^53) cannot be
+ * packed, and the column is then written in mode 1.
+ */
+const MAX_WIDTH = 53;
+const TWO32 = 4294967296;
+/** Frame width that marks "cannot be packed" in the encoder's scratch (never written). */
+const UNPACKABLE = 255;
 
 /**
  * The integer that v becomes at scale k, or NaN when v is not exactly int / 10^k. Decoding
@@ -272,7 +309,10 @@ function scaledInt(v: number, k: number): number {
   return Object.is(n / p, v) ? n : NaN;
 }
 
-/** Smallest scale that makes every value an exact integer, or -1 when none does. */
+/**
+ * Smallest scale at which each value on its own is an exact integer, or -1 when none does.
+ * scaleInto confirms the scale for the whole column.
+ */
 function chooseScale(values: Float64Array, count: number): number {
   let k = 0;
   for (let i = 0; i < count; i++) {
@@ -281,12 +321,37 @@ function chooseScale(values: Float64Array, count: number): number {
       if (++k > MAX_SCALE) return -1;
     }
   }
-  // A value that fitted a smaller k almost always fits a larger one too; confirm rather than
-  // assume (range limit, rounding), and give up on scaling if it does not.
-  if (k > 0) {
-    for (let i = 0; i < count; i++) if (Number.isNaN(scaledInt(values[i]!, k))) return -1;
-  }
   return k;
+}
+
+// Encoder scratch, reused across calls (encoding is synchronous, so one set per thread is
+// enough). Columns longer than SCRATCH_KEEP_POINTS get their own arrays for that call, so a
+// rare huge column does not pin memory; sealed blocks are at most 16,384 points.
+const SCRATCH_KEEP_POINTS = 1 << 17;
+let scratchInts = new Float64Array(0);
+let scratchFrameMin = new Float64Array(0);
+let scratchFrameWidth = new Uint8Array(0);
+/** One packed frame: at most FRAME * MAX_WIDTH bits. */
+const packBuf = new Uint8Array((FRAME * MAX_WIDTH) / 8);
+
+function intsFor(count: number): Float64Array {
+  if (count > SCRATCH_KEEP_POINTS) return new Float64Array(count);
+  if (scratchInts.length < count) scratchInts = new Float64Array(Math.min(SCRATCH_KEEP_POINTS, Math.max(count, 2 * scratchInts.length, 1024)));
+  return scratchInts;
+}
+
+/**
+ * Fills ints[0..count) with the values scaled by 10^k; false when some value is not exact at k
+ * (a value that fitted a smaller k almost always fits a larger one too, but range limit and
+ * rounding are confirmed rather than assumed).
+ */
+function scaleInto(values: Float64Array, count: number, k: number, ints: Float64Array): boolean {
+  for (let i = 0; i < count; i++) {
+    const n = scaledInt(values[i]!, k);
+    if (Number.isNaN(n)) return false;
+    ints[i] = n;
+  }
+  return true;
 }
 
 /** Views a Float64Array's bits as 32-bit halves; LO/HI pick the halves on this host. */
@@ -298,26 +363,143 @@ const LO = new Uint8Array(new Uint32Array([1]).buffer)[0] === 1 ? 0 : 1;
 const HI = 1 - LO;
 
 /**
- * Encodes `count` float64 values exactly. Scaled mode when some k in 0..9 makes every value an
- * exact decimal integer (sensor readings with few decimals, setpoints, states, counters);
- * float mode otherwise (NaN, ±Infinity, -0, full-precision doubles), which keeps every bit,
- * NaN payloads included.
+ * Encodes `count` float64 values exactly. When some k in 0..9 makes every value an exact
+ * decimal integer (sensor readings with few decimals, setpoints, states, counters), the
+ * integers are written in mode 1 (varint deltas, zero runs) or mode 3 (bit-packed deltas),
+ * whichever is fewer bytes (mode 1 on a tie); float mode otherwise (NaN, ±Infinity, -0,
+ * full-precision doubles), which keeps every bit, NaN payloads included.
+ *
+ * `scaledMode` is for tests and measurements: VALUES_MODE_SCALED or VALUES_MODE_SCALED_PACKED
+ * forces that mode whenever the values scale (mode 3 falls back to mode 1 when a frame's deltas
+ * span 2^53 or more). Writers leave it at 0, the shorter of the two.
  */
-export function encodeValues(values: Float64Array, count: number, w: ByteWriter): void {
+export function encodeValues(values: Float64Array, count: number, w: ByteWriter, scaledMode = 0): void {
   if (count < 0 || count > values.length) throw new RangeError(`encodeValues: count ${count} outside 0..${values.length}`);
+  if (scaledMode !== 0 && scaledMode !== VALUES_MODE_SCALED && scaledMode !== VALUES_MODE_SCALED_PACKED) {
+    throw new RangeError(`encodeValues: scaledMode ${scaledMode} is not 0, ${VALUES_MODE_SCALED} or ${VALUES_MODE_SCALED_PACKED}`);
+  }
   if (count === 0) return;
   const k = chooseScale(values, count);
-  if (k >= 0) encodeScaled(values, count, k, w);
-  else encodeFloat(values, count, w);
+  const ints = k >= 0 ? intsFor(count) : null;
+  if (ints === null || !scaleInto(values, count, k, ints)) {
+    encodeFloat(values, count, w);
+    return;
+  }
+  const frames = Math.ceil((count - 1) / FRAME);
+  let frameMin = scratchFrameMin;
+  let frameWidth = scratchFrameWidth;
+  if (frames > frameMin.length) {
+    if (count > SCRATCH_KEEP_POINTS) {
+      frameMin = new Float64Array(frames);
+      frameWidth = new Uint8Array(frames);
+    } else {
+      const size = Math.ceil((ints.length - 1) / FRAME);
+      frameMin = scratchFrameMin = new Float64Array(size);
+      frameWidth = scratchFrameWidth = new Uint8Array(size);
+    }
+  }
+  const varintBytes = analyseDeltas(ints, count, frameMin, frameWidth);
+  const packedBytes = packedSize(ints, count, frameMin, frameWidth);
+  const packed = scaledMode === 0 ? packedBytes < varintBytes : scaledMode === VALUES_MODE_SCALED_PACKED && packedBytes !== Infinity;
+  if (packed) encodePacked(ints, count, k, frameMin, frameWidth, w);
+  else encodeScaled(ints, count, k, w);
 }
 
-function encodeScaled(values: Float64Array, count: number, k: number, w: ByteWriter): void {
+/** Bytes of uvarint(v), 0 <= v <= 2^53. */
+function uvarintLength(v: number): number {
+  let n = 1;
+  while (v >= 128) {
+    v = Math.floor(v / 128);
+    n++;
+  }
+  return n;
+}
+
+/** Bytes of svarint(v), |v| <= 2^53 (see ByteWriter.svarint). */
+function svarintLength(v: number): number {
+  const m = v < 0 ? -v - 1 : v;
+  return m < 64 ? 1 : 1 + uvarintLength(Math.floor(m / 64));
+}
+
+/** Bits needed for an integer in 0..2^53-1. */
+function bitLength(v: number): number {
+  return v < TWO32 ? 32 - Math.clz32(v) : 64 - Math.clz32(Math.floor(v / TWO32));
+}
+
+/**
+ * One pass over the deltas: fills each frame's minimum delta and packed width (UNPACKABLE when
+ * its deltas span 2^53 or more) and returns the exact size of the mode 1 encoding.
+ */
+function analyseDeltas(ints: Float64Array, count: number, frameMin: Float64Array, frameWidth: Uint8Array): number {
+  let bytes = 1 + svarintLength(ints[0]!);
+  let run = 0;
+  let prev = ints[0]!;
+  for (let f = 0, start = 1; start < count; f++, start += FRAME) {
+    const end = Math.min(count, start + FRAME);
+    let lo = Infinity;
+    let hi = -Infinity;
+    for (let i = start; i < end; i++) {
+      const n = ints[i]!;
+      const d = n - prev; // exact: |n|, |prev| <= 2^52
+      prev = n;
+      if (d < lo) lo = d;
+      if (d > hi) hi = d;
+      if (d === 0) {
+        run++;
+      } else {
+        if (run > 0) {
+          bytes += 1 + uvarintLength(run - 1);
+          run = 0;
+        }
+        bytes += svarintLength(d);
+      }
+    }
+    // hi - lo is exact whenever the true span is below 2^53, and a span of 2^53 or more never
+    // rounds below 2^53, so the comparison is exact too.
+    const span = hi - lo;
+    frameMin[f] = lo;
+    frameWidth[f] = span < 2 ** MAX_WIDTH ? bitLength(span) : UNPACKABLE;
+  }
+  if (run > 0) bytes += 1 + uvarintLength(run - 1);
+  return bytes;
+}
+
+/** Frames from f on that have width 0 and the same minimum as frame f (at least 1). */
+function constantFrameRun(f: number, frames: number, frameMin: Float64Array, frameWidth: Uint8Array): number {
+  const min = frameMin[f]!;
+  let r = 1;
+  while (f + r < frames && frameWidth[f + r] === 0 && frameMin[f + r] === min) r++;
+  return r;
+}
+
+/** Exact size of the mode 3 encoding, or Infinity when a frame cannot be packed. */
+function packedSize(ints: Float64Array, count: number, frameMin: Float64Array, frameWidth: Uint8Array): number {
+  const frames = Math.ceil((count - 1) / FRAME);
+  let bytes = 1 + svarintLength(ints[0]!);
+  for (let f = 0; f < frames; ) {
+    const width = frameWidth[f]!;
+    if (width === UNPACKABLE) return Infinity;
+    if (width === 0) {
+      const r = constantFrameRun(f, frames, frameMin, frameWidth);
+      bytes += 1 + svarintLength(frameMin[f]!) + uvarintLength(r - 1);
+      f += r;
+    } else {
+      const n = Math.min(FRAME, count - 1 - f * FRAME);
+      bytes += 1 + svarintLength(frameMin[f]!) + Math.ceil((n * width) / 8);
+      f++;
+    }
+  }
+  return bytes;
+}
+
+/** Mode 1: svarint n0, then svarint deltas with zero runs. */
+function encodeScaled(ints: Float64Array, count: number, k: number, w: ByteWriter): void {
   w.u8((VALUES_MODE_SCALED << 4) | k);
-  let prev = scaledInt(values[0]!, k);
+  let prev = ints[0]!;
   w.svarint(prev);
   let run = 0;
   for (let i = 1; i < count; i++) {
-    const n = scaledInt(values[i]!, k);
+    const n = ints[i]!;
     const d = n - prev;
     if (d === 0) {
       run++;
@@ -331,6 +513,79 @@ function encodeScaled(values: Float64Array, count: number, k: number, w: ByteWri
     prev = n;
   }
   if (run > 0) writeZeroRun(w, run);
+}
+
+// Bit packer state: bits not yet written sit at the bottom of packAcc (packHave of them, 0..31);
+// whole 32-bit words go to packBuf as 4 little-endian bytes.
+let packAcc = 0;
+let packHave = 0;
+let packLen = 0;
+
+/** Appends the low b bits (1..32) of x, an integer in 0..2^32-1, least significant bit first. */
+function putBits(x: number, b: number): void {
+  packAcc |= x << packHave; // bits pushed past bit 31 are picked up below
+  const total = packHave + b;
+  if (total < 32) {
+    packHave = total;
+    return;
+  }
+  const p = packLen;
+  packBuf[p] = packAcc;
+  packBuf[p + 1] = packAcc >>> 8;
+  packBuf[p + 2] = packAcc >>> 16;
+  packBuf[p + 3] = packAcc >>> 24;
+  packLen = p + 4;
+  packAcc = packHave === 0 ? 0 : x >>> (32 - packHave);
+  packHave = total - 32;
+}
+
+/** Writes the last partial word: as many bytes as its bits need. */
+function flushBits(): void {
+  for (let b = 0; b < packHave; b += 8) packBuf[packLen++] = packAcc >>> b;
+  packAcc = 0;
+  packHave = 0;
+}
+
+/**
+ * Mode 3: svarint n0, then per frame of up to 128 deltas: width byte w, svarint(min delta),
+ * then each delta - min in w bits, LSB first; a width 0 frame carries uvarint(r - 1) instead,
+ * standing for r frames whose deltas all equal min.
+ */
+function encodePacked(ints: Float64Array, count: number, k: number, frameMin: Float64Array, frameWidth: Uint8Array, w: ByteWriter): void {
+  w.u8((VALUES_MODE_SCALED_PACKED << 4) | k);
+  w.svarint(ints[0]!);
+  const frames = Math.ceil((count - 1) / FRAME);
+  for (let f = 0; f < frames; ) {
+    const width = frameWidth[f]!;
+    const min = frameMin[f]!;
+    if (width === 0) {
+      const r = constantFrameRun(f, frames, frameMin, frameWidth);
+      w.u8(0);
+      w.svarint(min);
+      w.uvarint(r - 1);
+      f += r;
+      continue;
+    }
+    w.u8(width);
+    w.svarint(min);
+    const start = 1 + f * FRAME;
+    const end = Math.min(count, start + FRAME);
+    packLen = 0;
+    if (width <= 32) {
+      for (let i = start; i < end; i++) putBits(ints[i]! - ints[i - 1]! - min, width);
+    } else {
+      // 33..53 bits: the low 32 bits, then the rest; v < 2^53, so % and / are exact.
+      for (let i = start; i < end; i++) {
+        const v = ints[i]! - ints[i - 1]! - min;
+        const lo = v % TWO32;
+        putBits(lo, 32);
+        putBits((v - lo) / TWO32, width - 32);
+      }
+    }
+    flushBits();
+    w.raw(packBuf, packLen);
+    f++;
+  }
 }
 
 /**
@@ -376,7 +631,10 @@ function ctz32(x: number): number {
   return x === 0 ? 32 : 31 - Math.clz32(x & -x);
 }
 
-/** Decodes `count` values into out[0..count). Throws if the bytes are short or corrupt. */
+/**
+ * Decodes `count` values into out[0..count). Throws if the bytes are short or corrupt. Reads
+ * every mode of every codec version (mode 3 exists since version 2).
+ */
 export function decodeValues(r: ByteReader, count: number, out: Float64Array): void {
   if (count < 0 || count > out.length) throw new RangeError(`decodeValues: count ${count} outside 0..${out.length}`);
   if (count === 0) return;
@@ -384,8 +642,10 @@ export function decodeValues(r: ByteReader, count: number, out: Float64Array): v
   const mode = header >> 4;
   const k = header & 0x0f;
   if (mode === VALUES_MODE_SCALED && k <= MAX_SCALE) decodeScaled(r, count, k, out);
+  else if (mode === VALUES_MODE_SCALED_PACKED && k <= MAX_SCALE) decodePacked(r, count, k, out);
   else if (mode === VALUES_MODE_FLOAT && k === 0) decodeFloat(r, count, out);
   else r.fail(`unknown values header 0x${header.toString(16)}`);
+  bitBuf = NO_BYTES; // do not keep the caller's buffer alive
   r.check('decodeValues');
 }
 
@@ -408,6 +668,95 @@ function decodeScaled(r: ByteReader, count: number, k: number, out: Float64Array
     } else {
       n += d;
       out[i++] = n / p;
+    }
+  }
+}
+
+// Bit reader state for one frame: bytes bitPos..bitEnd of bitBuf, and the bits already loaded
+// but not yet used at the bottom of bitAcc (bitHave of them, 0..31). Past bitEnd reads zeros.
+const NO_BYTES = new Uint8Array(0);
+let bitBuf: Uint8Array = NO_BYTES;
+let bitPos = 0;
+let bitEnd = 0;
+let bitAcc = 0;
+let bitHave = 0;
+
+/** The next b bits (1..32), least significant first, as an integer in 0..2^32-1. */
+function getBits(b: number): number {
+  const mask = 0xffffffff >>> (32 - b);
+  if (bitHave >= b) {
+    const x = (bitAcc & mask) >>> 0;
+    bitAcc = b === 32 ? 0 : bitAcc >>> b;
+    bitHave -= b;
+    return x;
+  }
+  let word: number;
+  const p = bitPos;
+  if (p + 4 <= bitEnd) {
+    word = bitBuf[p]! | (bitBuf[p + 1]! << 8) | (bitBuf[p + 2]! << 16) | (bitBuf[p + 3]! << 24);
+  } else {
+    word = 0;
+    for (let q = p; q < bitEnd; q++) word |= bitBuf[q]! << (8 * (q - p));
+  }
+  bitPos = p + 4;
+  const x = ((bitAcc | (word << bitHave)) & mask) >>> 0;
+  const used = b - bitHave; // 1..32 bits taken from this word
+  bitAcc = used === 32 ? 0 : word >>> used;
+  bitHave = 32 - used;
+  return x;
+}
+
+function decodePacked(r: ByteReader, count: number, k: number, out: Float64Array): void {
+  const p = POW10[k]!;
+  let n = r.svarint();
+  out[0] = n / p;
+  let i = 1;
+  while (i < count && r.error === null) {
+    const width = r.u8();
+    const min = r.svarint();
+    if (width === 0) {
+      const frames = r.uvarint() + 1;
+      const framesLeft = Math.ceil((count - i) / FRAME);
+      if (frames > framesLeft) {
+        r.fail(`run of ${frames} constant frames exceeds the ${framesLeft} frames left`);
+        return;
+      }
+      const end = Math.min(count, i + frames * FRAME);
+      if (min === 0) {
+        out.fill(n / p, i, end);
+        i = end;
+      } else {
+        for (; i < end; i++) {
+          n += min;
+          out[i] = n / p;
+        }
+      }
+      continue;
+    }
+    if (width > MAX_WIDTH) {
+      r.fail(`frame width ${width} above ${MAX_WIDTH}`);
+      return;
+    }
+    const end = Math.min(count, i + FRAME);
+    const bytes = Math.ceil(((end - i) * width) / 8);
+    const at = r.take(bytes);
+    if (at < 0) return;
+    bitBuf = r.buf;
+    bitPos = at;
+    bitEnd = at + bytes;
+    bitAcc = 0;
+    bitHave = 0;
+    if (width <= 32) {
+      for (; i < end; i++) {
+        n += min + getBits(width);
+        out[i] = n / p;
+      }
+    } else {
+      for (; i < end; i++) {
+        const lo = getBits(32);
+        n += min + (getBits(width - 32) * TWO32 + lo);
+        out[i] = n / p;
+      }
     }
   }
 }

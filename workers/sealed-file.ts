@@ -12,7 +12,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { compressSync, uncompressSync } from 'lz4-napi';
-import { ByteReader, ByteWriter, COLUMN_CODEC_VERSION, decodeTimestamps, decodeValues, encodeTimestamps, encodeValues } from '../native-free-codecs/columns.js';
+import { ByteReader, ByteWriter, COLUMN_CODEC_VERSION, decodeTimestamps, decodeValues, encodeTimestamps, encodeValues, READABLE_COLUMN_CODEC_VERSIONS } from '../native-free-codecs/columns.js';
 import { crc32c } from './crc32.js';
 import { fsyncDir, readFully, removeIfPresent, writeFully } from './durable-fs.js';
 import { internal } from './storage-error.js';
@@ -95,7 +95,9 @@ export class SealedIndex {
       const version = hv.getUint16(4, true);
       const codecVersion = hv.getUint16(6, true);
       if (!READABLE_VERSIONS.includes(version)) throw bad(`sealed format version ${version} is not supported (this build reads ${READABLE_VERSIONS.join(', ')})`);
-      if (codecVersion !== COLUMN_CODEC_VERSION) throw bad(`column codec version ${codecVersion} is not supported (this build reads ${COLUMN_CODEC_VERSION})`);
+      if (!READABLE_COLUMN_CODEC_VERSIONS.includes(codecVersion)) {
+        throw bad(`column codec version ${codecVersion} is not supported (this build reads ${READABLE_COLUMN_CODEC_VERSIONS.join(', ')})`);
+      }
       if (hv.getUint32(8, true) !== day) throw bad(`header names day ${hv.getUint32(8, true)}, the file name day ${day}`);
 
       const trailer = new Uint8Array(TRAILER_BYTES);
