@@ -241,14 +241,14 @@ export class StorageService {
   }
 
   async lastValues(groups: QueryGroup[]): Promise<Record<string, [number, number] | null>> {
-    const result: Record<string, [number, number] | null> = {};
-    await Promise.all(
-      groups.map(async ({ collectionId, series }) => {
-        const tags = series.map((s) => s.tag);
-        const reply = await this.shards.shardFor(collectionId).call({ op: OP.LAST_VALUES, collectionId, tags });
-        tags.forEach((tag, i) => (result[tag] = reply.last![i]));
-      }),
+    const replies = await Promise.all(
+      groups.map(({ collectionId, series }) =>
+        this.shards.shardFor(collectionId).call({ op: OP.LAST_VALUES, collectionId, tags: series.map((s) => s.tag) }),
+      ),
     );
+    // Keys in request order, whichever shard answered first.
+    const result: Record<string, [number, number] | null> = {};
+    groups.forEach(({ series }, g) => series.forEach((s, i) => (result[s.label ?? s.tag] = replies[g].last![i])));
     return result;
   }
 
