@@ -18,6 +18,15 @@ const ZERO = 0x30;
 
 const encoder = new TextEncoder();
 
+/** "0000".."9999" as ASCII byte quadruples (40 KB): the low 8 digits of a timestamp in two reads. */
+const DIGIT_QUADS = new Uint8Array(40000);
+for (let i = 0; i < 10000; i++) {
+  DIGIT_QUADS[i * 4] = 0x30 + Math.floor(i / 1000);
+  DIGIT_QUADS[i * 4 + 1] = 0x30 + (Math.floor(i / 100) % 10);
+  DIGIT_QUADS[i * 4 + 2] = 0x30 + (Math.floor(i / 10) % 10);
+  DIGIT_QUADS[i * 4 + 3] = 0x30 + (i % 10);
+}
+
 /** "00".."99" as ASCII byte pairs. */
 const DIGIT_PAIRS = new Uint8Array(200);
 for (let i = 0; i < 100; i++) {
@@ -147,16 +156,18 @@ function writeSmall(buf: Uint8Array, p: number, n: number): number {
   return end;
 }
 
-/** Exactly eight digits, zero-padded; 0 <= n < 10^8. */
+/** Exactly eight digits, zero-padded; 0 <= n < 10^8: two table lookups of four digits. */
 function writeEightDigits(buf: Uint8Array, p: number, n: number): number {
-  let q = p + 8;
-  for (let i = 0; i < 4; i++) {
-    const next = (n / 100) | 0;
-    const r = (n - next * 100) * 2;
-    buf[--q] = DIGIT_PAIRS[r + 1];
-    buf[--q] = DIGIT_PAIRS[r];
-    n = next;
-  }
+  const high = ((n / 10000) | 0) * 4;
+  const low = (n % 10000) * 4;
+  buf[p] = DIGIT_QUADS[high];
+  buf[p + 1] = DIGIT_QUADS[high + 1];
+  buf[p + 2] = DIGIT_QUADS[high + 2];
+  buf[p + 3] = DIGIT_QUADS[high + 3];
+  buf[p + 4] = DIGIT_QUADS[low];
+  buf[p + 5] = DIGIT_QUADS[low + 1];
+  buf[p + 6] = DIGIT_QUADS[low + 2];
+  buf[p + 7] = DIGIT_QUADS[low + 3];
   return p + 8;
 }
 
