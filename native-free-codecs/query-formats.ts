@@ -13,6 +13,8 @@
  * wrong magic, trailing bytes). Pure TypeScript: runs in a browser.
  */
 
+import { GrowableBytes } from './byte-buffer.js';
+
 const TWO_POW_32 = 4294967296;
 const MAGIC_1 = 0x31425348; // "HSB1" read as a little-endian u32
 const MAGIC_2 = 0x32425348; // "HSB2"
@@ -52,36 +54,21 @@ function pad8(n: number): number {
  * points (point or pointsFrom), repeated; finish() patches the tag count and returns a view of
  * the internal buffer. reset() reuses that buffer, so consume the previous result first.
  */
-export class Format1Writer {
-  private buf: Uint8Array;
-  private view: DataView;
-  private length = 8;
+export class Format1Writer extends GrowableBytes {
   private tagCount = 0;
   /** Points the current tag still expects; writing more or fewer is a caller bug. */
   private pending = 0;
 
   constructor(initialCapacity = 4096) {
-    this.buf = new Uint8Array(Math.max(64, initialCapacity));
-    this.view = new DataView(this.buf.buffer);
+    super(Math.max(64, initialCapacity));
     this.reset();
   }
 
-  reset(): void {
+  override reset(): void {
     this.view.setUint32(0, MAGIC_1, true);
-    this.length = 8;
+    this.len = 8;
     this.tagCount = 0;
     this.pending = 0;
-  }
-
-  private ensure(n: number): void {
-    const need = this.length + n;
-    if (need <= this.buf.length) return;
-    let size = this.buf.length * 2;
-    while (size < need) size *= 2;
-    const next = new Uint8Array(size);
-    next.set(this.buf.subarray(0, this.length));
-    this.buf = next;
-    this.view = new DataView(next.buffer);
   }
 
   beginTag(name: string, pointCount: number): void {
@@ -92,11 +79,11 @@ export class Format1Writer {
     if (this.tagCount === MAX_U32) throw new RangeError('Format1Writer: too many tags');
     const nameBytes = encodeName(name, 'Format1Writer');
     this.ensure(2 + nameBytes.length + 4);
-    this.view.setUint16(this.length, nameBytes.length, true);
-    this.buf.set(nameBytes, this.length + 2);
-    this.length += 2 + nameBytes.length;
-    this.view.setUint32(this.length, pointCount, true);
-    this.length += 4;
+    this.view.setUint16(this.len, nameBytes.length, true);
+    this.buf.set(nameBytes, this.len + 2);
+    this.len += 2 + nameBytes.length;
+    this.view.setUint32(this.len, pointCount, true);
+    this.len += 4;
     this.tagCount++;
     this.pending = pointCount;
   }
@@ -107,11 +94,11 @@ export class Format1Writer {
     this.pending--;
     this.ensure(12);
     const v = this.view;
-    const p = this.length;
+    const p = this.len;
     v.setUint32(p, ts >>> 0, true);
     v.setUint32(p + 4, Math.floor(ts / TWO_POW_32), true);
     v.setFloat32(p + 8, value, true);
-    this.length = p + 12;
+    this.len = p + 12;
   }
 
   /** Points [start, end) of two parallel arrays, in one bounds check and one loop. */
@@ -124,7 +111,7 @@ export class Format1Writer {
     this.pending -= n;
     this.ensure(n * 12);
     const v = this.view;
-    let p = this.length;
+    let p = this.len;
     for (let i = start; i < end; i++) {
       const t = ts[i]!;
       v.setUint32(p, t >>> 0, true);
@@ -132,14 +119,14 @@ export class Format1Writer {
       v.setFloat32(p + 8, values[i]!, true);
       p += 12;
     }
-    this.length = p;
+    this.len = p;
   }
 
   /** The finished body: a view of the internal buffer, valid until reset or the next write. */
   finish(): Uint8Array {
     if (this.pending !== 0) throw new Error(`Format1Writer: last tag is missing ${this.pending} points`);
     this.view.setUint32(4, this.tagCount, true);
-    return this.buf.subarray(0, this.length);
+    return this.buf.subarray(0, this.len);
   }
 }
 
