@@ -8,6 +8,7 @@
 import { workerData } from 'node:worker_threads';
 import { pack, unpack } from 'msgpackr';
 import { JsonPointWriter } from '../native-free-codecs/json-points.js';
+import { isComplete } from '../native-free-codecs/scope-peek.js';
 import { MsgpackPointWriter } from '../native-free-codecs/msgpack-points.js';
 import { encodeFormat2, Format1Writer } from '../native-free-codecs/query-formats.js';
 import { BucketStream, runPipeline, streamableStep, type AggregatorSpec } from './aggregators.js';
@@ -15,6 +16,7 @@ import { SeriesBuffer } from './series-buffer.js';
 import { decodeBinaryBatch, decodeJsonWriteBody, decodeWriteObject, encodeBinaryBatch, WriteBodyError, type PointBatch } from '../native-free-codecs/points.js';
 import { RingConsumer, RingProducer } from '../native-free-codecs/ring.js';
 import { CONTROL_CANCEL_SEQ, CONTROL_TAGMAP_VERSION, FINAL_FRAME_BIT, OP, readWriteFrame, type WriteFrameHeader, type BufferStats, type ResultFormat, type StorageWorkerData, type StorageTask, type TaskReply, type WireError, type WriteMode, type WriteOutcome } from './protocol.js';
+import { collectionId as idOf } from './scope-path.js';
 import { shardOf } from './shard-hash.js';
 import { ShardStore, StorageError } from './shard-store.js';
 import { TagScopeReader } from './tag-scopes.js';
@@ -261,10 +263,7 @@ function decode(body: Uint8Array, contentType: string): PointBatch {
 
 /** Scope from the body when it names all four fields, otherwise per tag from the tag-to-scope map. */
 function resolveCollections(batch: PointBatch): Array<{ collectionId: string; batch: PointBatch }> {
-  const { organization, site, unit, grid } = batch.scope;
-  if (organization !== undefined && site !== undefined && unit !== undefined && grid !== undefined) {
-    return [{ collectionId: `${organization}/${site}/${unit}/${grid}`, batch }];
-  }
+  if (isComplete(batch.scope)) return [{ collectionId: idOf(batch.scope), batch }];
   const byCollection = new Map<string, number[]>();
   for (let t = 0; t < batch.tagNames.length; t++) {
     const collectionId = tagScopes.collectionOf(batch.tagNames[t]);

@@ -13,9 +13,8 @@ import { parseQueryBody, type QuerySpec } from '../storage/query-spec.js';
 import type { QueryGroup, StorageService } from '../storage/service.js';
 import type { ResultFormat, ScopeFields } from '../../workers/protocol.js';
 import type { ServiceContext } from './context.js';
+import { MSGPACK, SCOPE_FIELDS, SCOPE_PROPS, wantsMsgpack } from './scope-params.js';
 
-const SCOPE_NAMES = ['organization', 'site', 'unit', 'grid'] as const;
-const SCOPE_PROPS = Object.fromEntries(SCOPE_NAMES.map((k) => [k, S.string({ minLength: 1 })]));
 const TIME = S.integer({ minimum: 0, maximum: 9007199254740991 });
 const TAGS = S.array(S.string({ minLength: 1 }), { minItems: 1, maxItems: 10000 });
 const RAW_PARAMS: JsonSchema = S.object({ ...SCOPE_PROPS, tags: TAGS, start: TIME, end: TIME }, ['tags', 'start', 'end']);
@@ -42,12 +41,10 @@ const SENSOR_BODY: JsonSchema = {
   additionalProperties: true,
 };
 const JSON_OR_MSGPACK = 'JSON map `{tag: [[ts, value], ...]}`; msgpack of the same map when Accept asks for application/msgpack';
-const MSGPACK = 'application/msgpack';
 
 export function queryRoutes(ctx: ServiceContext, storage: StorageService): RouteDef[] {
   const scopeOf = (req: Request) => Scope.of(ctx.db, ctx.entities.registry, req.user!);
   const tag = 'Time series queries';
-  const wantsMsgpack = (req: Request) => /application\/(x-)?msgpack/.test(req.headers.accept ?? '');
 
   /** GET parameters as a query: every tag raw, scope from parameters or the tag map. */
   const fromParams = (req: Request): { groups: QueryGroup[]; start: number; end: number } => {
@@ -71,7 +68,7 @@ export function queryRoutes(ctx: ServiceContext, storage: StorageService): Route
   const requireBodyScope = (req: Request) => {
     const body = req.body as Record<string, unknown>;
     const metrics = Array.isArray(body.metrics) ? (body.metrics as Array<Record<string, unknown>>) : [];
-    for (const key of SCOPE_NAMES) {
+    for (const key of SCOPE_FIELDS) {
       const everyMetricHasIt = metrics.length > 0 && metrics.every((m) => m && typeof m === 'object' && m.tags && typeof m.tags === 'object' && key in (m.tags as object));
       if (typeof body[key] !== 'string' && !everyMetricHasIt) throw badRequest(`missing body field '${key}': fast_query_optimised needs an explicit scope`);
     }

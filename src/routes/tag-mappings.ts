@@ -12,6 +12,7 @@ import { collectionOfMapping, TagMappingStore, type TagMapping } from '../storag
 import { AggregatorError, parseAggregators } from '../../workers/aggregators.js';
 import type { SeriesRequest, WriteMode } from '../../workers/protocol.js';
 import type { ServiceContext } from './context.js';
+import { MSGPACK, wantsMsgpack } from './scope-params.js';
 
 const MAPPING: JsonSchema = {
   type: 'object',
@@ -95,7 +96,8 @@ export function tagMappingRoutes(ctx: ServiceContext, storage: StorageService): 
       ...id, method: 'PUT', path: '/svcapi/tag_mappings/{id}', auth: 'jwt', tag, summary: 'Change a mapping (fields merge)',
       body: MAPPING, responses: { 200: { description: 'mapping', schema: MAPPING }, 404: { description: 'item not found' } },
       handler: (req) => {
-        checkAccess(req, [mappings.get(req.params.id), { ...mappings.get(req.params.id), ...(req.body as object) } as TagMapping]);
+        const current = mappings.get(req.params.id);
+        checkAccess(req, [current, { ...current, ...(req.body as object) } as TagMapping]);
         return { body: mappings.update(req.params.id, req.body) };
       },
     },
@@ -160,10 +162,9 @@ export function tagMappingRoutes(ctx: ServiceContext, storage: StorageService): 
         }
         const list: QueryGroup[] = [...groups].map(([collectionId, series]) => ({ collectionId, series }));
         for (const g of list) storage.collection(scopeOf(req), g.collectionId);
-        const msgpack = /application\/(x-)?msgpack/.test(req.headers.accept ?? '');
-        const format = body.format === 'binary' ? 'binary1' : msgpack ? 'msgpack' : 'json';
+        const format = body.format === 'binary' ? 'binary1' : wantsMsgpack(req) ? 'msgpack' : 'json';
         return {
-          contentType: format === 'json' ? 'application/json; charset=utf-8' : format === 'msgpack' ? 'application/msgpack' : 'application/octet-stream',
+          contentType: format === 'json' ? 'application/json; charset=utf-8' : format === 'msgpack' ? MSGPACK : 'application/octet-stream',
           stream: (out) => storage.query(list, body.start, body.end, format, out, req.signal),
         };
       },

@@ -10,9 +10,8 @@ import type { StorageService } from '../storage/service.js';
 import type { WriteMode } from '../../workers/protocol.js';
 import { collectionId as idOf, parseCollectionId } from '../../workers/scope-path.js';
 import type { ServiceContext } from './context.js';
+import { SCOPE_FIELDS as SCOPE_NAMES, SCOPE_PROPS } from './scope-params.js';
 
-const SCOPE_NAMES = ['organization', 'site', 'unit', 'grid'] as const;
-const SCOPE_PROPS = Object.fromEntries(SCOPE_NAMES.map((k) => [k, S.string({ minLength: 1 })]));
 const COLLECTION: JsonSchema = {
   type: 'object',
   properties: { ...SCOPE_PROPS, createdAt: S.integer(), updatedAt: S.integer() },

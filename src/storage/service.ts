@@ -16,7 +16,7 @@ import type { Scope } from '../meta/scope.js';
 import { isComplete, peekScope } from '../../native-free-codecs/scope-peek.js';
 import { OP, type BufferStats, type CollectionRecord, type ResultFormat, type ScopeFields, type SeriesRequest, type WriteMode, type WriteOutcome } from '../../workers/protocol.js';
 import type { MetricRequest } from './query-spec.js';
-import { collectionId as idOf, parseCollectionId } from '../../workers/scope-path.js';
+import { collectionId as idOf, parseCollectionId, SCOPE_FIELDS as SCOPE_NAMES } from '../../workers/scope-path.js';
 import { CollectionAccess } from './access.js';
 import { CollectionCatalog, type Scope4 } from './catalog.js';
 import { ShardPool, type Shard } from './shards.js';
@@ -27,7 +27,6 @@ export interface QueryGroup {
   series: SeriesRequest[];
 }
 
-const SCOPE_NAMES = ['organization', 'site', 'unit', 'grid'] as const;
 
 /** What precedes the shards' fragments: `{`, a msgpack map header, or the HSB1 header. */
 function envelopeStart(format: ResultFormat, seriesCount: number): Uint8Array | string {
