@@ -54,7 +54,7 @@ const ingestRow = (label: string, r: IngestResult | null, d: Dataset) =>
   rows.push([
     label,
     r ? `${int(r.pointsPerSecond)} points/s` : 'FAILED',
-    r ? `${shape(d)} in ${num(r.seconds)} s; ${int(r.requests)} requests, ${mib(r.bytesSent)} sent, ${r.retries} retried (503); client encode ${num(r.encodeMs / 1000)} s${otherLoad(r.otherCores)}` : '',
+    r ? `${shape(d)} in ${num(r.seconds)} s; ${int(r.requests)} requests, ${mib(r.bytesSent)} sent, ${r.retries} retried (503); client encode ${num(r.encodeMs / 1000)} s ${r.encodeWhileSending ? 'inside' : 'before'} the clock${otherLoad(r.otherCores)}` : '',
   ]);
 /** `null`: the phase failed (see Failures); 'absent': the route answered 404. */
 const queryRow = (label: string, r: RawQueryResult | 'absent' | null, d: Dataset) => {
@@ -75,7 +75,7 @@ await phases.run('create collections', async () => {
 
 process.stderr.write('ingest: tag-keyed JSON over /svcapi/write_fast\n');
 const jsonIngest = await phases.run('ingest JSON /write_fast', () =>
-  withHealthProbe(service, () => ingestOurs({ label: 'JSON write_fast', client, connections, dataset, scope: jsonScope, encoding: 'json' })),
+  withHealthProbe(service, () => ingestOurs({ label: 'JSON write_fast', client, connections, dataset, scope: jsonScope, encoding: 'json', encodeWhileSending: sizes.encodeWhileSending })),
 );
 ingestRow('ingest, tag-keyed JSON, /svcapi/write_fast', jsonIngest?.result ?? null, dataset);
 if (jsonIngest) {
@@ -89,12 +89,12 @@ if (jsonIngest) {
 diskRow('disk, JSON collection, before seal', await phases.run('disk before seal', async () => diskUsage(collectionDir(service, jsonScope))), dataset.totalPoints);
 
 process.stderr.write('ingest: HSW1 binary over /svcapi/write_fast\n');
-const binaryIngest = await phases.run('ingest HSW1 /write_fast', () => ingestOurs({ label: 'HSW1 write_fast', client, connections, dataset, scope: binaryScope, encoding: 'hsw1' }));
+const binaryIngest = await phases.run('ingest HSW1 /write_fast', () => ingestOurs({ label: 'HSW1 write_fast', client, connections, dataset, scope: binaryScope, encoding: 'hsw1', encodeWhileSending: sizes.encodeWhileSending }));
 ingestRow('ingest, HSW1 binary, /svcapi/write_fast', binaryIngest, dataset);
 
 process.stderr.write('ingest: tag-keyed JSON over /svcapi/write (fsync)\n');
 const syncIngest = await phases.run('ingest JSON /write', () =>
-  ingestOurs({ label: 'JSON write (fsync)', client, connections, dataset: syncDataset, scope: syncScope, encoding: 'json', route: '/svcapi/write' }),
+  ingestOurs({ label: 'JSON write (fsync)', client, connections, dataset: syncDataset, scope: syncScope, encoding: 'json', route: '/svcapi/write', encodeWhileSending: sizes.encodeWhileSending }),
 );
 ingestRow('ingest, tag-keyed JSON, /svcapi/write (fsync)', syncIngest, syncDataset);
 

@@ -45,6 +45,7 @@ export async function ingestOurs(o: {
   scope: Scope;
   encoding: Encoding;
   route?: string;
+  encodeWhileSending?: boolean;
 }): Promise<IngestResult> {
   const route = o.route ?? '/svcapi/write_fast';
   const contentType = o.encoding === 'json' ? 'application/json' : 'application/octet-stream';
@@ -53,6 +54,7 @@ export async function ingestOurs(o: {
     connections: o.connections,
     chunks: o.dataset.chunks(),
     totalPoints: o.dataset.totalPoints,
+    encodeWhileSending: o.encodeWhileSending,
     encode: (chunk) => ({ bytes: o.encoding === 'json' ? tagKeyedJson(o.scope, chunk) : hsw1(o.scope, chunk), points: chunk.points }),
     send: (body) => o.client.request('POST', route, body.bytes, { 'content-type': contentType }),
     check: (reply, body) => checkWrite(route, reply, body.points),
