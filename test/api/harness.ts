@@ -117,10 +117,11 @@ export class TestService {
     return this.exited;
   }
 
-  /** Stops the service and removes its data dir. */
+  /** Stops the service and removes its data dir and the settings file beside it. */
   async dispose(): Promise<void> {
     await this.stop('SIGKILL');
     fs.rmSync(this.dataDir, { recursive: true, force: true });
+    fs.rmSync(settingsFileFor(this.dataDir), { force: true });
   }
 }
 
@@ -128,12 +129,17 @@ export function tempDir(prefix = 'historian-test-'): string {
   return fs.mkdtempSync(path.join(os.tmpdir(), prefix));
 }
 
+/** The settings file lives beside the data dir, so a test can wipe the dir and restart on the same settings. */
+function settingsFileFor(dataDir: string): string {
+  return path.join(dataDir, '..', `${path.basename(dataDir)}.config.json`);
+}
+
 /** Settings that keep tests fast without changing behaviour under test. */
 const TEST_CONFIG = { auth: { scryptCost: 1024 } };
 
 export async function startService(opts: StartOptions = {}): Promise<TestService> {
   const dataDir = opts.dataDir ?? tempDir();
-  const configFile = path.join(dataDir, '..', `${path.basename(dataDir)}.config.json`);
+  const configFile = settingsFileFor(dataDir);
   fs.writeFileSync(configFile, JSON.stringify(deepMerge(TEST_CONFIG, opts.config ?? {})));
   const env: Record<string, string | undefined> = {
     ...process.env,
