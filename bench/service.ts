@@ -328,6 +328,24 @@ export interface OurService {
 }
 
 /**
+ * The environment assignments and node flags of package.json's `start` script
+ * (`tsc -b && NAME=value ... node --flag ... dist/src/main.js`).
+ */
+export function npmStartCommand(): { env: Record<string, string>; nodeFlags: string[] } {
+  const pkg = JSON.parse(fs.readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { scripts: { start: string } };
+  const words = pkg.scripts.start.split('&&').at(-1)!.trim().split(/\s+/);
+  const env: Record<string, string> = {};
+  let i = 0;
+  for (; i < words.length && /^[A-Z_][A-Z0-9_]*=/.test(words[i]); i++) {
+    const eq = words[i].indexOf('=');
+    env[words[i].slice(0, eq)] = words[i].slice(eq + 1);
+  }
+  if (words[i] !== 'node') throw new Error(`package.json start script does not end in "node ...": ${pkg.scripts.start}`);
+  const nodeFlags = words.slice(i + 1).filter((w) => w.startsWith('--'));
+  return { env, nodeFlags };
+}
+
+/**
  * Starts `node dist/src/main.js` like an operator would (temp data dir, port
  * 0, admin credentials, a settings file), fetches its CA from
  * /svcapi/ca-cert and logs in as the admin.
@@ -338,9 +356,11 @@ export async function startOurService(settings: Record<string, unknown> = {}): P
   fs.writeFileSync(configFile, JSON.stringify(settings));
   // HISTORIAN_BENCH_NODE_ARGS adds node flags to our server (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof").
   const nodeArgs = (process.env.HISTORIAN_BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean);
-  // --max-semi-space-size=2 as `npm start` passes it (a smaller young generation on the main thread).
-  const proc = new ServerProcess('historian', process.execPath, ['--max-semi-space-size=2', ...nodeArgs, OUR_MAIN], {
+  // The environment and node flags of `npm start`, so the bench measures what operators run.
+  const start = npmStartCommand();
+  const proc = new ServerProcess('historian', process.execPath, [...start.nodeFlags, ...nodeArgs, OUR_MAIN], {
     ...process.env,
+    ...start.env,
     HISTORIAN_PORT: '0',
     HISTORIAN_DATA_DIR: dataDir,
     HISTORIAN_CONFIG: configFile,

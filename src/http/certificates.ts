@@ -7,8 +7,17 @@
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
+import { createRequire } from 'node:module';
 import path from 'node:path';
-import forge from 'node-forge';
+import type Forge from 'node-forge';
+
+// node-forge is only needed when a certificate has to be made (first start,
+// renewal); loading it on every start cost about 4 MiB of resident memory.
+let forgeModule: typeof Forge | null = null;
+function forge(): typeof Forge {
+  forgeModule ??= createRequire(import.meta.url)('node-forge') as typeof Forge;
+  return forgeModule;
+}
 
 export interface TlsFiles {
   keyFile: string;
@@ -52,25 +61,23 @@ export function ensureCertificates(dataDir: string, configured: ConfiguredTls, l
   fs.chmodSync(dir, 0o700);
 
   const hostname = os.hostname();
-  let ca: Issuer;
-  let caIsNew = false;
-  if (fs.existsSync(files.caCert) && fs.existsSync(files.caKey)) {
-    ca = {
-      cert: forge.pki.certificateFromPem(fs.readFileSync(files.caCert, 'utf8')),
-      key: forge.pki.privateKeyFromPem(fs.readFileSync(files.caKey, 'utf8')) as forge.pki.rsa.PrivateKey,
-    };
-  } else {
+  let ca: Issuer | null = null;
+  const caIsNew = !(fs.existsSync(files.caCert) && fs.existsSync(files.caKey));
+  if (caIsNew) {
     const generated = createCa(hostname);
     // Key first: a crash in between leaves no ca.crt, so the next start
     // regenerates the pair instead of pairing a certificate with a missing key.
     writeAtomically(files.caKey, generated.keyPem, 0o600);
     writeAtomically(files.caCert, generated.certPem, 0o644);
     ca = generated;
-    caIsNew = true;
   }
 
   const serverReason = caIsNew ? 'new CA' : serverCertificateProblem(files.serverCert, files.serverKey, files.caCert);
   if (serverReason !== null) {
+    ca ??= {
+      cert: forge().pki.certificateFromPem(fs.readFileSync(files.caCert, 'utf8')),
+      key: forge().pki.privateKeyFromPem(fs.readFileSync(files.caKey, 'utf8')) as Forge.pki.rsa.PrivateKey,
+    };
     const server = createServerCertificate(ca, hostname);
     writeAtomically(files.serverKey, server.keyPem, 0o600);
     writeAtomically(files.serverCert, server.certPem, 0o644);
@@ -129,8 +136,8 @@ function serverCertificateProblem(certFile: string, keyFile: string, caFile: str
 }
 
 interface Issuer {
-  cert: forge.pki.Certificate;
-  key: forge.pki.rsa.PrivateKey;
+  cert: Forge.pki.Certificate;
+  key: Forge.pki.rsa.PrivateKey;
 }
 
 interface GeneratedPair extends Issuer {
@@ -142,11 +149,11 @@ interface GeneratedPair extends Issuer {
  * Generates with Node's native RSA (milliseconds) rather than forge's pure
  * JavaScript prime search (seconds), then hands the key to forge for signing.
  */
-function generateRsaKey(): { keyPem: string; privateKey: forge.pki.rsa.PrivateKey; publicKey: forge.pki.rsa.PublicKey } {
+function generateRsaKey(): { keyPem: string; privateKey: Forge.pki.rsa.PrivateKey; publicKey: Forge.pki.rsa.PublicKey } {
   const { privateKey } = crypto.generateKeyPairSync('rsa', { modulusLength: 2048, publicExponent: 0x10001 });
   const keyPem = privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
-  const forgeKey = forge.pki.privateKeyFromPem(keyPem) as forge.pki.rsa.PrivateKey;
-  return { keyPem, privateKey: forgeKey, publicKey: forge.pki.setRsaPublicKey(forgeKey.n, forgeKey.e) };
+  const forgeKey = forge().pki.privateKeyFromPem(keyPem) as Forge.pki.rsa.PrivateKey;
+  return { keyPem, privateKey: forgeKey, publicKey: forge().pki.setRsaPublicKey(forgeKey.n, forgeKey.e) };
 }
 
 /** 128 random bits; the first byte is kept in 1..127 so the DER integer is positive and minimal. */
@@ -156,8 +163,8 @@ function randomSerialNumber(): string {
   return bytes.toString('hex');
 }
 
-function newCertificate(publicKey: forge.pki.PublicKey, validityDays: number): forge.pki.Certificate {
-  const cert = forge.pki.createCertificate();
+function newCertificate(publicKey: Forge.pki.PublicKey, validityDays: number): Forge.pki.Certificate {
+  const cert = forge().pki.createCertificate();
   cert.publicKey = publicKey;
   cert.serialNumber = randomSerialNumber();
   const now = Date.now();
@@ -180,8 +187,8 @@ function createCa(hostname: string): GeneratedPair {
     { name: 'keyUsage', keyCertSign: true, cRLSign: true, critical: true },
     { name: 'subjectKeyIdentifier' },
   ]);
-  cert.sign(privateKey, forge.md.sha256.create());
-  return { cert, key: privateKey, certPem: forge.pki.certificateToPem(cert), keyPem };
+  cert.sign(privateKey, forge().md.sha256.create());
+  return { cert, key: privateKey, certPem: forge().pki.certificateToPem(cert), keyPem };
 }
 
 function createServerCertificate(ca: Issuer, hostname: string): GeneratedPair {
@@ -201,8 +208,8 @@ function createServerCertificate(ca: Issuer, hostname: string): GeneratedPair {
     // forge's `keyIdentifier: true` would take this certificate's own key, so pass the CA's.
     { name: 'authorityKeyIdentifier', keyIdentifier: ca.cert.generateSubjectKeyIdentifier().getBytes() },
   ]);
-  cert.sign(ca.key, forge.md.sha256.create());
-  return { cert, key: privateKey, certPem: forge.pki.certificateToPem(cert), keyPem };
+  cert.sign(ca.key, forge().md.sha256.create());
+  return { cert, key: privateKey, certPem: forge().pki.certificateToPem(cert), keyPem };
 }
 
 const DNS_NAME = 2;

@@ -3,7 +3,8 @@
 // automatic error responses all follow from each `RouteDef`, so the document
 // cannot drift from what the router actually serves.
 
-import { stringify } from 'yaml';
+import { createRequire } from 'node:module';
+import type * as Yaml from 'yaml';
 import { ERROR_CODES, ERROR_SCHEMA } from './errors.js';
 import { mutates, type JsonSchema, type RouteDef } from './route.js';
 
@@ -92,6 +93,8 @@ export function buildOpenApi(
 
 /** YAML form of the document; no anchors, so every schema reads on its own. */
 export function toYaml(doc: object): string {
+  // Loaded on the first request for the document, not at start (about 3 MiB resident).
+  const { stringify } = createRequire(import.meta.url)('yaml') as typeof Yaml;
   return stringify(doc, { aliasDuplicateObjects: false, lineWidth: 0 });
 }
 

@@ -90,6 +90,8 @@ export interface RouteDef {
   rawBody?: { contentTypes: string[]; description: string };
   /** Overrides `server.maxBodyBytes` for this route. */
   maxBodyBytes?: number;
+  /** The setting behind `maxBodyBytes`, named in the 413 so an operator knows what to raise. */
+  maxBodySetting?: string;
   responses: Record<number, ResponseDef>;
   /** Error body shape: `{error}` (default) or `{status: "error", message}`. */
   errorShape?: ErrorShape;

@@ -141,7 +141,8 @@ export class HttpServer {
         return;
       }
       const limit = route.def.maxBodyBytes ?? this.opts.maxBodyBytes;
-      readBody(res, headers['content-length'], limit, (err, bytes) => {
+      const setting = route.def.maxBodyBytes === undefined ? 'server.maxBodyBytes' : (route.def.maxBodySetting ?? 'the route');
+      readBody(res, headers['content-length'], limit, setting, (err, bytes) => {
         if (ex.done) return;
         if (err) return this.fail(ex, err);
         try {
@@ -316,10 +317,11 @@ function readBody(
   res: uWS.HttpResponse,
   contentLength: string | undefined,
   limit: number,
+  setting: string,
   done: (err: HttpError | null, body: Uint8Array) => void,
 ): void {
   const declared = contentLength === undefined ? -1 : Number(contentLength);
-  const tooLarge = () => new HttpError('PAYLOAD_TOO_LARGE', `request body is larger than ${limit} bytes`);
+  const tooLarge = () => new HttpError('PAYLOAD_TOO_LARGE', `request body is larger than ${limit} bytes (${setting})`);
   if (declared > limit) {
     done(tooLarge(), new Uint8Array(0));
     return;

@@ -251,6 +251,25 @@ describe('backpressure and the disk guard', () => {
     }
   });
 
+  test('a write body larger than the request ring is 413 naming storage.requestRingBytes, and nothing is written', async () => {
+    const svc = await startService({ config: { storage: { shards: 1, requestRingBytes: 65536 } } });
+    try {
+      const admin = await svc.adminToken();
+      await svc.post('/svcapi/create_collection', SCOPE, admin);
+      const points = Array.from({ length: 5000 }, (_, i) => [T0 + i * 1000, i + 0.25]);
+      const big = await svc.post('/svcapi/write_fast', { ...SCOPE, tags: { R: points } }, admin);
+      assert.equal(big.status, 413);
+      assert.match(big.body.error, /storage\.requestRingBytes/);
+      const fits = await svc.post('/svcapi/write_fast', { ...SCOPE, tags: { R: points.slice(0, 100) } }, admin);
+      assert.deepEqual(fits.body, { success: true, points: 100 });
+      const read = await svc.get(queryUrl(['R'], T0, T0 + DAY), admin);
+      assert.equal(read.status, 200);
+      assert.equal(JSON.stringify(read.body).split('],[').length, 100, 'only the 100 points of the write that fitted');
+    } finally {
+      await svc.dispose();
+    }
+  });
+
   test('free disk below storage.minFreeBytes: writes 507, reads go on', async () => {
     const svc = await startService({ config: { storage: { shards: 1, minFreeBytes: Number.MAX_SAFE_INTEGER } } });
     try {
