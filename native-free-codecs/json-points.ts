@@ -59,17 +59,35 @@ export class JsonPointWriter extends GrowableBytes {
     // a local buffer and position: field writes per byte were a third of the encode time.
     this.ensure((to - from) * MAX_POINT_BYTES);
     const buf = this.buf;
+    const head = this.head;
     let p = this.len;
+    // Epoch-ms timestamps share their digits above 10^8 for 27 hours at a time:
+    // those are formatted once per run and copied, the low eight come from the table.
+    let headOf = -1;
+    let headLength = 0;
     for (let i = from; i < to; i++) {
       if (i > from || leadingComma) buf[p++] = COMMA;
       buf[p++] = OPEN;
-      p = writeInteger(buf, p, ts[i]);
+      const t = ts[i];
+      if (t < 2147483648) p = writeSmall(buf, p, t);
+      else {
+        const high = Math.floor(t / 100000000);
+        if (high !== headOf) {
+          headOf = high;
+          headLength = writeInteger(head, 0, high);
+        }
+        for (let j = 0; j < headLength; j++) buf[p++] = head[j];
+        p = writeEightDigits(buf, p, t - high * 100000000);
+      }
       buf[p++] = COMMA;
       p = writeValue(buf, p, values[i]);
       buf[p++] = CLOSE;
     }
     this.len = p;
   }
+
+  /** Scratch for the shared leading digits of a run of timestamps. */
+  private readonly head = new Uint8Array(16);
 
   /** `[ts,value]`, for last values. */
   pair(ts: number, value: number): void {
@@ -94,13 +112,14 @@ const MAX_POINT_BYTES = 48;
 
 /** Writes `v` as JSON.stringify would at `p`; returns the position after it. */
 function writeValue(buf: Uint8Array, p: number, v: number): number {
-  if (!Number.isFinite(v)) return writeAscii(buf, p, 'null'); // JSON cannot carry NaN/Infinity
-  // Two-decimal fast path: when k/100 reproduces v exactly and |k| < 2^53,
-  // the decimal k/100 is the unique shortest round-trip string of v (other
-  // decimals with as few digits are at least 0.01 away, far beyond v's ulp),
-  // hence what Number#toString prints.
+  // Two-decimal fast path: when k/100 reproduces v exactly, the decimal k/100 is the unique
+  // shortest round-trip string of v (other decimals with as few digits are at least 0.01 away,
+  // far beyond v's ulp), hence what Number#toString prints. |k| < 2^31 · 100 keeps the whole
+  // part in 32-bit arithmetic. NaN and the infinities fail one of the two tests.
   const k = Math.round(v * 100);
-  if (k / 100 !== v || k > 9007199254740991 || k < -9007199254740991) return writeAscii(buf, p, String(v));
+  if (k / 100 !== v || !(k < MAX_CENTS && k > -MAX_CENTS)) {
+    return writeAscii(buf, p, Number.isFinite(v) ? String(v) : 'null'); // JSON cannot carry NaN/Infinity
+  }
   let n = k;
   if (n < 0) {
     buf[p++] = MINUS;
@@ -108,7 +127,7 @@ function writeValue(buf: Uint8Array, p: number, v: number): number {
   }
   const whole = Math.floor(n / 100);
   const cents = n - whole * 100;
-  p = writeInteger(buf, p, whole);
+  p = writeSmall(buf, p, whole);
   if (cents !== 0) {
     buf[p++] = DOT;
     buf[p++] = DIGIT_PAIRS[cents * 2];
@@ -116,6 +135,8 @@ function writeValue(buf: Uint8Array, p: number, v: number): number {
   }
   return p;
 }
+
+const MAX_CENTS = 2147483648 * 100;
 
 function writeAscii(buf: Uint8Array, p: number, text: string): number {
   for (let i = 0; i < text.length; i++) buf[p++] = text.charCodeAt(i);

@@ -46,6 +46,17 @@ test('integers at every digit-count and 2^31 / 10^8 boundary are written like JS
   }
 });
 
+test('one run of points crossing every timestamp boundary and the 2^31 whole-part limit', () => {
+  // The leading digits of a timestamp are cached across a run; each change of them must show.
+  const ts = Float64Array.from([0, 9, 99999999, 100000000, 2147483647, 2147483648, 9999999999, 10000000000, 1768099999999, 1768100000000, 1768100000001, 9007199254740991]);
+  const values = [21474836.47, 2147483647.99, 2147483648.01, -2147483648.5, -2147483647.25, NaN, Infinity, -Infinity, -0, 0.1 + 0.2, 1e21, 42];
+  const w = new JsonPointWriter(8);
+  w.points(ts, Float64Array.from(values), 0, ts.length, false);
+  const expected = JSON.stringify(values.map((v, i) => [ts[i], v])).slice(1, -1);
+  assert.equal(new TextDecoder().decode(w.bytes()), expected);
+  assert.match(expected, /\[2147483648,null\]/, 'NaN and the infinities are null, as in JSON.stringify');
+});
+
 test('pair writes one [ts, value]', () => {
   const w = new JsonPointWriter(4);
   w.pair(0, -12.5);
