@@ -28,7 +28,7 @@ import {
   withHealthProbe,
   collectionDir,
 } from './ours.js';
-import { commandLine, int, machine, markdownTable, mib, ms, num, otherLoad, Phases, sizeOptions, type IngestResult, type RateResult, type RawQueryResult } from './runner.js';
+import { commandLine, describeRounds, int, machine, markdownTable, mib, ms, num, otherLoad, Phases, sizeOptions, type IngestResult, type RateResult, type RawQueryResult } from './runner.js';
 import { diskUsage, startOurService, waitForQuiet, type DiskUsage } from './service.js';
 
 const { sizes } = sizeOptions();
@@ -62,7 +62,7 @@ const queryRow = (label: string, r: RawQueryResult | 'absent' | null, d: Dataset
   if (r === 'absent') return rows.push([label, 'n/a', 'route answered 404']);
   const short = r.points === d.totalPoints ? '' : ` — expected ${int(d.totalPoints)} points!`;
   if (short) phases.failures.push({ phase: label, error: new Error(`returned ${r.points} points, expected ${d.totalPoints}`) });
-  rows.push([label, `${int(r.pointsPerSecond)} points/s`, `${int(r.points)} points, ${r.requests} requests (1 tag, whole range each) in ${num(r.seconds)} s, ${mib(r.bytesReceived)} received${short}${otherLoad(r.otherCores)}`]);
+  rows.push([label, `${int(r.pointsPerSecond)} points/s`, `${int(r.points)} points, ${r.requests} requests (1 tag, whole range each) in ${num(r.seconds)} s${describeRounds(r)}, ${mib(r.bytesReceived)} received${short}${otherLoad(r.otherCores)}`]);
 };
 const diskRow = (label: string, disk: DiskUsage | null, points: number) =>
   rows.push([label, disk ? `${num(disk.bytes / points)} bytes/point` : 'FAILED', disk ? `${int(disk.bytes)} bytes in ${disk.files} files (allocated ${num(disk.allocated / points)} bytes/point)` : '']);
@@ -99,8 +99,8 @@ const syncIngest = await phases.run('ingest JSON /write', () =>
 ingestRow('ingest, tag-keyed JSON, /svcapi/write (fsync)', syncIngest, syncDataset);
 
 process.stderr.write('raw range queries, active day\n');
-queryRow('raw range query, JSON fast_query, active day', await phases.run('raw query JSON (active)', () => rawQueryJson('fast_query active', client, connections, dataset, jsonScope)), dataset);
-queryRow('raw range query, binary fast_query_binary, active day', await phases.run('raw query binary (active)', () => rawQueryBinary('fast_query_binary active', client, connections, dataset, jsonScope)), dataset);
+queryRow('raw range query, JSON fast_query, active day', await phases.run('raw query JSON (active)', () => rawQueryJson('fast_query active', client, sizes, dataset, jsonScope)), dataset);
+queryRow('raw range query, binary fast_query_binary, active day', await phases.run('raw query binary (active)', () => rawQueryBinary('fast_query_binary active', client, sizes, dataset, jsonScope)), dataset);
 
 rateRow('1-minute range queries, active day (1 tag, 60 points, JSON)', await phases.run('small-range queries (active)', () => smallRangeQueries('1-minute queries active', client, connections, sizes.seconds, dataset, jsonScope)));
 
@@ -109,11 +109,11 @@ const sealed = await phases.run('seal_now', () => sealAndMeasure(admin, service,
 diskRow(`disk, JSON collection, after seal_now (it sealed ${sealed?.sealedDays ?? '?'} day files in all collections)`, sealed?.disk ?? null, dataset.totalPoints);
 
 process.stderr.write('raw range queries, sealed day\n');
-queryRow('raw range query, JSON fast_query, sealed day', await phases.run('raw query JSON (sealed)', () => rawQueryJson('fast_query sealed', client, connections, dataset, jsonScope)), dataset);
-queryRow('raw range query, msgpack fast_query, sealed day', await phases.run('raw query msgpack (sealed)', () => rawQueryMsgpack('fast_query msgpack sealed', client, connections, dataset, jsonScope)), dataset);
-queryRow('raw range query, format 2 fast_query_optimised, sealed day', await phases.run('raw query format 2 (sealed)', () => rawQueryOptimised('fast_query_optimised sealed', client, connections, dataset, jsonScope)), dataset);
-queryRow('one-step aggregation (avg per minute), raw points in, sealed day', await phases.run('aggregation (sealed)', () => aggregatedQuery('avg 1 min sealed', client, connections, dataset, jsonScope)), dataset);
-queryRow('raw range query, binary fast_query_binary, sealed day', await phases.run('raw query binary (sealed)', () => rawQueryBinary('fast_query_binary sealed', client, connections, dataset, jsonScope)), dataset);
+queryRow('raw range query, JSON fast_query, sealed day', await phases.run('raw query JSON (sealed)', () => rawQueryJson('fast_query sealed', client, sizes, dataset, jsonScope)), dataset);
+queryRow('raw range query, msgpack fast_query, sealed day', await phases.run('raw query msgpack (sealed)', () => rawQueryMsgpack('fast_query msgpack sealed', client, sizes, dataset, jsonScope)), dataset);
+queryRow('raw range query, format 2 fast_query_optimised, sealed day', await phases.run('raw query format 2 (sealed)', () => rawQueryOptimised('fast_query_optimised sealed', client, sizes, dataset, jsonScope)), dataset);
+queryRow('one-step aggregation (avg per minute), raw points in, sealed day', await phases.run('aggregation (sealed)', () => aggregatedQuery('avg 1 min sealed', client, sizes, dataset, jsonScope)), dataset);
+queryRow('raw range query, binary fast_query_binary, sealed day', await phases.run('raw query binary (sealed)', () => rawQueryBinary('fast_query_binary sealed', client, sizes, dataset, jsonScope)), dataset);
 
 rateRow('1-minute range queries, sealed day (1 tag, 60 points, JSON)', await phases.run('small-range queries (sealed)', () => smallRangeQueries('1-minute queries sealed', client, connections, sizes.seconds, dataset, jsonScope)));
 rateRow('lastlist, 10 tags (JSON collection)', await phases.run('lastlist', () => lastlistQueries('lastlist', client, connections, sizes.seconds, dataset, jsonScope)));

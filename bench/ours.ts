@@ -7,7 +7,7 @@ import { decodeFormat1, decodeFormat2 } from '../native-free-codecs/query-format
 import { prng } from '../test/support/prng.js';
 import { STEP_MS, type Chunk, type Dataset, type Scope, hsw1, tagKeyedJson } from './dataset.js';
 import { startHealthProbe } from './health-probe.js';
-import { describeReply, ingest, percentiles, rateLoop, rawQuery, type IngestResult, type RateResult, type RawQueryResult } from './runner.js';
+import { describeReply, ingest, percentiles, rateLoop, rawQuery, type IngestResult, type RateResult, type QueryLoad, type RawQueryResult } from './runner.js';
 import { diskUsage, json, type DiskUsage, type HttpsClient, type OurService, type Reply } from './service.js';
 
 export const ORG = 'bench';
@@ -86,10 +86,10 @@ export function fastQueryUrl(route: string, scope: Scope, tags: readonly string[
 }
 
 /** Every tag's whole range, one request per tag, JSON (`fast_query`). */
-export function rawQueryJson(label: string, client: HttpsClient, connections: number, dataset: Dataset, scope: Scope): Promise<RawQueryResult> {
+export function rawQueryJson(label: string, client: HttpsClient, load: QueryLoad, dataset: Dataset, scope: Scope): Promise<RawQueryResult> {
   return rawQuery({
     label,
-    connections,
+    load,
     tags: dataset.tagNames,
     request: (tag) => client.get(fastQueryUrl('/svcapi/fast_query', scope, [tag], dataset.startMs, dataset.endMs)),
     count: (body, tag) => {
@@ -101,14 +101,14 @@ export function rawQueryJson(label: string, client: HttpsClient, connections: nu
 }
 
 /** Same, in binary format 1; 'absent' when the route is not there (404). */
-export async function rawQueryBinary(label: string, client: HttpsClient, connections: number, dataset: Dataset, scope: Scope): Promise<RawQueryResult | 'absent'> {
+export async function rawQueryBinary(label: string, client: HttpsClient, load: QueryLoad, dataset: Dataset, scope: Scope): Promise<RawQueryResult | 'absent'> {
   const route = '/svcapi/fast_query_binary';
   const probe = await client.get(fastQueryUrl(route, scope, [dataset.tagNames[0]], dataset.startMs, dataset.startMs));
   if (probe.status === 404) return 'absent';
   if (probe.status !== 200) throw describeReply(`GET ${route}`, probe);
   return rawQuery({
     label,
-    connections,
+    load,
     tags: dataset.tagNames,
     request: (tag) => client.get(fastQueryUrl(route, scope, [tag], dataset.startMs, dataset.endMs)),
     count: (body) => decodeFormat1(body).reduce((n, t) => n + t.timestamps.length, 0),
@@ -116,10 +116,10 @@ export async function rawQueryBinary(label: string, client: HttpsClient, connect
 }
 
 /** Same as rawQueryJson with `Accept: application/msgpack`. */
-export function rawQueryMsgpack(label: string, client: HttpsClient, connections: number, dataset: Dataset, scope: Scope): Promise<RawQueryResult> {
+export function rawQueryMsgpack(label: string, client: HttpsClient, load: QueryLoad, dataset: Dataset, scope: Scope): Promise<RawQueryResult> {
   return rawQuery({
     label,
-    connections,
+    load,
     tags: dataset.tagNames,
     request: (tag) => client.get(fastQueryUrl('/svcapi/fast_query', scope, [tag], dataset.startMs, dataset.endMs), { accept: 'application/msgpack' }),
     count: (body, tag) => (unpack(body) as Record<string, unknown[]>)[tag].length,
@@ -127,10 +127,10 @@ export function rawQueryMsgpack(label: string, client: HttpsClient, connections:
 }
 
 /** Binary format 2 (`fast_query_optimised`), one tag per request like the others. */
-export function rawQueryOptimised(label: string, client: HttpsClient, connections: number, dataset: Dataset, scope: Scope): Promise<RawQueryResult> {
+export function rawQueryOptimised(label: string, client: HttpsClient, load: QueryLoad, dataset: Dataset, scope: Scope): Promise<RawQueryResult> {
   return rawQuery({
     label,
-    connections,
+    load,
     tags: dataset.tagNames,
     request: (tag) => client.get(fastQueryUrl('/svcapi/fast_query_optimised', scope, [tag], dataset.startMs, dataset.endMs)),
     count: (body) => decodeFormat2(body).timestamps.length,
@@ -141,10 +141,10 @@ export function rawQueryOptimised(label: string, client: HttpsClient, connection
  * One-step aggregation (1-minute averages over the whole range) through POST
  * fast_query; counts RAW points consumed, so the figure compares with raw scans.
  */
-export function aggregatedQuery(label: string, client: HttpsClient, connections: number, dataset: Dataset, scope: Scope): Promise<RawQueryResult> {
+export function aggregatedQuery(label: string, client: HttpsClient, load: QueryLoad, dataset: Dataset, scope: Scope): Promise<RawQueryResult> {
   return rawQuery({
     label,
-    connections,
+    load,
     tags: dataset.tagNames,
     request: (tag) =>
       client.postJson('/svcapi/fast_query', {

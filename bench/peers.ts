@@ -20,7 +20,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { Dataset, influxLines, vmImportLines, type Chunk } from './dataset.js';
 import { createCollection, ingestOurs, rawQueryBinary, rawQueryJson, sealAndMeasure, scopeFor, withHealthProbe } from './ours.js';
-import { commandLine, describeReply, ingest, int, machine, markdownTable, mib, ms, num, Phases, rawQuery, sizeOptions, sleep, type IngestResult, type RawQueryResult } from './runner.js';
+import { commandLine, describeReply, describeRounds, ingest, int, machine, markdownTable, mib, ms, num, Phases, rawQuery, sizeOptions, sleep, type IngestResult, type RawQueryResult } from './runner.js';
 import { diskUsage, freePort, HttpsClient, ServerProcess, startOurService, tempDir, waitForQuiet, type DiskUsage, type Reply } from './service.js';
 
 const VM_BIN = '/usr/bin/victoria-metrics';
@@ -75,8 +75,8 @@ const ours = await (async () => {
   const sealStart = performance.now();
   const sealed = await phases.run('ours: seal_now', () => sealAndMeasure(client, service, scope));
   const sealSeconds = (performance.now() - sealStart) / 1000;
-  const query = await phases.run('ours: raw query JSON', () => rawQueryJson('ours fast_query', client, connections, dataset, scope));
-  const queryBinary = await phases.run('ours: raw query binary', () => rawQueryBinary('ours fast_query_binary', client, connections, dataset, scope));
+  const query = await phases.run('ours: raw query JSON', () => rawQueryJson('ours fast_query', client, sizes, dataset, scope));
+  const queryBinary = await phases.run('ours: raw query binary', () => rawQueryBinary('ours fast_query_binary', client, sizes, dataset, scope));
   const figures: Figures = {
     ingest: json?.result ?? null,
     query,
@@ -148,7 +148,7 @@ const vm = await runPeer('VictoriaMetrics', async () => {
     const query = await phases.run('VictoriaMetrics: raw query', () =>
       rawQuery({
         label: 'VictoriaMetrics /api/v1/export',
-        connections,
+        load: sizes,
         tags: dataset.tagNames,
         request: (tag) => client.get(`/api/v1/export?match[]=${encodeURIComponent(selector(tag))}&start=${seconds(dataset.startMs)}&end=${seconds(dataset.endMs)}`),
         // One JSON line per block of a series; a series may span several lines.
@@ -230,7 +230,7 @@ const influx = await runPeer('InfluxDB', async () => {
     const query = await phases.run('InfluxDB: raw query', () =>
       rawQuery({
         label: 'InfluxDB /query',
-        connections,
+        load: sizes,
         tags: dataset.tagNames,
         request: (tag) => client.get(`/query?db=bench&epoch=ms&chunked=true&chunk_size=10000&q=${encodeURIComponent(`SELECT "value" FROM "sensor" WHERE ${where(tag)}`)}`),
         count: (body) => countLines(body, countInfluxChunk),
@@ -257,6 +257,7 @@ const influx = await runPeer('InfluxDB', async () => {
 const total = dataset.totalPoints;
 const cell = {
   rate: (r: { pointsPerSecond: number } | null | undefined) => (r ? `${int(r.pointsPerSecond)} points/s` : 'FAILED'),
+  scan: (r: RawQueryResult | null | undefined) => (r ? `${int(r.pointsPerSecond)} points/s${describeRounds(r)}` : 'FAILED'),
   perPoint: (d: DiskUsage | null | undefined) => (d ? `${num(d.bytes / total)} B/point` : 'FAILED'),
   sent: (r: IngestResult | null | undefined) => (r ? `${num(r.bytesSent / r.points, 1)} B/point` : 'FAILED'),
 };
@@ -275,13 +276,13 @@ checkCount('ours binary', typeof ours.queryBinary === 'object' ? ours.queryBinar
 checkCount('VictoriaMetrics', vmF?.query);
 checkCount('InfluxDB', inF?.query);
 
-const binaryQuery = ours.queryBinary === 'absent' ? 'n/a (404)' : cell.rate(ours.queryBinary);
+const binaryQuery = ours.queryBinary === 'absent' ? 'n/a (404)' : cell.scan(ours.queryBinary);
 const rows: string[][] = [
   ['ingest (ours: tag-keyed JSON /write_fast; VM: /api/v1/import JSON lines; Influx: line protocol /write)', cell.rate(o.ingest), cell.rate(vmF?.ingest), cell.rate(inF?.ingest), ratio(o.ingest?.pointsPerSecond, vmF?.ingest?.pointsPerSecond)],
   ['ingest, ours HSW1 binary /write_fast (peers: same as above)', cell.rate(ours.binary), cell.rate(vmF?.ingest), cell.rate(inF?.ingest), ratio(ours.binary?.pointsPerSecond, vmF?.ingest?.pointsPerSecond)],
   ['request body size', `${cell.sent(o.ingest)} (HSW1 ${cell.sent(ours.binary)})`, cell.sent(vmF?.ingest), cell.sent(inF?.ingest), ratio(o.ingest ? o.ingest.bytesSent / o.ingest.points : undefined, vmF?.ingest ? vmF.ingest.bytesSent / vmF.ingest.points : undefined)],
-  ['raw range query, 1 tag × whole range per request (ours: fast_query JSON; VM: /api/v1/export; Influx: chunked /query)', cell.rate(o.query), cell.rate(vmF?.query), cell.rate(inF?.query), ratio(o.query?.pointsPerSecond, vmF?.query?.pointsPerSecond)],
-  ['raw range query, ours binary fast_query_binary', binaryQuery, cell.rate(vmF?.query), cell.rate(inF?.query), ratio(typeof ours.queryBinary === 'object' ? ours.queryBinary?.pointsPerSecond : undefined, vmF?.query?.pointsPerSecond)],
+  ['raw range query, 1 tag × whole range per request (ours: fast_query JSON; VM: /api/v1/export; Influx: chunked /query)', cell.scan(o.query), cell.scan(vmF?.query), cell.scan(inF?.query), ratio(o.query?.pointsPerSecond, vmF?.query?.pointsPerSecond)],
+  ['raw range query, ours binary fast_query_binary (peers: same as above)', binaryQuery, cell.rate(vmF?.query), cell.rate(inF?.query), ratio(typeof ours.queryBinary === 'object' ? ours.queryBinary?.pointsPerSecond : undefined, vmF?.query?.pointsPerSecond)],
   ['bytes on disk per point after flush (file sizes)', cell.perPoint(o.disk), cell.perPoint(vmF?.disk), cell.perPoint(inF?.disk), ratio(o.disk?.bytes, vmF?.disk?.bytes)],
   ['bytes on disk per point after flush (allocated blocks)', o.disk ? `${num(o.disk.allocated / total)} B/point` : 'FAILED', vmF?.disk ? `${num(vmF.disk.allocated / total)} B/point` : 'FAILED', inF?.disk ? `${num(inF.disk.allocated / total)} B/point` : 'FAILED', ratio(o.disk?.allocated, vmF?.disk?.allocated)],
   ['how the data was flushed before measuring', o.flushNote, vmF?.flushNote ?? 'FAILED', inF?.flushNote ?? 'FAILED', ''],
