@@ -57,6 +57,16 @@ test('one run of points crossing every timestamp boundary and the 2^31 whole-par
   assert.match(expected, /\[2147483648,null\]/, 'NaN and the infinities are null, as in JSON.stringify');
 });
 
+test('every digit count of a timestamp and of a whole part, each side of the 10^4 and 10^8 store splits', () => {
+  const integers: number[] = [];
+  for (let power = 1; power <= 1e10; power *= 10) integers.push(power - 1, power);
+  const ts = Float64Array.from(integers);
+  const values = integers.map((n, i) => (i % 3 === 0 ? n : i % 3 === 1 ? n + 0.5 : -(n + 0.07)));
+  const w = new JsonPointWriter(8);
+  w.points(ts, Float64Array.from(values), 0, ts.length, true);
+  assert.equal(new TextDecoder().decode(w.bytes()), `,${JSON.stringify(values.map((v, i) => [ts[i], v])).slice(1, -1)}`);
+});
+
 test('pair writes one [ts, value]', () => {
   const w = new JsonPointWriter(4);
   w.pair(0, -12.5);
