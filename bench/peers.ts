@@ -50,6 +50,8 @@ interface Figures {
   flushNote: string;
   peakRss: number;
   version: string;
+  /** TLS cipher suite agreed with the bench client (each system should pay the same for TLS). */
+  cipher: string;
 }
 
 // ---- ours -----------------------------------------------------------------------------------
@@ -84,6 +86,7 @@ const ours = await (async () => {
     flushNote: `seal_now (both collections), ${num(sealSeconds)} s (JSON collection folder)`,
     peakRss: service.process.peakRssBytes(),
     version: 'this commit',
+    cipher: await client.tlsCipher('/ingest/health'),
   };
   const exit = await service.stop();
   if (exit.code !== 0) phases.failures.push({ phase: 'ours: shutdown', error: new Error(`service exited with ${exit.code ?? exit.signal}`) });
@@ -155,7 +158,8 @@ const vm = await runPeer('VictoriaMetrics', async () => {
         count: (body) => countLines(body, (line) => (JSON.parse(line) as { values: unknown[] }).values.length),
       }),
     );
-    return { ingest: ingested, query, disk, flushNote: `force_flush + force_merge, ${num(flushSeconds)} s (whole -storageDataPath)`, peakRss: proc.peakRssBytes(), version };
+    const cipher = await client.tlsCipher('/health');
+    return { ingest: ingested, query, disk, flushNote: `force_flush + force_merge, ${num(flushSeconds)} s (whole -storageDataPath)`, peakRss: proc.peakRssBytes(), version, cipher };
   } finally {
     client.close();
     await proc.stop();
@@ -245,6 +249,7 @@ const influx = await runPeer('InfluxDB', async () => {
         : 'compaction wait failed',
       peakRss: proc.peakRssBytes(),
       version,
+      cipher: await client.tlsCipher('/ping'),
     };
   } finally {
     client.close();
@@ -287,6 +292,7 @@ const rows: string[][] = [
   ['bytes on disk per point after flush (allocated blocks)', o.disk ? `${num(o.disk.allocated / total)} B/point` : 'FAILED', vmF?.disk ? `${num(vmF.disk.allocated / total)} B/point` : 'FAILED', inF?.disk ? `${num(inF.disk.allocated / total)} B/point` : 'FAILED', ratio(o.disk?.allocated, vmF?.disk?.allocated)],
   ['how the data was flushed before measuring', o.flushNote, vmF?.flushNote ?? 'FAILED', inF?.flushNote ?? 'FAILED', ''],
   ['peak RSS (VmHWM), whole run', mib(o.peakRss), vmF ? mib(vmF.peakRss) : 'FAILED', inF ? mib(inF.peakRss) : 'FAILED', ratio(o.peakRss, vmF?.peakRss)],
+  ['TLS cipher suite agreed with the bench client', o.cipher, vmF?.cipher ?? 'FAILED', inF?.cipher ?? 'FAILED', ''],
   ['cores other processes kept busy during ingest / raw query', busy(o), busy(vmF), busy(inF), ''],
   ['/ingest/health during our JSON ingest (probe every 10 ms)', ours.health ? `p50 ${ms(ours.health.p50)}, p99 ${ms(ours.health.p99)}, max ${ms(ours.health.max)}` : 'FAILED', '', '', ''],
 ];

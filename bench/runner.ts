@@ -194,7 +194,7 @@ async function rawQueryRound(o: {
   request(tag: string): Promise<Reply>;
   count(body: Buffer, tag: string): number;
 }): Promise<RawQueryResult> {
-  const bodies: Array<{ tag: string; body: Buffer }> = [];
+  const bodies: Array<{ tag: string; reply: Reply }> = [];
   let bytesReceived = 0;
   const progress = new Progress(o.label, o.tags.length, 'tags');
   const other = cpuMeter();
@@ -202,15 +202,15 @@ async function rawQueryRound(o: {
   await runPool(o.load.connections, o.tags.values(), async (tag) => {
     const reply = await o.request(tag);
     if (reply.status !== 200) throw describeReply(`${o.label} for ${tag}`, reply);
-    bodies.push({ tag, body: reply.body });
-    bytesReceived += reply.body.length;
+    bodies.push({ tag, reply });
+    bytesReceived += reply.bodyLength;
     progress.update(bodies.length);
   });
   const seconds = (performance.now() - start) / 1000;
   const otherCores = other();
   progress.done(bodies.length, seconds);
   let points = 0;
-  for (const { tag, body } of bodies.splice(0)) points += o.count(body, tag);
+  for (const { tag, reply } of bodies.splice(0)) points += o.count(reply.body, tag);
   const pointsPerSecond = points / seconds;
   return { points, requests: o.tags.length, seconds, pointsPerSecond, bytesReceived, otherCores, roundRates: [pointsPerSecond] };
 }
@@ -377,7 +377,7 @@ export function sizeOptions(extra: Record<string, { type: 'string' | 'boolean' }
     keep: values.keep === true,
     waitIdle: all['wait-idle'] === undefined ? 0 : n('wait-idle', 0),
     encodeWhileSending: values['encode-while-sending'] === true,
-    queryRounds: n('query-rounds', 3),
+    queryRounds: n('query-rounds', 5),
   };
   return { sizes, values: all };
 }

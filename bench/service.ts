@@ -7,6 +7,7 @@ import fs from 'node:fs';
 import https from 'node:https';
 import type { IncomingHttpHeaders } from 'node:http';
 import net from 'node:net';
+import tlsDefaults from 'node:tls';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -18,10 +19,21 @@ export const ADMIN_PASSWORD = 'bench-admin-password';
 
 // ---- HTTPS client ---------------------------------------------------------------------------
 
+/**
+ * TLS 1.3 suites in the order browsers offer them. Node's own default puts AES-256-GCM first;
+ * Go servers (VictoriaMetrics, InfluxDB) pick AES-128-GCM whatever the client prefers, while
+ * ours, like most servers, takes the client's first choice. Without this list ours alone
+ * would encrypt with the slower cipher (AES-256-GCM is about 35% slower here).
+ */
+const CLIENT_CIPHERS = ['TLS_AES_128_GCM_SHA256', 'TLS_AES_256_GCM_SHA384', 'TLS_CHACHA20_POLY1305_SHA256', tlsDefaults.DEFAULT_CIPHERS].join(':');
+
 export interface Reply {
   status: number;
   headers: IncomingHttpHeaders;
-  body: Buffer;
+  /** Joined from the received chunks on first use, so a timed loop that only counts bytes never copies them. */
+  readonly body: Buffer;
+  /** Bytes received. */
+  bodyLength: number;
   /** From the request being issued to the last byte of the reply. */
   ms: number;
 }
@@ -33,7 +45,19 @@ export class HttpsClient {
 
   /** `sockets` keep-alive connections at most; more concurrent requests queue in the agent. */
   constructor(readonly port: number, readonly ca: string, sockets: number) {
-    this.agent = new https.Agent({ keepAlive: true, maxSockets: sockets, maxFreeSockets: sockets, ca });
+    this.agent = new https.Agent({ keepAlive: true, maxSockets: sockets, maxFreeSockets: sockets, ca, ciphers: CLIENT_CIPHERS });
+  }
+
+  /** The TLS cipher suite this client and the server agree on. */
+  tlsCipher(urlPath = '/'): Promise<string> {
+    return new Promise((resolve, reject) => {
+      const req = https.request({ host: '127.0.0.1', servername: 'localhost', port: this.port, path: urlPath, ca: this.ca, ciphers: CLIENT_CIPHERS, agent: false }, (res) => {
+        resolve((res.socket as import('node:tls').TLSSocket).getCipher().name);
+        res.resume();
+      });
+      req.on('error', reject);
+      req.end();
+    });
   }
 
   request(method: string, urlPath: string, body?: string | Uint8Array, headers: Record<string, string> = {}): Promise<Reply> {
@@ -55,8 +79,25 @@ export class HttpsClient {
         },
         (res) => {
           const chunks: Buffer[] = [];
-          res.on('data', (c: Buffer) => chunks.push(c));
-          res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: chunks.length === 1 ? chunks[0] : Buffer.concat(chunks), ms: performance.now() - start }));
+          let bodyLength = 0;
+          res.on('data', (c: Buffer) => {
+            chunks.push(c);
+            bodyLength += c.length;
+          });
+          res.on('end', () => {
+            const ms = performance.now() - start;
+            let joined: Buffer | null = null;
+            resolve({
+              status: res.statusCode ?? 0,
+              headers: res.headers,
+              get body() {
+                joined ??= chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, bodyLength);
+                return joined;
+              },
+              bodyLength,
+              ms,
+            });
+          });
           res.on('error', reject);
         },
       );
