@@ -180,7 +180,7 @@ export async function rawQuery(o: {
   return { ...median, roundRates };
 }
 
-/** ' (median of 3 rounds, 9.1–11.8 M)' for a table cell; '' for a single round. */
+/** ' (median of 5 rounds, 9.1–11.8 M)' for a table cell; '' for a single round. */
 export function describeRounds(r: RawQueryResult): string {
   if (r.roundRates.length < 2) return '';
   const millions = (v: number) => num(v / 1e6, 1);
