@@ -88,7 +88,8 @@ export class Shard {
       maxQueue: 4096,
       // A small young generation: every decode leaves short-lived garbage, and V8's
       // default 16 MiB semi-spaces per isolate showed up as tens of MiB of peak RSS
-      // (bench:ingest) for no measurable speed.
+      // (bench:ingest) for no measurable speed. A --max-semi-space-size node flag (npm start
+      // passes 1) wins over this limit: V8 flags override resource limits.
       resourceLimits: { maxYoungGenerationSizeMb: opts.workerYoungGenerationMb },
       workerData,
     });
