@@ -13,6 +13,7 @@ import {
   VALUES_MODE_FLOAT,
   VALUES_MODE_SCALED,
   VALUES_MODE_SCALED_PACKED,
+  VALUES_MODE_SCALED_RANS,
 } from '../../native-free-codecs/columns.js';
 import { prng } from '../support/prng.js';
 
@@ -148,13 +149,13 @@ function roundTrip(name: string, s: Series, w = new ByteWriter(16), scaledMode =
   return { tsBytes, valueBytes: block.length - tsBytes, mode: count > 0 ? block[tsBytes]! >> 4 : 0 };
 }
 
-test('codec version is 2; versions 1 and 2 are readable', () => {
-  assert.equal(COLUMN_CODEC_VERSION, 2);
-  assert.deepEqual(READABLE_COLUMN_CODEC_VERSIONS, [1, 2]);
+test('codec version is 3; versions 1, 2 and 3 are readable', () => {
+  assert.equal(COLUMN_CODEC_VERSION, 3);
+  assert.deepEqual(READABLE_COLUMN_CODEC_VERSIONS, [1, 2, 3]);
 });
 
-/** The three ways a scaled column can be written: the writers' choice, mode 1, mode 3. */
-const SCALED_MODES = [0, VALUES_MODE_SCALED, VALUES_MODE_SCALED_PACKED];
+/** The ways a scaled column can be written: the writers' choice, mode 1, mode 3, mode 4. */
+const SCALED_MODES = [0, VALUES_MODE_SCALED, VALUES_MODE_SCALED_PACKED, VALUES_MODE_SCALED_RANS];
 
 for (const [name, series] of Object.entries(adversarial())) {
   test(`round trip: ${name}`, () => {
@@ -233,7 +234,7 @@ test('property: random series of every kind and length round-trip exactly', () =
   }
 });
 
-const MODE_NAMES: Record<number, string> = { [VALUES_MODE_SCALED]: 'scaled', [VALUES_MODE_FLOAT]: 'float', [VALUES_MODE_SCALED_PACKED]: 'packed' };
+const MODE_NAMES: Record<number, string> = { [VALUES_MODE_SCALED]: 'scaled', [VALUES_MODE_FLOAT]: 'float', [VALUES_MODE_SCALED_PACKED]: 'packed', [VALUES_MODE_SCALED_RANS]: 'rANS' };
 /** Points per block in a sealed day file (workers/sealed-file.ts SEALED_BLOCK_POINTS). */
 const SEALED_BLOCK_POINTS = 16_384;
 
@@ -292,7 +293,7 @@ test('bytes per point for a day of 1 s industrial series (raw, and lz4 as sealed
   // footer entries (40 bytes per block) counted.
   const benchmarkPerPoint = benchmarkBytes / (4 * DAY);
   rows.push({ kind: 'benchmark mix (1/4 each of the first four, + footer)', mode: '-', 'sealed (lz4) B/pt': Number(benchmarkPerPoint.toFixed(4)) });
-  assert.ok(benchmarkPerPoint < 0.31, `benchmark mix: ${benchmarkPerPoint} sealed bytes per point`);
+  assert.ok(benchmarkPerPoint < 0.295, `benchmark mix: ${benchmarkPerPoint} sealed bytes per point`);
   const jitter = prng(5);
   let t = T0;
   const jittered = Float64Array.from({ length: DAY }, () => (t += 1000 + Math.floor((jitter() - 0.5) * 20)));
@@ -470,14 +471,30 @@ test('packed mode: negative decimals, constant frames and runs of them, mixed', 
   assert.deepEqual(packedRoundTrip('counter +5', counter, 0).frames, [{ width: 0, min: 5n, frames: 40 }]);
 });
 
-test('automatic choice: packed for dense series, mode 1 where it is shorter', () => {
+test('automatic choice: rANS for dense series, mode 1 where it is shorter', () => {
   const modeOf = (values: Float64Array) => roundTrip('choice', { ts: regularTimestamps(values.length), values }).mode;
-  assert.equal(modeOf(industrial['random walk, 2 decimals']!(prng(1), 16_384)), VALUES_MODE_SCALED_PACKED);
-  assert.equal(modeOf(industrial['increasing counter']!(prng(1), 16_384)), VALUES_MODE_SCALED_PACKED);
+  // Deltas uniform over 61 values: 5.93 bits each against 6 plus frame headers when packed;
+  // over 8 values 3 bits either way, but no frame headers.
+  assert.equal(modeOf(industrial['random walk, 2 decimals']!(prng(1), 16_384)), VALUES_MODE_SCALED_RANS);
+  assert.equal(modeOf(industrial['increasing counter']!(prng(1), 16_384)), VALUES_MODE_SCALED_RANS);
+  // Peaked deltas (a sensor's noise) and uniform ones over 51 values (log2 51 = 5.67 of 6 bits).
+  const rnd = prng(2);
+  let x = 200;
+  const noisy = Float64Array.from({ length: 16_384 }, () => (x = Math.round((x + (rnd() + rnd() + rnd() + rnd() - 2) * 0.3) * 100) / 100));
+  assert.equal(modeOf(noisy), VALUES_MODE_SCALED_RANS);
+  let y = 300;
+  const walk51 = Float64Array.from({ length: 16_384 }, () => (y = Math.round((y + (Math.floor(rnd() * 51) - 25) / 100) * 100) / 100));
+  assert.equal(modeOf(walk51), VALUES_MODE_SCALED_RANS);
+  // Mostly-zero deltas: a setpoint's 18 steps of many sizes are cheapest as mode 1's zero runs
+  // (81 bytes; a table for its wide alphabet costs more); a state's 55 flips of ±1 cost 201
+  // bytes as runs but 83 as rANS, where a standstill takes a fraction of a bit.
   assert.equal(modeOf(industrial['stepping setpoint']!(prng(1), 16_384)), VALUES_MODE_SCALED);
-  assert.equal(modeOf(industrial['on/off state']!(prng(1), 16_384)), VALUES_MODE_SCALED);
+  assert.equal(modeOf(industrial['on/off state']!(prng(1), 16_384)), VALUES_MODE_SCALED_RANS);
   assert.equal(modeOf(industrial['full-precision floats']!(prng(1), 16_384)), VALUES_MODE_FLOAT);
-  // The chosen encoding is never longer than either scaled mode.
+  // Deltas spanning 1024 values or more are beyond one rANS table: packed mode then.
+  const wide = Float64Array.from({ length: 5000 }, (_, i) => (i * 7919) % 3001);
+  assert.equal(modeOf(wide), VALUES_MODE_SCALED_PACKED);
+  // The chosen encoding is the shortest of the three scaled modes.
   for (const [kind, make] of Object.entries(industrial)) {
     for (const count of [2, 100, 129, 5000]) {
       const values = make(prng(count), count);
@@ -486,10 +503,73 @@ test('automatic choice: packed for dense series, mode 1 where it is shorter', ()
         encodeValues(values, count, w, mode);
         return w.length;
       };
-      assert.equal(length(0), Math.min(length(VALUES_MODE_SCALED), length(VALUES_MODE_SCALED_PACKED)), `${kind}, ${count}`);
+      const best = Math.min(length(VALUES_MODE_SCALED), length(VALUES_MODE_SCALED_PACKED));
+      assert.equal(length(0), Math.min(best, length(VALUES_MODE_SCALED_RANS)), `${kind}, ${count}`);
     }
   }
   assert.throws(() => encodeValues(Float64Array.of(1), 1, new ByteWriter(), 2), /scaledMode 2 is not/);
+});
+
+test('COLUMNS.md example bytes: rANS mode', () => {
+  // [5, 6, 6, 7] at k = 0: deltas 1, 0, 1; min 0, so symbols 1, 0, 1 over an alphabet of 2,
+  // counts 1 and 2 -> frequencies 1365 and 2731 (of 4096).
+  const w = new ByteWriter();
+  encodeValues(Float64Array.of(5, 6, 6, 7), 4, w, VALUES_MODE_SCALED_RANS);
+  const bytes = [...w.bytes()];
+  // 0x40 header; svarint 5 = 0x0a; svarint min 0; uvarint size - 1 = 1; 1365 = 0xd5 0x0a;
+  // 2731 = 0xab 0x15; then the stream length and the stream (4 state bytes, nothing renormalised).
+  assert.deepEqual(bytes.slice(0, 9), [0x40, 0x0a, 0x00, 0x01, 0xd5, 0x0a, 0xab, 0x15, 0x04]);
+  assert.equal(bytes.length, 13);
+  const out = new Float64Array(4);
+  decodeValues(new ByteReader(w.bytes()), 4, out);
+  assert.deepEqual([...out], [5, 6, 6, 7]);
+});
+
+test('rANS mode: every alphabet size up to the 1024 limit, skewed and flat, round-trips', () => {
+  for (const size of [1, 2, 3, 17, 255, 256, 1023, 1024]) {
+    for (const skew of [1, 4]) {
+      const rnd = prng(size * skew);
+      // Deltas -3 .. size - 4, the extremes placed once so the alphabet is exactly `size`.
+      const values = new Float64Array(20_000);
+      for (let i = 1; i < values.length; i++) {
+        const delta = i === 1 ? size - 4 : i === 2 ? -3 : Math.floor(rnd() ** skew * size) - 3;
+        values[i] = values[i - 1]! + delta;
+      }
+      const { mode } = roundTrip(`alphabet ${size}, skew ${skew}`, { ts: regularTimestamps(values.length), values }, undefined, VALUES_MODE_SCALED_RANS);
+      assert.equal(mode, VALUES_MODE_SCALED_RANS, `alphabet ${size}`);
+    }
+  }
+});
+
+test('rANS mode: decoders throw on truncated or corrupt columns', () => {
+  const values = industrial['random walk, 2 decimals']!(prng(4), 3000);
+  const w = new ByteWriter();
+  encodeValues(values, 3000, w, VALUES_MODE_SCALED_RANS);
+  const bytes = w.bytes().slice();
+  assert.equal(bytes[0]! >> 4, VALUES_MODE_SCALED_RANS);
+  for (const cut of [0, 1, 3, 10, bytes.length - 1]) {
+    assert.throws(() => decodeValues(new ByteReader(bytes.subarray(0, cut)), 3000, new Float64Array(3000)), /decodeValues: read past end/, `cut at ${cut}`);
+  }
+  // Every flipped byte of the stream is either caught or decodes to other points, never hangs.
+  const streamStart = bytes.length - 200;
+  let caught = 0;
+  for (let i = streamStart; i < bytes.length; i++) {
+    const bad = bytes.slice();
+    bad[i]! ^= 0x5a;
+    try {
+      decodeValues(new ByteReader(bad), 3000, new Float64Array(3000));
+    } catch (err) {
+      assert.match((err as Error).message, /decodeValues: rANS/);
+      caught++;
+    }
+  }
+  assert.ok(caught > 150, `${caught} of 200 corrupted streams detected`);
+  // header, n0 = 0, min 0, alphabet 2 with frequencies 1 + 1 (not 4096)
+  assert.throws(() => decodeValues(new ByteReader(Uint8Array.of(0x40, 0x00, 0x00, 0x01, 0x01, 0x01, 0x04, 0, 0, 0x80, 0)), 3, new Float64Array(3)), /rANS frequencies sum to 2, not 4096/);
+  // an alphabet of 1025 symbols
+  assert.throws(() => decodeValues(new ByteReader(Uint8Array.of(0x40, 0x00, 0x00, 0x80, 0x08)), 3, new Float64Array(3)), /alphabet of 1025 symbols above 1024/);
+  // Asking for more points than were written: the stream runs out or does not end in its first state.
+  assert.throws(() => decodeValues(new ByteReader(bytes), 3001, new Float64Array(3001)), /decodeValues: rANS/);
 });
 
 test('COLUMNS.md example bytes: packed mode', () => {
@@ -602,7 +682,7 @@ test('decoders throw on truncated or corrupt columns', () => {
   }
   // Asking for more points than were encoded runs off the end too.
   assert.throws(() => decodeTimestamps(new ByteReader(tsBytes), 101, new Float64Array(101)), /read past end/);
-  assert.throws(() => decodeValues(new ByteReader(Uint8Array.of(0x40)), 1, new Float64Array(1)), /unknown values header 0x40/);
+  assert.throws(() => decodeValues(new ByteReader(Uint8Array.of(0x50)), 1, new Float64Array(1)), /unknown values header 0x50/);
   assert.throws(() => decodeValues(new ByteReader(Uint8Array.of(0x3a, 0x00)), 1, new Float64Array(1)), /unknown values header 0x3a/);
   assert.throws(() => decodeValues(new ByteReader(Uint8Array.of(0x10, 0x02, 0x00, 0x05)), 3, new Float64Array(3)), /zero run of 6 exceeds/);
   assert.throws(() => decodeValues(new ByteReader(Uint8Array.of(0x20, 0x8f)), 3, new Float64Array(3)), /repeat of 16 exceeds/);
