@@ -406,8 +406,9 @@ export function encodeValues(values: Float64Array, count: number, w: ByteWriter,
   const varintBytes = analyseDeltas(ints, count, frameMin, frameWidth);
   const packedBytes = packedSize(ints, count, frameMin, frameWidth);
   if (scaledMode === 0 || scaledMode === VALUES_MODE_SCALED_RANS) {
-    // Strictly shorter than both others (rANS decodes no slower than bit unpacking: 7.4 against
-    // 9.0 ns a point for a 16,384-point walk), so ties keep the simpler modes.
+    // Strictly shorter than both others, so ties keep the simpler modes. Decoding cost is close
+    // enough not to weigh: 7 ns a point for rANS, 4 to 9 for bit unpacking by width
+    // (node dist/bench/result-codecs.js).
     const ransBytes = prepareRans(ints, count);
     if (scaledMode === VALUES_MODE_SCALED_RANS ? ransBytes !== Infinity : ransBytes < Math.min(varintBytes, packedBytes)) {
       writeRans(ints, k, w);
