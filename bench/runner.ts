@@ -157,19 +157,21 @@ export interface RawQueryResult {
 /** How hard a raw query phase pulls: connections in flight and how many times the whole scan runs. */
 export type QueryLoad = Pick<SizeOptions, 'connections' | 'queryRounds'>;
 
+export interface RawQueryOptions {
+  label: string;
+  load: QueryLoad;
+  tags: readonly string[];
+  request(tag: string): Promise<Reply>;
+  count(body: Buffer, tag: string): number;
+}
+
 /**
  * One request per tag, `rounds` times over; replies are kept and counted after
  * the clock stops, so the client's parsing does not slow the transfer being
  * measured. A scan of this size lasts about a second, so one stray scheduler
  * hiccup moves it by tens of percent: the median round is reported.
  */
-export async function rawQuery(o: {
-  label: string;
-  load: QueryLoad;
-  tags: readonly string[];
-  request(tag: string): Promise<Reply>;
-  count(body: Buffer, tag: string): number;
-}): Promise<RawQueryResult> {
+export async function rawQuery(o: RawQueryOptions): Promise<RawQueryResult> {
   const results: RawQueryResult[] = [];
   for (let round = 1; round <= o.load.queryRounds; round++) {
     const label = o.load.queryRounds > 1 ? `${o.label} (round ${round} of ${o.load.queryRounds})` : o.label;
@@ -187,13 +189,7 @@ export function describeRounds(r: RawQueryResult): string {
   return ` (median of ${r.roundRates.length} rounds, ${millions(Math.min(...r.roundRates))}–${millions(Math.max(...r.roundRates))} M)`;
 }
 
-async function rawQueryRound(o: {
-  label: string;
-  load: QueryLoad;
-  tags: readonly string[];
-  request(tag: string): Promise<Reply>;
-  count(body: Buffer, tag: string): number;
-}): Promise<RawQueryResult> {
+async function rawQueryRound(o: RawQueryOptions): Promise<RawQueryResult> {
   const bodies: Array<{ tag: string; reply: Reply }> = [];
   let bytesReceived = 0;
   const progress = new Progress(o.label, o.tags.length, 'tags');

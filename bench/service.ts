@@ -7,7 +7,7 @@ import fs from 'node:fs';
 import https from 'node:https';
 import type { IncomingHttpHeaders } from 'node:http';
 import net from 'node:net';
-import tlsDefaults from 'node:tls';
+import tls, { type TLSSocket } from 'node:tls';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -25,7 +25,7 @@ export const ADMIN_PASSWORD = 'bench-admin-password';
  * ours, like most servers, takes the client's first choice. Without this list ours alone
  * would encrypt with the slower cipher (AES-256-GCM is about 35% slower here).
  */
-const CLIENT_CIPHERS = ['TLS_AES_128_GCM_SHA256', 'TLS_AES_256_GCM_SHA384', 'TLS_CHACHA20_POLY1305_SHA256', tlsDefaults.DEFAULT_CIPHERS].join(':');
+const CLIENT_CIPHERS = ['TLS_AES_128_GCM_SHA256', 'TLS_AES_256_GCM_SHA384', 'TLS_CHACHA20_POLY1305_SHA256', tls.DEFAULT_CIPHERS].join(':');
 
 export interface Reply {
   status: number;
@@ -52,7 +52,7 @@ export class HttpsClient {
   tlsCipher(urlPath = '/'): Promise<string> {
     return new Promise((resolve, reject) => {
       const req = https.request({ host: '127.0.0.1', servername: 'localhost', port: this.port, path: urlPath, ca: this.ca, ciphers: CLIENT_CIPHERS, agent: false }, (res) => {
-        resolve((res.socket as import('node:tls').TLSSocket).getCipher().name);
+        resolve((res.socket as TLSSocket).getCipher().name);
         res.resume();
       });
       req.on('error', reject);
