@@ -17,6 +17,11 @@ export class GrowableBytes {
     return this.len;
   }
 
+  /** Bytes the buffer holds before it must grow. */
+  get capacity(): number {
+    return this.buf.length;
+  }
+
   /** The bytes written since the last reset (a view; copy before reuse). */
   bytes(): Uint8Array {
     return this.buf.subarray(0, this.len);

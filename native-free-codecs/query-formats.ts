@@ -122,6 +122,17 @@ export class Format1Writer extends GrowableBytes {
     this.len = p;
   }
 
+  /**
+   * For a producer that streams a large result: the bytes written after the 8-byte header
+   * since the previous call (a view, valid until the next write), keeping the current tag's
+   * state so its points can go on. The header itself is the caller's to send.
+   */
+  takeBody(): Uint8Array {
+    const body = this.buf.subarray(8, this.len);
+    this.len = 8;
+    return body;
+  }
+
   /** The finished body: a view of the internal buffer, valid until reset or the next write. */
   finish(): Uint8Array {
     if (this.pending !== 0) throw new Error(`Format1Writer: last tag is missing ${this.pending} points`);

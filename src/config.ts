@@ -40,6 +40,8 @@ export interface Config {
     readonly minFreeBytes: number;
     readonly resultStallTimeoutMs: number;
     readonly writeTimeoutMs: number;
+    readonly queryTimeoutMs: number;
+    readonly queryMemoryBytes: number;
   };
   readonly debug: {
     readonly crashRoute: boolean;

@@ -43,7 +43,14 @@ export async function startService(config: Config, log: Logger, env: NodeJS.Proc
 
   let port = config.server.port;
   const ctx: ServiceContext = { config, log, db, accounts, tokens, tls, entities, storage, boundPort: () => port };
-  const server = new HttpServer({ routes: buildRouteTable(ctx), tokens, log, maxBodyBytes: config.server.maxBodyBytes, tls });
+  const server = new HttpServer({
+    routes: buildRouteTable(ctx),
+    tokens,
+    log,
+    maxBodyBytes: config.server.maxBodyBytes,
+    tls,
+    streamStallTimeoutMs: config.storage.resultStallTimeoutMs,
+  });
   port = await server.listen(config.server.host, config.server.port);
   log.info({ port, dataDir: config.dataDir, caFile: tls.caFile }, 'listening');
   flushLogs(); // whoever waits for this line should not wait for the batch

@@ -479,21 +479,30 @@ function percentileOf(buffer: Float64Array, n: number, p: number): number {
 // ---------------------------------------------------------------------------------------------
 // Pipelines
 
+/** A pipeline step would produce more points than the caller allows (runPipeline's maxPoints). */
+export class PointLimitError extends Error {
+  constructor(readonly maxPoints: number) {
+    super(`an aggregation step would produce more than ${maxPoints} points`);
+  }
+}
+
 /** Growable pair of typed arrays that a sampling step's sink appends to. */
 class SeriesBuilder {
   timestamps: Float64Array;
   values: Float64Array;
   count = 0;
 
-  constructor(capacity: number) {
+  constructor(capacity: number, private readonly maxPoints: number) {
     this.timestamps = new Float64Array(capacity);
     this.values = new Float64Array(capacity);
   }
 
   readonly add = (ts: number, value: number): void => {
     if (this.count === this.timestamps.length) {
-      const timestamps = new Float64Array(this.count * 2);
-      const values = new Float64Array(this.count * 2);
+      if (this.count >= this.maxPoints) throw new PointLimitError(this.maxPoints);
+      const size = Math.min(this.count * 2, this.maxPoints);
+      const timestamps = new Float64Array(size);
+      const values = new Float64Array(size);
       timestamps.set(this.timestamps);
       values.set(this.values);
       this.timestamps = timestamps;
@@ -507,7 +516,9 @@ class SeriesBuilder {
 
 /**
  * Applies the steps in order to one tag's series and returns a new series; the input arrays are
- * never written. The returned arrays are exactly `count` long (views of reused buffers).
+ * never written. The returned arrays are exactly `count` long (views of reused buffers). A
+ * sampling step that would produce more than `maxPoints` points (gaps at a fine sampling over
+ * a long range) throws PointLimitError instead of growing without bound.
  */
 export function runPipeline(
   specs: readonly AggregatorSpec[],
@@ -515,13 +526,14 @@ export function runPipeline(
   values: Float64Array,
   count: number,
   range: TimeRange,
+  maxPoints = Number.POSITIVE_INFINITY,
 ): Series {
   let series: Series = { timestamps, values, count };
   // Point-wise steps work in place, so the caller's arrays are copied before the first of them.
   let owned = false;
   for (const spec of specs) {
     if (isSamplingStep(spec)) {
-      const out = new SeriesBuilder(Math.max(16, Math.min(series.count, 4096)));
+      const out = new SeriesBuilder(Math.max(16, Math.min(series.count, 4096)), maxPoints);
       const stream = new BucketStream(spec, range, out.add);
       stream.push(series.timestamps, series.values, series.count);
       stream.finish();

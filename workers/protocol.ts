@@ -50,12 +50,42 @@ export interface StorageWorkerData {
   flushIntervalMs: number;
   sealGraceMs: number;
   resultStallTimeoutMs: number;
+  /** Bytes of materialised query series (pipelines, binary and msgpack results) a shard holds at once. */
+  queryMemoryBytes: number;
 }
 
-/** Control slots: the seq of a query the client abandoned; the tag-map version. */
-export const CONTROL_CANCEL_SEQ = 0;
+/**
+ * The control buffer: Int32 words shared by the main thread and one storage worker.
+ *
+ *   word 0                 unused (was the single cancel slot of layout 1)
+ *   word 1                 CONTROL_TAGMAP_VERSION: bumped by the main thread when the tag map changes
+ *   words 4 + 4*q ..       query slot q (0 <= q < QUERY_SLOTS), one per query streaming results:
+ *     + QUERY_SEQ            the seq of the query holding the slot (main thread, before the task)
+ *     + QUERY_CREDIT         bytes of result frames the worker may have produced so far; the main
+ *                            thread adds to it as the client takes bytes, and notifies this word
+ *     + QUERY_CANCELLED      1 when the query must stop (client gone, stalled, past its deadline);
+ *                            the main thread notifies QUERY_CREDIT after setting it
+ *
+ * A worker emits a result frame of n bytes only while produced + n <= credit (Int32 wrapping
+ * arithmetic), so no query can fill the shared result ring, and a client that stops reading
+ * stops its own query without holding up anyone else's frames.
+ */
 export const CONTROL_TAGMAP_VERSION = 1;
-export const CONTROL_SLOTS = 4;
+export const QUERY_SLOTS = 64;
+export const QUERY_SLOT_BASE = 4;
+export const QUERY_SLOT_WORDS = 4;
+export const QUERY_SEQ = 0;
+export const QUERY_CREDIT = 1;
+export const QUERY_CANCELLED = 2;
+export const CONTROL_SLOTS = QUERY_SLOT_BASE + QUERY_SLOTS * QUERY_SLOT_WORDS;
+
+/** Index of a word of query slot `slot` in the control buffer. */
+export function querySlotWord(slot: number, word: number): number {
+  return QUERY_SLOT_BASE + slot * QUERY_SLOT_WORDS + word;
+}
+
+/** Result bytes a query may have in flight before its client takes some: four frames. */
+export const QUERY_CREDIT_BYTES = 1 << 20;
 
 export type WriteMode = 'sync' | 'fast' | 'buffered';
 
@@ -72,6 +102,10 @@ export type StorageTask =
   | {
       op: typeof OP.QUERY;
       seq: number;
+      /** Control slot carrying this query's credit and cancel flag. */
+      slot: number;
+      /** Epoch ms after which the query stops (storage.queryTimeoutMs). */
+      deadline: number;
       collectionId: string;
       series: SeriesRequest[];
       start: number;
@@ -80,7 +114,7 @@ export type StorageTask =
       /** Whether this is the first fragment of the JSON object (no leading comma). */
       first: boolean;
     }
-  | { op: typeof OP.QUERY_TABLE; seq: number; collectionId: string; series: SeriesRequest[]; start: number; end: number }
+  | { op: typeof OP.QUERY_TABLE; seq: number; slot: number; deadline: number; collectionId: string; series: SeriesRequest[]; start: number; end: number }
   | { op: typeof OP.LAST_VALUES; collectionId: string; tags: string[] }
   | { op: typeof OP.SEAL; collectionId: string | null; force: boolean }
   | { op: typeof OP.BUFFER_STATS }

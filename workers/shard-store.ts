@@ -60,6 +60,7 @@ export interface SealOptions {
 export type ScanSink = (ts: Float64Array, values: Float64Array, count: number) => void;
 
 const SCAN_CHUNK = 8192;
+const MAX_IDLE_MERGERS = 4;
 const MAX_TIMESTAMP = 2 ** 53 - 1;
 
 export class ShardStore {
@@ -76,6 +77,8 @@ export class ShardStore {
   private readonly splitter = new DaySplitter();
   private readonly encoder = new BlockEncoder();
   private readonly merger = new DayMerger();
+  /** Day mergers of finished scans, ready for the next one. */
+  private readonly idleMergers: DayMerger[] = [];
 
   constructor(opts: ShardStoreOptions) {
     this.dataDir = path.resolve(opts.dataDir);
@@ -245,30 +248,52 @@ export class ShardStore {
    * only during the call. Returns the number of points. An unknown tag has none.
    */
   scanTag(collectionId: string, tag: string, start: number, end: number, sink: ScanSink): number {
+    const scan = this.openScan(collectionId, tag, start, end);
+    try {
+      let total = 0;
+      for (let day = scan.nextDay(); day; day = scan.nextDay()) {
+        for (let from = 0; from < day.count; from += SCAN_CHUNK) {
+          const to = Math.min(day.count, from + SCAN_CHUNK);
+          sink(day.ts.subarray(from, to), day.values.subarray(from, to), to - from);
+        }
+        total += day.count;
+      }
+      return total;
+    } finally {
+      scan.close();
+    }
+  }
+
+  /**
+   * A scan of one tag that the caller advances a UTC day at a time, and may pause between
+   * calls (a query waiting for its client): each day is merged into the scan's own buffers
+   * when asked for, so writes and seals that happen meanwhile are seen from the next day on,
+   * and other scans never share its buffers. Close it when done (its buffers are reused).
+   */
+  openScan(collectionId: string, tag: string, start: number, end: number): TagScan {
     return this.guard(() => {
       const collection = this.require(collectionId);
       const tagId = collection.tagId(tag);
-      if (tagId < 0 || !(start <= end)) return 0;
-      const firstDay = dayOf(Math.max(start, 0));
-      const lastDay = dayOf(Math.min(end, MAX_TIMESTAMP));
-      let total = 0;
-      try {
-        for (const day of collection.days()) {
-          if (day < firstDay || day > lastDay) continue;
-          const n = this.mergeTagDay(collection, day, tagId, start, end);
-          const ts = this.merger.resultTs;
-          const values = this.merger.resultValues;
-          for (let from = 0; from < n; from += SCAN_CHUNK) {
-            const to = Math.min(n, from + SCAN_CHUNK);
-            sink(ts.subarray(from, to), values.subarray(from, to), to - from);
-          }
-          total += n;
-        }
-      } finally {
-        this.merger.shrink();
+      let days: number[] = [];
+      if (tagId >= 0 && start <= end) {
+        const firstDay = dayOf(Math.max(start, 0));
+        const lastDay = dayOf(Math.min(end, MAX_TIMESTAMP));
+        days = collection.days().filter((d) => d >= firstDay && d <= lastDay);
       }
-      return total;
+      const merger = this.idleMergers.pop() ?? new DayMerger();
+      return new TagScan(this, collectionId, tagId, start, end, days, merger);
     });
+  }
+
+  /** For TagScan: merges one day of a tag into `merger`; the collection must still be open. */
+  mergeScanDay(collectionId: string, tagId: number, day: number, start: number, end: number, merger: DayMerger): number {
+    return this.guard(() => this.mergeTagDay(this.require(collectionId), day, tagId, start, end, merger));
+  }
+
+  /** For TagScan: takes its merger back for the next scan (at most a few are kept). */
+  recycleMerger(merger: DayMerger): void {
+    merger.shrink();
+    if (this.idleMergers.length < MAX_IDLE_MERGERS) this.idleMergers.push(merger);
   }
 
   /** [timestamp, value] of the tag's latest point (a tie goes to the later write), or null. */
@@ -415,8 +440,7 @@ export class ShardStore {
    * Gathers the tag's points of one day in write order (sealed, then active blocks, then late
    * blocks, each in file order) and merges them; the result is in this.merger.
    */
-  private mergeTagDay(collection: Collection, day: number, tagId: number, start: number, end: number): number {
-    const merger = this.merger;
+  private mergeTagDay(collection: Collection, day: number, tagId: number, start: number, end: number, merger = this.merger): number {
     merger.begin(dayStartMs(day), start, end);
     const lo = Math.max(start, dayStartMs(day));
     const hi = Math.min(end, dayEndMs(day));
@@ -548,5 +572,44 @@ function validateBatch(batch: PointBatch): void {
     if (!(t >= 0 && t <= MAX_TIMESTAMP && Math.floor(t) === t)) {
       throw badRequest(`timestamp must be an integer in 0..2^53-1, got ${t}`);
     }
+  }
+}
+
+/** One day of a scan: views of the scan's buffers, valid until its next nextDay() or close(). */
+export interface ScanDay {
+  ts: Float64Array;
+  values: Float64Array;
+  count: number;
+}
+
+/** See ShardStore.openScan. */
+export class TagScan {
+  private next = 0;
+  private closed = false;
+
+  constructor(
+    private readonly store: ShardStore,
+    private readonly collectionId: string,
+    private readonly tagId: number,
+    private readonly start: number,
+    private readonly end: number,
+    private readonly days: number[],
+    private readonly merger: DayMerger,
+  ) {}
+
+  /** The next day that has points in range, merged; null when the scan is done. */
+  nextDay(): ScanDay | null {
+    while (!this.closed && this.next < this.days.length) {
+      const day = this.days[this.next++];
+      const count = this.store.mergeScanDay(this.collectionId, this.tagId, day, this.start, this.end, this.merger);
+      if (count > 0) return { ts: this.merger.resultTs, values: this.merger.resultValues, count };
+    }
+    return null;
+  }
+
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.store.recycleMerger(this.merger);
   }
 }

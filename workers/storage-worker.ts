@@ -3,19 +3,17 @@
 // values rebuilt) before it takes any task. It is the only thread that
 // touches its collections' files. Write bodies arrive through the request
 // ring and are decoded here, never on the main thread; query results leave
-// through the result ring in chunks.
+// through the result ring in chunks, each query only as far as its client's
+// credit goes (query-runner.ts), so a slow client pauses only its own query.
 
 import { workerData } from 'node:worker_threads';
 import { pack, unpack } from 'msgpackr';
-import { JsonPointWriter } from '../native-free-codecs/json-points.js';
 import { isComplete } from '../native-free-codecs/scope-peek.js';
-import { MsgpackPointWriter } from '../native-free-codecs/msgpack-points.js';
-import { encodeFormat2, Format1Writer } from '../native-free-codecs/query-formats.js';
-import { BucketStream, runPipeline, streamableStep, type AggregatorSpec } from './aggregators.js';
-import { SeriesBuffer } from './series-buffer.js';
+import { QueryMemory } from './series-buffer.js';
+import { QueryRunner } from './query-runner.js';
 import { decodeBinaryBatch, decodeJsonWriteBody, decodeWriteObject, encodeBinaryBatch, WriteBodyError, type PointBatch } from '../native-free-codecs/points.js';
 import { RingConsumer, RingProducer } from '../native-free-codecs/ring.js';
-import { CONTROL_CANCEL_SEQ, CONTROL_TAGMAP_VERSION, FINAL_FRAME_BIT, OP, readWriteFrame, type WriteFrameHeader, type BufferStats, type ResultFormat, type StorageWorkerData, type StorageTask, type TaskReply, type WireError, type WriteMode, type WriteOutcome } from './protocol.js';
+import { CONTROL_TAGMAP_VERSION, FINAL_FRAME_BIT, OP, readWriteFrame, type WriteFrameHeader, type BufferStats, type StorageWorkerData, type StorageTask, type TaskReply, type WireError, type WriteMode, type WriteOutcome } from './protocol.js';
 import { collectionId as idOf } from './scope-path.js';
 import { shardOf } from './shard-hash.js';
 import { ShardStore, StorageError } from './shard-store.js';
@@ -24,8 +22,6 @@ import { WriteBuffer } from './write-buffer.js';
 
 
 const data = workerData as StorageWorkerData;
-/** "HSB1" + u32 tag count: written once by the main thread, so each tag's fragment starts after it. */
-const FORMAT1_HEADER_BYTES = 8;
 const control = new Int32Array(data.control);
 const requests = new RingConsumer(data.requestRing);
 const results = new RingProducer(data.resultRing);
@@ -38,6 +34,8 @@ const store = new ShardStore({
 });
 const recovered = store.recover();
 log({ ...recovered }, 'shard recovered');
+
+const queries = new QueryRunner({ store, results, control, stallTimeoutMs: data.resultStallTimeoutMs, memory: new QueryMemory(data.queryMemoryBytes) });
 
 const tagScopes = new TagScopeReader(data.dataDir, () => Atomics.load(control, CONTROL_TAGMAP_VERSION));
 const buffer = new WriteBuffer(
@@ -75,13 +73,9 @@ export default async function handle(task: StorageTask): Promise<TaskReply> {
       case OP.UPDATE_COLLECTION:
         return { ok: true, collection: store.updateCollection(task.id, task.fields) };
       case OP.QUERY:
+        return { ok: true, points: await queries.query(task) };
       case OP.QUERY_TABLE:
-        try {
-          return { ok: true, points: task.op === OP.QUERY ? query(task) : queryTable(task) };
-        } finally {
-          collected.shrink();
-          scratch.shrink();
-        }
+        return { ok: true, points: await queries.queryTable(task) };
       case OP.LAST_VALUES:
         return { ok: true, last: task.tags.map((tag) => store.lastValue(task.collectionId, tag)) };
       case OP.SEAL: {
@@ -155,7 +149,7 @@ function answer(seq: number, reply: TaskReply): void {
   try {
     const bytes = pack(reply);
     if (bytes.length <= FRAME_BYTES) {
-      emitFrame((seq | FINAL_FRAME_BIT) >>> 0, bytes, seq);
+      emitFrame((seq | FINAL_FRAME_BIT) >>> 0, bytes);
     } else {
       emitChunks(seq, bytes);
       emitFrame(seq, new Uint8Array(0));
@@ -309,138 +303,27 @@ function toBinary(collectionId: string, batch: PointBatch): Uint8Array {
   return encodeBinaryBatch({ organization, site, unit, grid }, timestamps, columns);
 }
 
-// ---- queries ---------------------------------------------------------------
+// ---- answers of writes -------------------------------------------------------
 
-const CHUNK_BYTES = 1 << 18;
-const jsonWriter = new JsonPointWriter(1 << 20);
-const msgpackWriter = new MsgpackPointWriter(1 << 20);
-const format1Writer = new Format1Writer(1 << 20);
-/** One tag's result when it must be whole before encoding (counts up front, pipelines). */
-const collected = new SeriesBuffer();
-const scratch = new SeriesBuffer();
-
-/**
- * Encodes each requested series as a fragment of the chosen format into the
- * result ring, then an empty end frame. Raw JSON streams point chunks as the
- * day files are scanned; a one-step sampling pipeline aggregates bucket by
- * bucket during the scan; other pipelines materialise the tag's raw points.
- */
-function query(task: Extract<StorageTask, { op: typeof OP.QUERY }>): number {
-  jsonWriter.reset(); // a query that failed half-way may have left bytes behind
-  let total = 0;
-  let first = task.first;
-  for (const { tag, pipeline, label } of task.series) {
-    if (task.format === 'json' && pipeline.length === 0) {
-      total += streamRawJson(task, tag, label ?? tag, first);
-    } else {
-      const series = evaluate(task.collectionId, tag, pipeline, task.start, task.end);
-      total += series.count;
-      writeFragment(task.format, task.seq, label ?? tag, series, first);
-    }
-    first = false;
-  }
-  flushWriter(jsonWriter, task.seq);
-  emitFrame(task.seq, new Uint8Array(0));
-  return total;
-}
-
-function streamRawJson(task: Extract<StorageTask, { op: typeof OP.QUERY }>, tag: string, key: string, first: boolean): number {
-  const w = jsonWriter;
-  if (!first) w.raw(0x2c);
-  w.key(key);
-  w.raw(0x5b);
-  let open = false;
-  const count = store.scanTag(task.collectionId, tag, task.start, task.end, (ts, values, n) => {
-    for (let from = 0; from < n; from += 4096) {
-      const to = Math.min(n, from + 4096);
-      w.points(ts, values, from, to, open);
-      open = true;
-      if (w.length >= CHUNK_BYTES) flushWriter(w, task.seq);
-    }
-  });
-  w.raw(0x5d);
-  return count;
-}
-
-/** One tag's series after its pipeline, in `collected` (valid until the next call). */
-function evaluate(collectionId: string, tag: string, pipeline: AggregatorSpec[], start: number, end: number): SeriesBuffer {
-  collected.reset();
-  const step = streamableStep(pipeline);
-  if (step) {
-    const stream = new BucketStream(step, { start, end }, (ts, value) => collected.push(ts, value));
-    store.scanTag(collectionId, tag, start, end, (ts, values, n) => stream.push(ts, values, n));
-    stream.finish();
-    return collected;
-  }
-  store.scanTag(collectionId, tag, start, end, (ts, values, n) => collected.append(ts, values, n));
-  if (pipeline.length === 0) return collected;
-  const out = runPipeline(pipeline, collected.timestamps, collected.values, collected.count, { start, end });
-  scratch.reset();
-  scratch.append(out.timestamps, out.values, out.count);
-  return scratch;
-}
-
-function writeFragment(format: ResultFormat, seq: number, tag: string, series: SeriesBuffer, first: boolean): void {
-  if (format === 'json') {
-    const w = jsonWriter;
-    if (!first) w.raw(0x2c);
-    w.key(tag);
-    w.raw(0x5b);
-    w.points(series.timestamps, series.values, 0, series.count, false);
-    w.raw(0x5d);
-    if (w.length >= CHUNK_BYTES) flushWriter(w, seq);
-    return;
-  }
-  if (format === 'msgpack') {
-    const w = msgpackWriter;
-    w.reset();
-    w.str(tag);
-    w.arrayHeader(series.count);
-    w.points(series.timestamps, series.values, 0, series.count);
-    emitChunks(seq, w.bytes());
-    return;
-  }
-  const w = format1Writer;
-  w.reset();
-  w.beginTag(tag, series.count);
-  w.pointsFrom(series.timestamps, series.values, 0, series.count);
-  emitChunks(seq, w.finish().subarray(FORMAT1_HEADER_BYTES));
-}
-
-/** Binary format 2 for one collection: every series materialised, then one table. */
-function queryTable(task: Extract<StorageTask, { op: typeof OP.QUERY_TABLE }>): number {
-  const series = task.series.map(({ tag, pipeline, label }) => {
-    const s = evaluate(task.collectionId, tag, pipeline, task.start, task.end);
-    return { name: label ?? tag, timestamps: s.timestamps.slice(0, s.count), values: s.values.slice(0, s.count) };
-  });
-  emitChunks(task.seq, encodeFormat2(series));
-  emitFrame(task.seq, new Uint8Array(0));
-  return series.reduce((n, s) => n + s.timestamps.length, 0);
-}
-
-function flushWriter(w: JsonPointWriter, seq: number): void {
-  if (w.length === 0) return;
-  const bytes = w.bytes();
-  w.reset();
-  emitChunks(seq, bytes);
-}
-
-/** Frames of at most half the ring, so one slow frame never needs the whole ring free. */
-const FRAME_BYTES = Math.min(CHUNK_BYTES, results.maxPayloadBytes >>> 1);
+/** Frames of at most half the ring, so one frame never needs the whole ring free. */
+const FRAME_BYTES = Math.min(1 << 18, results.maxPayloadBytes >>> 1);
 
 function emitChunks(seq: number, bytes: Uint8Array): void {
   for (let at = 0; at < bytes.length; at += FRAME_BYTES) emitFrame(seq, bytes.subarray(at, Math.min(bytes.length, at + FRAME_BYTES)));
 }
 
-/** Waits (blocking this worker) while the main thread drains the ring; gives up if the client stalls too long. */
-function emitFrame(tag: number, payload: Uint8Array, seq = tag): void {
+/**
+ * Puts one answer frame in the result ring, blocking this worker while the ring is full. The
+ * main thread copies every frame out as it comes (queries only produce what their client
+ * has room for), so the ring frees within moments; a main thread that took no frame for
+ * storage.resultStallTimeoutMs is not coming back for this one.
+ */
+function emitFrame(tag: number, payload: Uint8Array): void {
   const deadline = Date.now() + data.resultStallTimeoutMs;
   while (!results.tryWrite(tag, payload)) {
-    if (Atomics.load(control, CONTROL_CANCEL_SEQ) === seq) throw new StorageError('UNAVAILABLE', 'query cancelled: the client went away');
-    if (Date.now() > deadline) throw new StorageError('UNAVAILABLE', 'query abandoned: the client did not read its results');
+    if (Date.now() > deadline) throw new StorageError('UNAVAILABLE', 'the result ring stayed full; answer dropped');
     results.waitForSpace(payload.length, 50);
   }
-  if (Atomics.load(control, CONTROL_CANCEL_SEQ) === seq) throw new StorageError('UNAVAILABLE', 'query cancelled: the client went away');
 }
 
 function bufferStats(): BufferStats {

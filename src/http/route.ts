@@ -58,8 +58,17 @@ export interface Reply {
 }
 
 export interface ResponseStream {
-  /** Sends a chunk (copied). Returns a promise when the client is slow: wait for it before sending more. */
+  /**
+   * Sends a chunk. Never blocks: what the socket cannot take at once is copied and queued.
+   * Returns a promise while more than a high-water mark is queued; a producer that cannot
+   * pace itself otherwise waits for it.
+   */
   write(chunk: Uint8Array | string): void | Promise<void>;
+  /** Bytes queued for a client that has not taken them yet. */
+  readonly queuedBytes: number;
+  /** Calls `listener` with byte counts as queued bytes go to the socket; returns an unsubscribe. */
+  onFlushed(listener: (bytes: number) => void): () => void;
+  /** True once the client went away or was cut off for not reading. */
   readonly aborted: boolean;
 }
 

@@ -13,6 +13,7 @@ import { check, compileRoute, type CompiledRoute } from './compile.js';
 import { HttpError, isWireConvertible, toErrorReply, type ErrorShape } from './errors.js';
 import { mutates, type HttpMethod, type Reply, type Request, type RouteDef } from './route.js';
 import { Router } from './router.js';
+import { sendWhole, StallWatch, StreamedBody, type ResponseHead } from './response-body.js';
 
 export interface ServerOptions {
   routes: readonly RouteDef[];
@@ -20,7 +21,12 @@ export interface ServerOptions {
   log: Logger;
   maxBodyBytes: number;
   tls: { keyFile: string; certFile: string };
+  /** A streamed response whose client takes nothing for this long is closed. */
+  streamStallTimeoutMs: number;
 }
+
+/** Bytes a streamed reply may queue for a slow client before its producer is asked to wait. */
+const STREAM_HIGH_WATER_BYTES = 1 << 20;
 
 /** Per-request state shared by the reply path and the abort handler. */
 interface Exchange {
@@ -32,6 +38,8 @@ interface Exchange {
   done: boolean;
   controller: AbortController;
   errorShape: ErrorShape;
+  /** Set while a streamed reply is being written. */
+  stream: StreamedBody | null;
 }
 
 const STATUS_TEXT: Record<number, string> = {
@@ -52,8 +60,12 @@ export class HttpServer {
   private inFlight = 0;
   private draining = false;
   private idleWaiters: Array<() => void> = [];
+  private readonly stalls: StallWatch;
 
   constructor(private readonly opts: ServerOptions) {
+    this.stalls = new StallWatch(opts.streamStallTimeoutMs, (stream) =>
+      opts.log.warn({ queuedBytes: stream.queuedBytes, stallTimeoutMs: opts.streamStallTimeoutMs }, 'closing a streamed response: the client stopped reading'),
+    );
     for (const def of opts.routes) this.router.add(def.method, def.path, compileRoute(def));
     this.app = uWS.SSLApp({ key_file_name: opts.tls.keyFile, cert_file_name: opts.tls.certFile });
     this.app.any('/*', (res, req) => this.onRequest(res, req));
@@ -97,9 +109,11 @@ export class HttpServer {
       done: false,
       controller: new AbortController(),
       errorShape: 'error',
+      stream: null,
     };
     this.inFlight++;
     res.onAborted(() => {
+      ex.stream?.abort();
       if (ex.done) return;
       ex.done = true;
       ex.controller.abort();
@@ -202,55 +216,43 @@ export class HttpServer {
   }
 
   private streamReply(ex: Exchange, reply: Reply): void {
-    const res = ex.res;
-    let started = false;
-    let writable: (() => void) | null = null;
     const status = reply.status ?? 200;
-    const out = {
-      get aborted() {
-        return ex.done;
+    const stream = new StreamedBody(ex.res, {
+      head: head(status, reply.contentType ?? 'application/octet-stream', reply.headers),
+      highWaterBytes: STREAM_HIGH_WATER_BYTES,
+      onClosed: (reason) => {
+        this.stalls.delete(stream);
+        if (reason === 'stalled') ex.controller.abort();
       },
-      write: (chunk: Uint8Array | string): void | Promise<void> => {
-        if (ex.done) return;
-        let ok = true;
-        res.cork(() => {
-          if (!started) {
-            started = true;
-            res.writeStatus(statusLine(status));
-            res.writeHeader('content-type', reply.contentType ?? 'application/octet-stream');
-            if (reply.headers) for (const name in reply.headers) res.writeHeader(name, reply.headers[name]);
-          }
-          ok = res.write(chunk);
-        });
-        if (ok) return;
-        return new Promise<void>((resolve) => {
-          writable = resolve;
-          res.onWritable(() => {
-            writable = null;
-            resolve();
-            return true;
-          });
-        });
-      },
-    };
-    ex.controller.signal.addEventListener('abort', () => writable?.(), { once: true });
-    reply.stream!(out).then(
+    });
+    ex.stream = stream;
+    this.stalls.add(stream);
+    reply.stream!(stream).then(
       () => {
         if (ex.done) return;
-        if (!started) return this.send(ex, status, reply.contentType ?? 'application/octet-stream', '', reply.headers);
+        if (!stream.isStarted && stream.queuedBytes === 0) {
+          this.stalls.delete(stream);
+          ex.stream = null;
+          return this.send(ex, status, reply.contentType ?? 'application/octet-stream', '', reply.headers);
+        }
         ex.done = true;
-        res.cork(() => res.end());
+        stream.end();
         this.finish(ex, status);
       },
       (err) => {
-        if (ex.done) {
+        if (ex.done || stream.aborted) {
           this.opts.log.info({ path: ex.path, reason: (err as Error)?.message ?? String(err) }, 'stream stopped after the client went away');
           return;
         }
-        if (!started) return this.fail(ex, err);
+        if (!stream.isStarted) {
+          this.stalls.delete(stream);
+          ex.stream = null;
+          return this.fail(ex, err);
+        }
         this.opts.log.warn({ err: String(err), path: ex.path }, 'stream failed after it started; closing the connection');
         ex.done = true;
-        res.close();
+        stream.abort();
+        ex.res.close();
         this.finish(ex, status);
       },
     );
@@ -276,12 +278,7 @@ export class HttpServer {
     if (ex.done) return;
     ex.done = true;
     const close = closeConnection || this.draining;
-    ex.res.cork(() => {
-      ex.res.writeStatus(statusLine(status));
-      ex.res.writeHeader('content-type', contentType);
-      if (headers) for (const name in headers) ex.res.writeHeader(name, headers[name]);
-      ex.res.end(payload, close);
-    });
+    sendWhole(ex.res, head(status, contentType, headers), payload, close);
     this.finish(ex, status);
   }
 
@@ -293,6 +290,12 @@ export class HttpServer {
       for (const wake of this.idleWaiters.splice(0)) wake();
     }
   }
+}
+
+function head(status: number, contentType: string, headers: Record<string, string> | undefined): ResponseHead {
+  const list: Array<[string, string]> = [['content-type', contentType]];
+  if (headers) for (const name in headers) list.push([name, headers[name]]);
+  return { statusLine: statusLine(status), headers: list };
 }
 
 /** Query string to object; repeated keys become arrays. */

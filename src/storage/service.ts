@@ -38,6 +38,27 @@ function envelopeStart(format: ResultFormat, seriesCount: number): Uint8Array | 
   return header;
 }
 
+/** `out`, with `prefix` sent just before the first chunk written to it. */
+function afterPrefix(out: ResponseStream, prefix: Uint8Array | string): ResponseStream {
+  let pending: Uint8Array | string | null = prefix;
+  return {
+    write(chunk) {
+      if (pending !== null) {
+        void out.write(pending);
+        pending = null;
+      }
+      return out.write(chunk);
+    },
+    get queuedBytes() {
+      return out.queuedBytes;
+    },
+    onFlushed: (listener) => out.onFlushed(listener),
+    get aborted() {
+      return out.aborted;
+    },
+  };
+}
+
 export type WriteResult = { success: true; points: number } | { success: false; error: string };
 
 export class StorageService {
@@ -63,6 +84,7 @@ export class StorageService {
       sealGraceMs: s.sealGraceMs,
       resultStallTimeoutMs: s.resultStallTimeoutMs,
       writeTimeoutMs: s.writeTimeoutMs,
+      queryMemoryBytes: s.queryMemoryBytes,
       workerYoungGenerationMb: 6,
       log,
     });
@@ -217,27 +239,33 @@ export class StorageService {
    * collection's series come from its shard as fragments.
    */
   async query(groups: QueryGroup[], start: number, end: number, format: ResultFormat, out: ResponseStream, signal: AbortSignal): Promise<void> {
+    const deadline = Date.now() + this.config.storage.queryTimeoutMs;
     const total = groups.reduce((n, g) => n + g.series.length, 0);
-    await out.write(envelopeStart(format, total));
+    // The envelope waits for the first result bytes: a query refused before it produced any
+    // (too much memory, a bad collection) is then still a clean error reply, not a cut stream.
+    const body = afterPrefix(out, envelopeStart(format, total));
     let first = true;
     for (const { collectionId, series } of groups) {
       await this.shards.shardFor(collectionId).stream(
-        (seq) => ({ op: OP.QUERY, seq, collectionId, series, start, end, format, first }),
-        { chunk: (bytes) => out.write(bytes), end: () => {} },
+        (seq, slot) => ({ op: OP.QUERY, seq, slot, deadline, collectionId, series, start, end, format, first }),
+        body,
         signal,
+        deadline,
       );
       first = false;
     }
-    if (format === 'json') await out.write('}');
+    body.write(format === 'json' ? '}' : '');
   }
 
   /** Binary format 2 for one collection, built by its shard. */
   async queryTable(group: QueryGroup, start: number, end: number, out: ResponseStream, signal: AbortSignal): Promise<void> {
+    const deadline = Date.now() + this.config.storage.queryTimeoutMs;
     const { collectionId, series } = group;
     await this.shards.shardFor(collectionId).stream(
-      (seq) => ({ op: OP.QUERY_TABLE, seq, collectionId, series, start, end }),
-      { chunk: (bytes) => out.write(bytes), end: () => {} },
+      (seq, slot) => ({ op: OP.QUERY_TABLE, seq, slot, deadline, collectionId, series, start, end }),
+      out,
       signal,
+      deadline,
     );
   }
 

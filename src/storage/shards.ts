@@ -6,8 +6,11 @@
 // A write copies the body bytes into the request ring (a full ring is a 503,
 // never unbounded memory), then runs a small task naming the frame by its
 // sequence number. A query runs a task whose result frames, tagged with the
-// task's sequence number, are drained from the result ring into the HTTP
-// response, pausing while the client is slow (the worker then waits too).
+// task's sequence number, are copied out of the result ring into the HTTP
+// response as soon as they arrive, so one slow client never holds up another
+// query's frames or a write's answer. Each query holds a control slot through
+// which it gets credit: the worker produces only as many bytes as the client
+// has taken plus a window (QUERY_CREDIT_BYTES), and a cancel flag.
 
 import { fileURLToPath } from 'node:url';
 import { Piscina } from 'piscina';
@@ -15,7 +18,25 @@ import { createRingBuffer, RingConsumer, RingProducer } from '../../native-free-
 import { HttpError } from '../http/errors.js';
 import type { Logger } from '../log.js';
 import { unpack } from 'msgpackr';
-import { CONTROL_CANCEL_SEQ, CONTROL_SLOTS, CONTROL_TAGMAP_VERSION, FINAL_FRAME_BIT, OP, writeFrameHead, type StorageTask, type StorageWorkerData, type TaskReply, type WireError, type WriteFrameHeader } from '../../workers/protocol.js';
+import type { ResponseStream } from '../http/route.js';
+import {
+  CONTROL_SLOTS,
+  CONTROL_TAGMAP_VERSION,
+  FINAL_FRAME_BIT,
+  OP,
+  QUERY_CANCELLED,
+  QUERY_CREDIT,
+  QUERY_CREDIT_BYTES,
+  QUERY_SEQ,
+  QUERY_SLOTS,
+  querySlotWord,
+  writeFrameHead,
+  type StorageTask,
+  type StorageWorkerData,
+  type TaskReply,
+  type WireError,
+  type WriteFrameHeader,
+} from '../../workers/protocol.js';
 import { shardOf } from '../../workers/shard-hash.js';
 
 const WORKER_FILE = fileURLToPath(new URL('../../workers/storage-worker.js', import.meta.url));
@@ -30,16 +51,17 @@ export interface ShardPoolOptions {
   sealGraceMs: number;
   resultStallTimeoutMs: number;
   writeTimeoutMs: number;
+  queryMemoryBytes: number;
   workerYoungGenerationMb: number;
   log: Logger;
 }
 
-/**
- * Receives one query's result frames (views valid only during the call). `chunk`
- * returns a promise when the client is slow; draining waits for it.
- */
-export interface ResultListener {
-  chunk(bytes: Uint8Array): void | Promise<void>;
+/** Queries that may wait for a free control slot of one shard before more are refused (503). */
+const MAX_WAITING_QUERIES = 1024;
+
+/** Receives one task's result frames: views valid only during the call, copied by whoever keeps them. */
+interface ResultListener {
+  chunk(bytes: Uint8Array): void;
   end(): void;
 }
 
@@ -52,6 +74,8 @@ export class Shard {
   private readonly listeners = new Map<number, ResultListener>();
   private draining = false;
   private closed = false;
+  private readonly freeSlots = Array.from({ length: QUERY_SLOTS }, (_, i) => QUERY_SLOTS - 1 - i);
+  private readonly slotWaiters: Array<(slot: number) => void> = [];
 
   private readonly writeTimeoutMs: number;
 
@@ -74,6 +98,7 @@ export class Shard {
       flushIntervalMs: opts.flushIntervalMs,
       sealGraceMs: opts.sealGraceMs,
       resultStallTimeoutMs: opts.resultStallTimeoutMs,
+      queryMemoryBytes: opts.queryMemoryBytes,
     };
     this.pool = new Piscina({
       filename: WORKER_FILE,
@@ -171,27 +196,81 @@ export class Shard {
   }
 
   /**
-   * Runs a query task, passing its result frames to `listener` as they come.
-   * When the client goes away (`signal`), the worker is told to stop.
+   * Runs a query task whose result frames go to `out` as they come. The worker produces
+   * only what `out` has passed to its client plus a window, so memory stays bounded however
+   * slowly the client reads. The query stops when `signal` aborts (client gone or stalled)
+   * and at `deadline` (epoch ms), also while it waits for a free control slot.
    */
-  async stream(makeTask: (seq: number) => StorageTask, listener: ResultListener, signal: AbortSignal): Promise<Extract<TaskReply, { ok: true }>> {
+  async stream(
+    makeTask: (seq: number, slot: number) => StorageTask,
+    out: ResponseStream,
+    signal: AbortSignal,
+    deadline: number,
+  ): Promise<Extract<TaskReply, { ok: true }>> {
+    const slot = await this.acquireSlot(signal, deadline);
     const seq = this.nextSeq();
+    const control = this.control;
+    const creditWord = querySlotWord(slot, QUERY_CREDIT);
+    Atomics.store(control, querySlotWord(slot, QUERY_SEQ), seq);
+    Atomics.store(control, querySlotWord(slot, QUERY_CANCELLED), 0);
+    Atomics.store(control, creditWord, QUERY_CREDIT_BYTES);
     // The task's reply can overtake its last frames, so the stream is done only when the end frame has been drained.
     let ended!: () => void;
     const endSeen = new Promise<void>((resolve) => (ended = resolve));
-    this.listeners.set(seq, { chunk: (bytes) => listener.chunk(bytes), end: () => { listener.end(); ended(); } });
-    const onAbort = () => Atomics.store(this.control, CONTROL_CANCEL_SEQ, seq);
-    signal.addEventListener('abort', onAbort, { once: true });
+    this.listeners.set(seq, { chunk: (bytes) => void out.write(bytes), end: () => ended() });
+    const stopGranting = out.onFlushed((bytes) => {
+      Atomics.add(control, creditWord, bytes);
+      Atomics.notify(control, creditWord);
+    });
+    const cancel = () => {
+      Atomics.store(control, querySlotWord(slot, QUERY_CANCELLED), 1);
+      Atomics.notify(control, creditWord);
+    };
+    signal.addEventListener('abort', cancel, { once: true });
+    if (signal.aborted) cancel();
     this.drain();
     try {
-      const reply = await this.call(makeTask(seq));
+      const reply = await this.call(makeTask(seq, slot));
       await endSeen;
       return reply;
     } finally {
-      signal.removeEventListener('abort', onAbort);
+      signal.removeEventListener('abort', cancel);
+      stopGranting();
       // Frames of a failed task may still sit in the ring; they are dropped when read.
       this.listeners.delete(seq);
+      // The task has ended, so the worker no longer reads this slot.
+      this.releaseSlot(slot);
     }
+  }
+
+  private acquireSlot(signal: AbortSignal, deadline: number): Promise<number> {
+    const free = this.freeSlots.pop();
+    if (free !== undefined) return Promise.resolve(free);
+    if (this.slotWaiters.length >= MAX_WAITING_QUERIES) {
+      return Promise.reject(new HttpError('UNAVAILABLE', `storage shard ${this.index} has ${MAX_WAITING_QUERIES} queries waiting; retry shortly`));
+    }
+    return new Promise<number>((resolve, reject) => {
+      const give = (slot: number) => {
+        clearTimeout(timer);
+        signal.removeEventListener('abort', giveUp);
+        resolve(slot);
+      };
+      const giveUp = () => {
+        clearTimeout(timer);
+        const at = this.slotWaiters.indexOf(give);
+        if (at >= 0) this.slotWaiters.splice(at, 1);
+        reject(new HttpError('UNAVAILABLE', signal.aborted ? 'request cancelled' : `storage shard ${this.index} is busy with other queries (storage.queryTimeoutMs passed while waiting); retry shortly`));
+      };
+      const timer = setTimeout(giveUp, Math.max(0, deadline - Date.now()));
+      signal.addEventListener('abort', giveUp, { once: true });
+      this.slotWaiters.push(give);
+    });
+  }
+
+  private releaseSlot(slot: number): void {
+    const next = this.slotWaiters.shift();
+    if (next) next(slot);
+    else this.freeSlots.push(slot);
   }
 
   private nextSeq(): number {
@@ -221,11 +300,7 @@ export class Shard {
               } else if (frame.payload.length === 0) {
                 listener.end();
               } else {
-                const slow = listener.chunk(frame.payload);
-                if (slow) {
-                  this.results.release();
-                  await slow;
-                }
+                listener.chunk(frame.payload);
               }
             }
             this.results.release();

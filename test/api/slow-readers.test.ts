@@ -1,0 +1,307 @@
+// Large streamed results read by slow, paused and vanishing clients (issue 12, item 1).
+// One storage shard holds a million-point tag; every result is 20+ MB. Each test checks the
+// bytes a slow reader gets against a fast read and the points written, and that the shard
+// keeps answering writes and queries during and after whatever the reader does.
+
+import assert from 'node:assert/strict';
+import https from 'node:https';
+import { after, before, describe, test } from 'node:test';
+import { unpack } from 'msgpackr';
+import { encodeBinaryBatch } from '../../native-free-codecs/points.js';
+import { decodeFormat1 } from '../../native-free-codecs/query-formats.js';
+import { startService, type TestService } from './harness.js';
+
+const SCOPE = { organization: 'acme', site: 'north', unit: 'boiler-1', grid: 'main' };
+const SCOPE_QS = new URLSearchParams(SCOPE).toString();
+const T0 = 1720000000000;
+const POINTS = 1_000_000;
+const STALL_MS = 2000;
+
+/** A noisy analog signal: a slow walk plus measurement noise, two decimals. */
+function signal(n: number): { ts: Float64Array; values: Float64Array } {
+  const ts = new Float64Array(n);
+  const values = new Float64Array(n);
+  let walk = 50;
+  let seed = 12345;
+  const rand = () => ((seed = (seed * 1103515245 + 12345) & 0x7fffffff) / 0x7fffffff);
+  for (let i = 0; i < n; i++) {
+    walk += (rand() - 0.5) * 0.2;
+    ts[i] = T0 + i * 1000;
+    values[i] = Math.round((walk + (rand() - 0.5) * 0.5) * 100) / 100;
+  }
+  return { ts, values };
+}
+
+interface Read {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  bytes: Buffer;
+  /** True when the body ended normally (chunked framing intact, nothing cut). */
+  complete: boolean;
+  error: string | null;
+}
+
+interface ReadOptions {
+  method?: string;
+  body?: unknown;
+  token: string;
+  accept?: string;
+  /** Bytes per second; unlimited when absent. */
+  rate?: number;
+  /** Stop reading (without closing) after this many bytes... */
+  pauseAfter?: number;
+  /** ...and read on after this long (a paused client only sees the server's close when it reads). */
+  resumeAfterMs?: number;
+  /** Destroy the connection after this many bytes. */
+  vanishAfter?: number;
+}
+
+/** One request on its own connection, read at the given pace. */
+function read(svc: TestService, path: string, opts: ReadOptions): { done: Promise<Read>; received: () => number } {
+  let received = 0;
+  const done = new Promise<Read>((resolve) => {
+    const payload = opts.body === undefined ? undefined : JSON.stringify(opts.body);
+    const req = https.request({
+      host: '127.0.0.1',
+      servername: 'localhost',
+      port: svc.port,
+      method: opts.method ?? 'GET',
+      path,
+      ca: svc.ca,
+      agent: false,
+      headers: {
+        authorization: `Bearer ${opts.token}`,
+        ...(opts.accept ? { accept: opts.accept } : {}),
+        ...(payload ? { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(payload)) } : {}),
+      },
+    });
+    let settled = false;
+    const finish = (r: Omit<Read, 'bytes'> & { chunks: Buffer[] }) => {
+      if (settled) return;
+      settled = true;
+      resolve({ status: r.status, headers: r.headers, complete: r.complete, error: r.error, bytes: Buffer.concat(r.chunks) });
+    };
+    req.on('error', (err) => finish({ status: 0, headers: {}, complete: false, error: err.message, chunks: [] }));
+    req.on('response', (res) => {
+      const chunks: Buffer[] = [];
+      const started = Date.now();
+      let pausedOnce = false;
+      res.on('data', (chunk: Buffer) => {
+        chunks.push(chunk);
+        received += chunk.length;
+        if (opts.vanishAfter !== undefined && received >= opts.vanishAfter) {
+          req.destroy();
+          finish({ status: res.statusCode ?? 0, headers: res.headers, complete: false, error: 'vanished', chunks });
+          return;
+        }
+        if (opts.pauseAfter !== undefined && received >= opts.pauseAfter && !pausedOnce) {
+          pausedOnce = true;
+          res.pause();
+          if (opts.resumeAfterMs !== undefined) setTimeout(() => res.resume(), opts.resumeAfterMs);
+          return;
+        }
+        if (opts.rate) {
+          const due = (received / opts.rate) * 1000 - (Date.now() - started);
+          if (due > 5) {
+            res.pause();
+            setTimeout(() => res.resume(), due);
+          }
+        }
+      });
+      res.on('end', () => finish({ status: res.statusCode ?? 0, headers: res.headers, complete: res.complete, error: null, chunks }));
+      res.on('error', (err) => finish({ status: res.statusCode ?? 0, headers: res.headers, complete: false, error: err.message, chunks }));
+      res.on('close', () => finish({ status: res.statusCode ?? 0, headers: res.headers, complete: res.complete, error: res.complete ? null : 'closed', chunks }));
+    });
+    req.end(payload);
+  });
+  return { done, received: () => received };
+}
+
+describe('large results and slow readers', { timeout: 240_000 }, () => {
+  let svc: TestService;
+  let admin: string;
+  let readOnly: string;
+  const data = signal(POINTS);
+  let writes = 0;
+
+  /** A write to the shard that holds BIG; it must succeed promptly whatever readers do. */
+  async function writeWorks(): Promise<void> {
+    const ts = T0 - 86_400_000 + writes++ * 1000;
+    const res = await svc.post('/svcapi/write', { ...SCOPE, tags: { PROBE: [[ts, writes]] } }, admin);
+    assert.equal(res.status, 200, `write answered ${res.status}: ${res.text}`);
+    assert.deepEqual(res.body, { success: true, points: 1 });
+  }
+
+  /** A small query on the same shard answers normally. */
+  async function queryWorks(): Promise<void> {
+    const res = await svc.get(`/svcapi/fast_query?tags=BIG&start=${T0}&end=${T0 + 2000}&${SCOPE_QS}`, admin);
+    assert.equal(res.status, 200, res.text);
+    assert.deepEqual(res.body, { BIG: [[T0, data.values[0]], [T0 + 1000, data.values[1]], [T0 + 2000, data.values[2]]] });
+  }
+
+  before(async () => {
+    svc = await startService({ config: { storage: { shards: 1, resultStallTimeoutMs: STALL_MS, queryMemoryBytes: 64 << 20 } } });
+    admin = await svc.adminToken();
+    assert.equal((await svc.post('/svcapi/create_collection', SCOPE, admin)).status, 200);
+    const batch = 100_000;
+    for (let at = 0; at < POINTS; at += batch) {
+      const body = encodeBinaryBatch(SCOPE, data.ts.subarray(at, at + batch), [{ name: 'BIG', values: data.values.subarray(at, at + batch) }]);
+      const res = await svc.request('POST', '/svcapi/write_fast', { rawBody: Buffer.from(body), token: admin, headers: { 'content-type': 'application/octet-stream' } });
+      assert.deepEqual(res.body, { success: true, points: batch });
+    }
+    // A read-only account granted the unit the collection belongs to.
+    const mk = async (url: string, body: object) => (await svc.post(`/svcapi/${url}`, body, admin)).body.id as string;
+    const org = await mk('orgs', { name: SCOPE.organization });
+    const site = await mk('sites', { name: SCOPE.site, orgsId: org });
+    const unit = await mk('units', { name: SCOPE.unit, siteId: site });
+    const reader = await mk('users', { email: 'reader@plant.test', password: 'reader-password-1', role: 'read-only' });
+    await svc.post('/svcapi/userprofiles', { usersId: reader, accessAllowed: { units: [unit] } }, admin);
+    readOnly = await svc.login('reader@plant.test', 'reader-password-1');
+  });
+  after(() => svc.dispose());
+
+  const rawPath = `/svcapi/fast_query?tags=BIG&start=0&end=9999999999999&${SCOPE_QS}`;
+
+  test('a reader at 4 MB/s gets the whole JSON result, byte-exact, while writes go on', async () => {
+    const slow = read(svc, rawPath, { token: admin, rate: 4 << 20 });
+    let finished = false;
+    void slow.done.then(() => (finished = true));
+    for (let i = 0; i < 5; i++) {
+      await writeWorks();
+      await queryWorks();
+    }
+    assert.equal(finished, false, 'the writes were answered while the slow read was still going');
+    const result = await slow.done;
+    assert.equal(result.error, null);
+    assert.equal(result.status, 200);
+    assert.ok(result.bytes.length > 20 << 20, `result is ${result.bytes.length} bytes`);
+    const parsed = JSON.parse(result.bytes.toString('utf8')) as { BIG: Array<[number, number]> };
+    assert.equal(parsed.BIG.length, POINTS);
+    for (let i = 0; i < POINTS; i += 997) assert.deepEqual(parsed.BIG[i], [data.ts[i], data.values[i]]);
+    const fast = await read(svc, rawPath, { token: admin }).done;
+    assert.ok(fast.complete);
+    assert.ok(fast.bytes.equals(result.bytes), 'slow and fast reads are identical');
+  });
+
+  test('msgpack and binary format 1 results reach slow readers byte-exact', async () => {
+    const msgpackSlow = read(svc, rawPath, { token: admin, rate: 6 << 20, accept: 'application/msgpack' });
+    const binaryPath = `/svcapi/fast_query_binary?tags=BIG&start=0&end=9999999999999&${SCOPE_QS}`;
+    const binarySlow = read(svc, binaryPath, { token: readOnly, rate: 6 << 20 });
+    await writeWorks();
+    const [m, b] = await Promise.all([msgpackSlow.done, binarySlow.done]);
+    assert.equal(m.error, null);
+    assert.equal(b.error, null);
+    const decoded = unpack(m.bytes) as { BIG: Array<[number, number]> };
+    assert.equal(decoded.BIG.length, POINTS);
+    assert.deepEqual(decoded.BIG[POINTS - 1], [data.ts[POINTS - 1], data.values[POINTS - 1]]);
+    const tags = decodeFormat1(b.bytes);
+    assert.equal(tags.length, 1);
+    assert.equal(tags[0].timestamps.length, POINTS);
+    assert.equal(Number(tags[0].timestamps[POINTS - 1]), data.ts[POINTS - 1]);
+    assert.equal(tags[0].values[12345], Math.fround(data.values[12345]));
+    const fastB = await read(svc, binaryPath, { token: readOnly }).done;
+    assert.ok(fastB.bytes.equals(b.bytes));
+  });
+
+  test('binary format 2 and large replies of known size reach slow readers byte-exact', async () => {
+    const tablePath = `/svcapi/fast_query_optimised?tags=BIG&start=0&end=9999999999999&${SCOPE_QS}`;
+    const slow = read(svc, tablePath, { token: admin, rate: 4 << 20 });
+    await writeWorks();
+    const table = await slow.done;
+    assert.equal(table.error, null);
+    assert.equal(table.bytes.subarray(0, 4).toString('latin1'), 'HSB2');
+    assert.equal(table.bytes.readUInt32LE(8), POINTS);
+    assert.ok((await read(svc, tablePath, { token: admin }).done).bytes.equals(table.bytes));
+    assert.equal((await read(svc, tablePath, { token: admin, vanishAfter: 1 << 20 }).done).error, 'vanished');
+    await queryWorks();
+
+    // Not streamed: a body of known size (Content-Length) written with tryEnd under backpressure.
+    const doc = await read(svc, '/svcapi/openapi.yaml', { token: admin, rate: 256 << 10 }).done;
+    assert.equal(doc.error, null);
+    assert.ok(doc.bytes.length > 256 << 10, `document is ${doc.bytes.length} bytes`);
+    assert.equal(Number(doc.headers['content-length']), doc.bytes.length);
+    assert.ok((await read(svc, '/svcapi/openapi.yaml', { token: admin }).done).bytes.equals(doc.bytes));
+  });
+
+  test('a paused reader is cut after the stall timeout; the shard answers throughout', async () => {
+    const paused = read(svc, rawPath, { token: admin, pauseAfter: 1 << 20, resumeAfterMs: STALL_MS * 3 });
+    while (paused.received() < 1 << 20) await new Promise((r) => setTimeout(r, 20));
+    for (let i = 0; i < 3; i++) {
+      await writeWorks();
+      await queryWorks();
+    }
+    const result = await paused.done;
+    assert.equal(result.complete, false, 'the server closed the stalled response');
+    assert.ok(result.bytes.length < 20 << 20, `got ${result.bytes.length} bytes`);
+    await writeWorks();
+    await queryWorks();
+    assert.ok(svc.logs().some((l) => l.msg === 'closing a streamed response: the client stopped reading'));
+  });
+
+  test('vanishing readers cancel their queries; the next request on the shard answers normally', async () => {
+    for (const accept of [undefined, 'application/msgpack']) {
+      const gone = await read(svc, rawPath, { token: admin, vanishAfter: 3 << 20, accept }).done;
+      assert.equal(gone.error, 'vanished');
+      await writeWorks();
+      await queryWorks();
+    }
+    const full = await read(svc, rawPath, { token: admin }).done;
+    assert.ok(full.complete);
+    assert.ok(full.bytes.length > 20 << 20);
+  });
+
+  test('an aggregation POST from a read-only account, read slowly, does not stall the shard', async () => {
+    const body = {
+      start_absolute: 1720000000000,
+      end_absolute: 1721000000000,
+      ...SCOPE,
+      metrics: [{ name: 'BIG' }],
+      pipeline: [{ name: 'avg', sampling: { value: 1, unit: 'seconds' } }],
+    };
+    const slow = read(svc, '/svcapi/fast_query', { method: 'POST', body, token: readOnly, rate: 4 << 20 });
+    const binary = read(svc, '/svcapi/fast_query_binary', {
+      method: 'POST',
+      body: { ...body, pipeline: [{ name: 'avg', sampling: { value: 1, unit: 'seconds' } }, { name: 'scale', factor: 2 }] },
+      token: readOnly,
+      pauseAfter: 256 << 10,
+      resumeAfterMs: STALL_MS * 3,
+    });
+    await writeWorks();
+    await queryWorks();
+    const result = await slow.done;
+    assert.equal(result.error, null);
+    const parsed = JSON.parse(result.bytes.toString()) as { BIG: Array<[number, number]> };
+    assert.equal(parsed.BIG.length, POINTS);
+    assert.deepEqual(parsed.BIG[7], [data.ts[7], data.values[7]]);
+    assert.equal((await binary.done).complete, false);
+    await writeWorks();
+    await queryWorks();
+  });
+
+  test('gaps at a fine sampling over eleven days is refused, never a stalled shard', async () => {
+    // 1 ms: too many buckets for the range (refused before any work); 100 ms: ten million
+    // points of output, more than this service's storage.queryMemoryBytes (64 MiB).
+    for (const [value, limit] of [[1, /buckets/], [100, /storage\.queryMemoryBytes/]] as const) {
+      const res = await svc.post(
+        '/svcapi/fast_query',
+        { start_absolute: 1720000000000, end_absolute: 1721000000000, ...SCOPE, metrics: [{ name: 'BIG' }], pipeline: [{ name: 'gaps', sampling: { value, unit: 'milliseconds' } }] },
+        readOnly,
+      );
+      assert.equal(res.status, 400, res.text.slice(0, 300));
+      assert.match(res.body.error, limit);
+      await writeWorks();
+    }
+    await queryWorks();
+  });
+
+  test('more paused readers than the shard runs queries at once: the rest wait or get 503, writes go on', async () => {
+    const readers = Array.from({ length: 40 }, () => read(svc, rawPath, { token: admin, pauseAfter: 64 << 10, resumeAfterMs: STALL_MS * 3 }));
+    await new Promise((r) => setTimeout(r, 500));
+    await writeWorks();
+    await queryWorks();
+    const results = await Promise.all(readers.map((r) => r.done));
+    for (const r of results) assert.ok(r.status === 200 || r.status === 503, `status ${r.status}`);
+    await writeWorks();
+    await queryWorks();
+  });
+});

@@ -1,0 +1,306 @@
+// Query execution in a storage worker, as asynchronous tasks that may pause.
+//
+// A query encodes its result into the shard's result ring frame by frame, but only as far
+// as its credit goes: the main thread grants credit (QUERY_CREDIT in the query's control
+// slot) as the client takes bytes. Out of credit, the query awaits it, and the worker meanwhile
+// serves writes and other queries; a slow client slows only its own query. It stops when
+// the main thread cancels it (client gone or stalled), when no credit comes for
+// storage.resultStallTimeoutMs, or at its deadline (storage.queryTimeoutMs); every buffer it
+// holds is its own and goes back when it stops.
+//
+// Raw JSON streams as the days are scanned. Other results are materialised per tag first
+// (binary format 1 and msgpack need the point count up front; pipelines need the whole
+// series), charged to the shard's storage.queryMemoryBytes, then encoded a slice at a time.
+
+import { JsonPointWriter } from '../native-free-codecs/json-points.js';
+import { MsgpackPointWriter } from '../native-free-codecs/msgpack-points.js';
+import { encodeFormat2, Format1Writer } from '../native-free-codecs/query-formats.js';
+import type { RingProducer } from '../native-free-codecs/ring.js';
+import { BucketStream, PointLimitError, runPipeline, streamableStep, type AggregatorSpec } from './aggregators.js';
+import { OP, QUERY_CANCELLED, QUERY_CREDIT, QUERY_SEQ, querySlotWord, type ResultFormat, type StorageTask } from './protocol.js';
+import { type QueryAllowance, type QueryMemory, SeriesBuffer } from './series-buffer.js';
+import type { ShardStore } from './shard-store.js';
+import { StorageError } from './storage-error.js';
+
+type QueryTask = Extract<StorageTask, { op: typeof OP.QUERY }>;
+type TableTask = Extract<StorageTask, { op: typeof OP.QUERY_TABLE }>;
+
+/** A result frame's size: large enough to amortise a wake-up, small next to the ring. */
+const CHUNK_BYTES = 1 << 18;
+/** Points encoded between checks of the cancel flag and the writer's size. */
+const POINTS_PER_STEP = 4096;
+/** Idle encoders kept per format for the next queries. */
+const MAX_IDLE_WRITERS = 4;
+
+export interface QueryRunnerOptions {
+  store: ShardStore;
+  results: RingProducer;
+  control: Int32Array;
+  stallTimeoutMs: number;
+  memory: QueryMemory;
+}
+
+export class QueryRunner {
+  private readonly frameBytes: number;
+  private readonly idleJson: JsonPointWriter[] = [];
+  private readonly idleMsgpack: MsgpackPointWriter[] = [];
+  private readonly idleFormat1: Format1Writer[] = [];
+
+  constructor(private readonly opts: QueryRunnerOptions) {
+    // Frames of at most half the ring, so one frame never needs the whole ring free.
+    this.frameBytes = Math.min(CHUNK_BYTES, opts.results.maxPayloadBytes >>> 1);
+  }
+
+  /** Encodes each requested series as a fragment of the chosen format; the main thread writes the envelope. */
+  async query(task: QueryTask): Promise<number> {
+    const flow = new ResultFlow(this.opts, this.frameBytes, task.seq, task.slot, task.deadline);
+    const allowance = this.opts.memory.account();
+    const json = this.idleJson.pop() ?? new JsonPointWriter(1 << 16);
+    json.reset();
+    try {
+      let total = 0;
+      let first = task.first;
+      for (const { tag, pipeline, label } of task.series) {
+        const key = label ?? tag;
+        if (task.format === 'json' && pipeline.length === 0) {
+          total += await this.streamRawJson(flow, json, task, tag, key, first);
+        } else {
+          const series = this.evaluate(flow, allowance, task.collectionId, tag, pipeline, task.start, task.end);
+          total += series.count;
+          if (task.format === 'json') await this.jsonFragment(flow, json, key, series, first);
+          else {
+            await flow.emit(json); // what earlier tags left in the JSON writer goes first (none outside JSON)
+            if (task.format === 'msgpack') await this.msgpackFragment(flow, key, series);
+            else await this.format1Fragment(flow, key, series);
+          }
+          series.dispose();
+        }
+        first = false;
+      }
+      await flow.emit(json);
+      await flow.end();
+      return total;
+    } finally {
+      allowance.releaseAll();
+      json.reset();
+      if (this.idleJson.length < MAX_IDLE_WRITERS && json.capacity <= 4 * CHUNK_BYTES) this.idleJson.push(json);
+    }
+  }
+
+  /** Binary format 2 for one collection: every series materialised, then one table. */
+  async queryTable(task: TableTask): Promise<number> {
+    const flow = new ResultFlow(this.opts, this.frameBytes, task.seq, task.slot, task.deadline);
+    const allowance = this.opts.memory.account();
+    try {
+      const series = task.series.map(({ tag, pipeline, label }) => {
+        const s = this.evaluate(flow, allowance, task.collectionId, tag, pipeline, task.start, task.end);
+        return { name: label ?? tag, timestamps: s.timestamps.subarray(0, s.count), values: s.values.subarray(0, s.count) };
+      });
+      const table = encodeFormat2(series);
+      allowance.reserve(table.length);
+      await flow.send(table);
+      await flow.end();
+      return series.reduce((n, s) => n + s.timestamps.length, 0);
+    } finally {
+      allowance.releaseAll();
+    }
+  }
+
+  private async streamRawJson(flow: ResultFlow, w: JsonPointWriter, task: QueryTask, tag: string, key: string, first: boolean): Promise<number> {
+    if (!first) w.raw(0x2c);
+    w.key(key);
+    w.raw(0x5b);
+    let open = false;
+    let total = 0;
+    const scan = this.opts.store.openScan(task.collectionId, tag, task.start, task.end);
+    try {
+      // The day's points are views of the scan's own buffers: pausing in the middle of a day is safe.
+      for (let day = scan.nextDay(); day; day = scan.nextDay()) {
+        flow.check();
+        for (let from = 0; from < day.count; from += POINTS_PER_STEP) {
+          w.points(day.ts, day.values, from, Math.min(day.count, from + POINTS_PER_STEP), open);
+          open = true;
+          if (w.length >= CHUNK_BYTES) await flow.emit(w);
+        }
+        total += day.count;
+      }
+    } finally {
+      scan.close();
+    }
+    w.raw(0x5d);
+    return total;
+  }
+
+  /** One tag's series after its pipeline, in buffers charged to the query's allowance. */
+  private evaluate(flow: ResultFlow, allowance: QueryAllowance, collectionId: string, tag: string, pipeline: AggregatorSpec[], start: number, end: number): SeriesBuffer {
+    const collected = new SeriesBuffer(allowance);
+    const step = streamableStep(pipeline);
+    const scan = this.opts.store.openScan(collectionId, tag, start, end);
+    try {
+      if (step) {
+        // One sampling step runs bucket by bucket during the scan: no raw points are kept.
+        const stream = new BucketStream(step, { start, end }, (ts, value) => collected.push(ts, value));
+        for (let day = scan.nextDay(); day; day = scan.nextDay()) {
+          flow.check();
+          stream.push(day.ts, day.values, day.count);
+        }
+        stream.finish();
+        return collected;
+      }
+      for (let day = scan.nextDay(); day; day = scan.nextDay()) {
+        flow.check();
+        collected.append(day.ts, day.values, day.count);
+      }
+    } catch (err) {
+      collected.dispose();
+      throw err;
+    } finally {
+      scan.close();
+    }
+    if (pipeline.length === 0) return collected;
+    let out;
+    try {
+      out = runPipeline(pipeline, collected.timestamps, collected.values, collected.count, { start, end }, allowance.remainingPoints());
+    } catch (err) {
+      collected.dispose();
+      throw err instanceof PointLimitError ? allowance.tooLarge() : err;
+    }
+    const result = new SeriesBuffer(allowance);
+    result.append(out.timestamps, out.values, out.count);
+    collected.dispose();
+    return result;
+  }
+
+  private async jsonFragment(flow: ResultFlow, w: JsonPointWriter, key: string, series: SeriesBuffer, first: boolean): Promise<void> {
+    if (!first) w.raw(0x2c);
+    w.key(key);
+    w.raw(0x5b);
+    for (let from = 0; from < series.count; from += POINTS_PER_STEP) {
+      w.points(series.timestamps, series.values, from, Math.min(series.count, from + POINTS_PER_STEP), from > 0);
+      if (w.length >= CHUNK_BYTES) await flow.emit(w);
+    }
+    w.raw(0x5d);
+    if (w.length >= CHUNK_BYTES) await flow.emit(w);
+  }
+
+  private async msgpackFragment(flow: ResultFlow, key: string, series: SeriesBuffer): Promise<void> {
+    const w = this.idleMsgpack.pop() ?? new MsgpackPointWriter(1 << 16);
+    try {
+      w.reset();
+      w.str(key);
+      w.arrayHeader(series.count);
+      for (let from = 0; from < series.count; from += POINTS_PER_STEP) {
+        flow.check();
+        w.points(series.timestamps, series.values, from, Math.min(series.count, from + POINTS_PER_STEP));
+        if (w.length >= CHUNK_BYTES) await flow.emit(w);
+      }
+      await flow.emit(w);
+    } finally {
+      w.reset();
+      if (this.idleMsgpack.length < MAX_IDLE_WRITERS && w.capacity <= 4 * CHUNK_BYTES) this.idleMsgpack.push(w);
+    }
+  }
+
+  private async format1Fragment(flow: ResultFlow, key: string, series: SeriesBuffer): Promise<void> {
+    const w = this.idleFormat1.pop() ?? new Format1Writer(1 << 16);
+    try {
+      w.reset();
+      w.beginTag(key, series.count);
+      for (let from = 0; from < series.count; from += POINTS_PER_STEP) {
+        flow.check();
+        w.pointsFrom(series.timestamps, series.values, from, Math.min(series.count, from + POINTS_PER_STEP));
+        if (w.length >= CHUNK_BYTES) await flow.send(w.takeBody());
+      }
+      await flow.send(w.takeBody());
+    } finally {
+      w.reset();
+      if (this.idleFormat1.length < MAX_IDLE_WRITERS && w.capacity <= 4 * CHUNK_BYTES) this.idleFormat1.push(w);
+    }
+  }
+}
+
+type WaitAsync = (typed: Int32Array, index: number, value: number, timeoutMs: number) => { async: false; value: string } | { async: true; value: Promise<string> };
+/** Node has Atomics.waitAsync (ES2024); the compile target's lib does not declare it yet. */
+const waitAsync = (Atomics as unknown as { waitAsync: WaitAsync }).waitAsync;
+
+interface Drainable {
+  bytes(): Uint8Array;
+  reset(): void;
+  readonly length: number;
+}
+
+/**
+ * One query's side of the result ring: frames go out only as far as the query's credit
+ * allows, and every wait checks whether the query should stop.
+ */
+class ResultFlow {
+  private produced = 0;
+  private readonly creditWord: number;
+  private readonly cancelWord: number;
+
+  constructor(
+    private readonly opts: QueryRunnerOptions,
+    private readonly frameBytes: number,
+    private readonly seq: number,
+    slot: number,
+    private readonly deadline: number,
+  ) {
+    this.creditWord = querySlotWord(slot, QUERY_CREDIT);
+    this.cancelWord = querySlotWord(slot, QUERY_CANCELLED);
+    if (Atomics.load(opts.control, querySlotWord(slot, QUERY_SEQ)) !== seq) {
+      throw new StorageError('INTERNAL', `query ${seq} does not hold control slot ${slot}`);
+    }
+  }
+
+  /** Throws when the query must stop: cancelled by the main thread, or past its deadline. */
+  check(): void {
+    if (Atomics.load(this.opts.control, this.cancelWord) !== 0) throw new StorageError('UNAVAILABLE', 'query cancelled: the client went away or stopped reading');
+    if (Date.now() > this.deadline) throw new StorageError('UNAVAILABLE', 'query stopped: it ran longer than storage.queryTimeoutMs');
+  }
+
+  /** Sends what the writer holds, then empties it. */
+  async emit(w: Drainable): Promise<void> {
+    if (w.length === 0) return;
+    await this.send(w.bytes());
+    w.reset();
+  }
+
+  /** Sends bytes as frames of this query (the bytes must not change until this resolves). */
+  async send(bytes: Uint8Array): Promise<void> {
+    for (let at = 0; at < bytes.length; at += this.frameBytes) {
+      await this.frame(bytes.subarray(at, Math.min(bytes.length, at + this.frameBytes)));
+    }
+  }
+
+  /** The empty frame that ends the query's result. */
+  end(): Promise<void> {
+    return this.frame(new Uint8Array(0));
+  }
+
+  private async frame(payload: Uint8Array): Promise<void> {
+    const { control, results } = this.opts;
+    let waitingSince = 0;
+    let seenCredit = 0;
+    for (;;) {
+      this.check();
+      const credit = Atomics.load(control, this.creditWord);
+      if (((credit - this.produced - payload.length) | 0) >= 0) break;
+      const now = Date.now();
+      if (waitingSince === 0 || credit !== seenCredit) {
+        waitingSince = now;
+        seenCredit = credit;
+      } else if (now - waitingSince > 2 * this.opts.stallTimeoutMs) {
+        // A backstop: the main thread closes a stalled client's response after one stall
+        // timeout and cancels the query; this fires only if that never came.
+        throw new StorageError('UNAVAILABLE', 'query abandoned: no credit came for twice storage.resultStallTimeoutMs');
+      }
+      const wait = waitAsync(control, this.creditWord, credit, 250);
+      if (wait.async) await wait.value;
+    }
+    while (!results.tryWrite(this.seq, payload)) {
+      this.check();
+      await results.waitForSpaceAsync(payload.length, 50);
+    }
+    this.produced = (this.produced + payload.length) | 0;
+  }
+}
