@@ -17,12 +17,12 @@
  * seed is the same request whatever the responses were; the world is fixed before the first one.
  *
  * What counts as a failure:
- * - any 5xx, except 503 and 507 with the backpressure messages the contract allows on routes
- *   that reach a storage worker (request ring full, write buffer full, disk below the floor);
- *   a 503 because a shard "did not answer in time" or "is restarting" is a failure (a stall or
- *   a crashed worker);
+ * - any 5xx, except 503 and 507 with the backpressure messages the contract allows (request
+ *   ring full, write buffer full, disk below the floor; only storage routes can say them); a 503
+ *   because a shard "did not answer in time" or "is restarting" is a failure (a stall or a
+ *   crashed worker);
  * - no complete answer within the per-request timeout (a hang), or the connection cut without
- *   an answer;
+ *   an answer (raw bytes that are not HTTP may be refused by closing);
  * - a HEAD request whose answer breaks the next request on the same keep-alive connection;
  * - at the end: `/ingest/health` not answering 200, or a log line holding a token or password
  *   the fuzzer used or was given.
@@ -192,6 +192,12 @@ interface Outcome {
   text: string;
 }
 
+/**
+ * How long a raw request that does not write may wait: a few hundred bytes on a fresh connection
+ * are answered in milliseconds (uWS closes a silent connection only after its 10 s idle timeout,
+ * which would make every unanswered one cost 10 s). Raw writes get the full timeout, as a write
+ * may wait for its shard.
+ */
 const RAW_TIMEOUT_MS = 2000;
 
 class Transport {
@@ -202,7 +208,7 @@ class Transport {
   }
 
   send(r: WireRequest): Promise<Outcome> {
-    return r.raw ? this.sendRaw(r.raw) : this.sendHttp(r, r.fresh ? false : this.agent);
+    return r.raw ? this.sendRaw(r.raw, r.method === 'POST' ? this.timeoutMs : RAW_TIMEOUT_MS) : this.sendHttp(r, r.fresh ? false : this.agent);
   }
 
   private sendHttp(r: WireRequest, agent: https.Agent | false): Promise<Outcome> {
@@ -253,7 +259,7 @@ class Transport {
   }
 
   /** Raw bytes on their own connection; the answer is read until the server closes or has sent one whole reply. */
-  private sendRaw(bytes: Buffer): Promise<Outcome> {
+  private sendRaw(bytes: Buffer, waitMs: number): Promise<Outcome> {
     const started = performance.now();
     return new Promise((resolve) => {
       let settled = false;
@@ -276,9 +282,7 @@ class Transport {
         if (length && body.length >= Number(length[1])) return { status, text: body.subarray(0, 2048).toString('utf8') };
         return null;
       };
-      // A few hundred bytes on a fresh connection: an answer takes milliseconds, so a short wait suffices
-      // (uWS closes a silent connection only after its 10 s idle timeout).
-      const timeoutMs = Math.min(this.timeoutMs, RAW_TIMEOUT_MS);
+      const timeoutMs = Math.min(this.timeoutMs, waitMs);
       const timer = setTimeout(() => finish({ status: null, error: `no answer within ${timeoutMs} ms`, timedOut: true, abandoned: false, text: '' }), timeoutMs);
       // Not end(): uWS takes the client's half-close for a close and drops what it has not answered.
       socket.on('secureConnect', () => socket.write(bytes));
@@ -1322,7 +1326,9 @@ function toWire(d: Draft): WireRequest {
     body = encodeBody(d);
     if (d.body.contentType) headers['content-type'] = d.body.contentType;
   }
-  return { method: d.method, path: pathOf(d), headers, body, fresh: d.fresh || d.method !== d.op?.method, raw: d.raw ?? undefined };
+  // A raw request is a POST when it carries a write body (its first bytes say so).
+  const method = d.raw ? d.raw.subarray(0, 5).toString('latin1').split(' ')[0]! : d.method;
+  return { method, path: pathOf(d), headers, body, fresh: d.fresh || d.method !== d.op?.method, raw: d.raw ?? undefined };
 }
 
 const MUTATION_FAMILIES: Array<Record<string, Mutation>> = [BODY_MUTATIONS, DOMAIN_MUTATIONS, TOKEN_MUTATIONS, QUERY_MUTATIONS, PATH_MUTATIONS];
@@ -1395,7 +1401,7 @@ function hideSecrets(text: string, secrets: Set<string>): string {
   return out;
 }
 
-export function describeRequest(d: Draft, w: WireRequest, secrets: Set<string>): string {
+function describeRequest(d: Draft, w: WireRequest, secrets: Set<string>): string {
   const hide = (s: string) => hideSecrets(s, secrets);
   if (w.raw) return `raw TLS bytes: ${JSON.stringify(hide(w.raw.subarray(0, 400).toString('latin1')))}${w.raw.length > 400 ? ` … (${w.raw.length} bytes)` : ''}`;
   const headers = Object.entries(w.headers).map(([k, v]) => (k === 'authorization' ? `authorization: <${d.identity}>` : `${k}: ${hide(v).slice(0, 100)}`));

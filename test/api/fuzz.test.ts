@@ -59,11 +59,6 @@ const KNOWN_FAILURES_ISSUE_12: Array<{ item: string; why: string; matches: (f: F
     why: 'an HTTP/1.0 request is never answered; uWS closes the connection after its 10 s idle timeout',
     matches: (f) => f.route === 'raw-http10 (raw HTTP)',
   },
-  {
-    item: 'issue 12 item 13 (found by the fuzz run)',
-    why: 'a request body sent with Transfer-Encoding: chunked is never answered',
-    matches: (f) => f.route === 'raw-chunked-body (raw HTTP)',
-  },
 ];
 
 test(`fuzz: ${REQUESTS} seeded requests over every route group answer without 5xx or hang, and leak no token`, { timeout: 240_000 }, async (t) => {
