@@ -2,11 +2,11 @@
 // HTTPS, and shut down cleanly on SIGTERM/SIGINT (stop accepting, finish
 // in-flight requests, close stores, exit 0).
 
-import fs from 'node:fs';
 import { ensureAdmin } from './auth/bootstrap.js';
 import { loadOrCreateSecret, TokenService } from './auth/tokens.js';
 import { AccountStore } from './auth/users.js';
 import { ConfigError, loadConfig, type Config } from './config.js';
+import { prepareDataDir } from './data-dir.js';
 import { ensureCertificates } from './http/certificates.js';
 import { HttpServer } from './http/server.js';
 import { createLogger, flushLogs, type Logger } from './log.js';
@@ -25,7 +25,7 @@ export interface RunningService {
 }
 
 export async function startService(config: Config, log: Logger, env: NodeJS.ProcessEnv = process.env): Promise<RunningService> {
-  fs.mkdirSync(config.dataDir, { recursive: true });
+  prepareDataDir(config.dataDir, log);
   const tls = ensureCertificates(config.dataDir, config.tls, log);
   const db = openMetadataDb(config.dataDir);
   const registry = new Registry();

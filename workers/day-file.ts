@@ -14,7 +14,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { crc32c } from './crc32.js';
-import { fsyncDir, readFully, writeFully } from './durable-fs.js';
+import { fsyncDir, PRIVATE_FILE_MODE, readFully, writeFully } from './durable-fs.js';
 import { internal, StorageError } from './storage-error.js';
 import { dayStartMs, DAY_MS } from './utc-day.js';
 
@@ -293,7 +293,7 @@ export class DayLog {
    */
   static open(filePath: string, day: number, kind: DayLogKind, files: OpenFiles, tagCount: number, onBlock: BlockVisitor): DayLogOpenResult {
     const dayLog = new DayLog(filePath, day, kind, files);
-    dayLog.fd = fs.openSync(filePath, 'a+');
+    dayLog.fd = fs.openSync(filePath, 'a+', PRIVATE_FILE_MODE);
     try {
       const stat = fs.fstatSync(dayLog.fd);
       dayLog.lastWriteAt = stat.mtimeMs;
@@ -374,7 +374,7 @@ export class DayLog {
   /** Reopens after the descriptor was released; the file must still be as we left it. */
   reopen(): void {
     if (this.fd >= 0) return;
-    const fd = fs.openSync(this.path, 'a+');
+    const fd = fs.openSync(this.path, 'a+', PRIVATE_FILE_MODE);
     const size = fs.fstatSync(fd).size;
     if (size !== this.size) {
       fs.closeSync(fd);

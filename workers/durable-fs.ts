@@ -8,6 +8,14 @@
 import fs from 'node:fs';
 import path from 'node:path';
 
+/**
+ * Modes of everything the service creates under its data dir: the owner only. The process
+ * umask (set at start) already strips the rest; the explicit modes keep that true for code
+ * that runs with another umask (tests that open a store directly, embedders).
+ */
+export const PRIVATE_FILE_MODE = 0o600;
+export const PRIVATE_DIR_MODE = 0o700;
+
 export function fsyncDir(dir: string): void {
   const fd = fs.openSync(dir, 'r');
   try {
@@ -41,7 +49,7 @@ export function readFully(fd: number, buf: Uint8Array, offset: number, length: n
 /** Replaces `file` with `content` atomically: tmp, fsync, rename, fsync of the folder. */
 export function writeFileDurably(file: string, content: string | Uint8Array): void {
   const tmp = `${file}.tmp`;
-  const fd = fs.openSync(tmp, 'w');
+  const fd = fs.openSync(tmp, 'w', PRIVATE_FILE_MODE);
   try {
     writeFully(fd, typeof content === 'string' ? Buffer.from(content, 'utf8') : content, 0);
     fs.fsyncSync(fd);
@@ -65,7 +73,7 @@ export function makeDirsDurably(dir: string): void {
   for (let i = missing.length - 1; i >= 0; i--) {
     const created = missing[i]!;
     try {
-      fs.mkdirSync(created);
+      fs.mkdirSync(created, PRIVATE_DIR_MODE);
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
     }

@@ -14,7 +14,7 @@ import path from 'node:path';
 import { compressSync, uncompressSync } from 'lz4-napi';
 import { ByteReader, ByteWriter, COLUMN_CODEC_VERSION, decodeTimestamps, decodeValues, encodeTimestamps, encodeValues, READABLE_COLUMN_CODEC_VERSIONS } from '../native-free-codecs/columns.js';
 import { crc32c } from './crc32.js';
-import { fsyncDir, readFully, removeIfPresent, writeFully } from './durable-fs.js';
+import { fsyncDir, PRIVATE_FILE_MODE, readFully, removeIfPresent, writeFully } from './durable-fs.js';
 import { internal } from './storage-error.js';
 import { dayStartMs, DAY_MS } from './utc-day.js';
 
@@ -184,7 +184,7 @@ export class SealedFileWriter {
     private readonly day: number,
   ) {
     this.tmpPath = `${finalPath}.tmp`;
-    this.fd = fs.openSync(this.tmpPath, 'w');
+    this.fd = fs.openSync(this.tmpPath, 'w', PRIVATE_FILE_MODE);
     const header = new Uint8Array(SEALED_HEADER_BYTES);
     const view = new DataView(header.buffer);
     view.setUint32(0, SEALED_MAGIC, true);

@@ -1,8 +1,13 @@
 // The service always speaks TLS. Sites that have their own PKI configure
 // tls.certFile/keyFile; everyone else gets a private CA generated on first
 // start under <dataDir>/tls. Clients then trust ca.crt once, and the server
-// certificate can be reissued later (new hostname, expiry) without clients
+// certificate can be reissued later (expiry, lost key) without clients
 // having to trust anything new.
+//
+// The CA carries critical X.509 name constraints permitting only the names of
+// its server certificate (localhost, the host name, <host>.local, 127.0.0.1,
+// ::1), so a client that trusts it does not trust it for any other site even
+// if ca.key leaks.
 
 import crypto from 'node:crypto';
 import fs from 'node:fs';
@@ -31,8 +36,9 @@ export interface ConfiguredTls {
   caFile: string | null;
 }
 
-interface InfoLogger {
+interface CertificateLogger {
   info(obj: object, msg?: string): void;
+  warn?(obj: object, msg?: string): void;
 }
 
 const DAY_MS = 24 * 60 * 60 * 1000;
@@ -44,7 +50,8 @@ const RENEW_BEFORE_DAYS = 30;
 // Tolerates clients whose clocks run a little behind ours.
 const BACKDATE_MS = 60 * 60 * 1000;
 
-export function ensureCertificates(dataDir: string, configured: ConfiguredTls, log?: InfoLogger): TlsFiles {
+/** `hostname` is the machine's name unless a test passes another. */
+export function ensureCertificates(dataDir: string, configured: ConfiguredTls, log?: CertificateLogger, hostname = os.hostname()): TlsFiles {
   if (configured.certFile !== null || configured.keyFile !== null) {
     return checkConfiguredFiles(configured);
   }
@@ -60,29 +67,50 @@ export function ensureCertificates(dataDir: string, configured: ConfiguredTls, l
   // mkdir leaves an existing directory's mode alone; the keys live here.
   fs.chmodSync(dir, 0o700);
 
-  const hostname = os.hostname();
+  const names = localNames(hostname);
   let ca: Issuer | null = null;
   const caIsNew = !(fs.existsSync(files.caCert) && fs.existsSync(files.caKey));
   if (caIsNew) {
-    const generated = createCa(hostname);
+    const generated = createCa(hostname, names);
     // Key first: a crash in between leaves no ca.crt, so the next start
     // regenerates the pair instead of pairing a certificate with a missing key.
     writeAtomically(files.caKey, generated.keyPem, 0o600);
     writeAtomically(files.caCert, generated.certPem, 0o644);
     ca = generated;
+  } else if (!hasNameConstraints(fs.readFileSync(files.caCert))) {
+    // Made before the CA was constrained. Replacing it would silently break every client that trusts it.
+    log?.warn?.(
+      { caFile: files.caCert },
+      'the local TLS CA has no name constraints, so clients that trust it would accept it for any site; delete the tls folder of the data dir and restart to get a constrained one (clients must then trust the new ca.crt)',
+    );
   }
 
   const serverReason = caIsNew ? 'new CA' : serverCertificateProblem(files.serverCert, files.serverKey, files.caCert);
   if (serverReason !== null) {
-    ca ??= {
-      cert: forge().pki.certificateFromPem(fs.readFileSync(files.caCert, 'utf8')),
-      key: forge().pki.privateKeyFromPem(fs.readFileSync(files.caKey, 'utf8')) as Forge.pki.rsa.PrivateKey,
-    };
-    const server = createServerCertificate(ca, hostname);
+    let leafNames = names;
+    if (ca === null) {
+      ca = {
+        cert: forge().pki.certificateFromPem(fs.readFileSync(files.caCert, 'utf8')),
+        key: forge().pki.privateKeyFromPem(fs.readFileSync(files.caKey, 'utf8')) as Forge.pki.rsa.PrivateKey,
+      };
+      // A name outside the CA's constraints would make clients refuse the whole certificate.
+      leafNames = namesPermittedBy(ca.cert, names);
+      const refused = names.dnsNames.filter((name) => !leafNames.dnsNames.includes(name));
+      if (refused.length > 0) {
+        log?.warn?.(
+          { caFile: files.caCert, names: refused },
+          'the local TLS CA was made for another host name and cannot sign these names; delete the tls folder of the data dir and restart to get a CA for this host (clients must then trust the new ca.crt)',
+        );
+      }
+    }
+    const server = createServerCertificate(ca, hostname, leafNames);
     writeAtomically(files.serverKey, server.keyPem, 0o600);
     writeAtomically(files.serverCert, server.certPem, 0o644);
     log?.info(
-      { caFile: files.caCert, certFile: files.serverCert, keyFile: files.serverKey, caGenerated: caIsNew, reason: serverReason },
+      {
+        caFile: files.caCert, certFile: files.serverCert, keyFile: files.serverKey, caGenerated: caIsNew, reason: serverReason,
+        names: [...leafNames.dnsNames, ...leafNames.ipAddresses],
+      },
       caIsNew ? 'generated local TLS CA and server certificate' : 'generated TLS server certificate from existing local CA',
     );
   }
@@ -173,7 +201,7 @@ function newCertificate(publicKey: Forge.pki.PublicKey, validityDays: number): F
   return cert;
 }
 
-function createCa(hostname: string): GeneratedPair {
+function createCa(hostname: string, names: LocalNames): GeneratedPair {
   const { keyPem, privateKey, publicKey } = generateRsaKey();
   const cert = newCertificate(publicKey, CA_VALIDITY_DAYS);
   const subject = [
@@ -186,12 +214,13 @@ function createCa(hostname: string): GeneratedPair {
     { name: 'basicConstraints', cA: true, critical: true },
     { name: 'keyUsage', keyCertSign: true, cRLSign: true, critical: true },
     { name: 'subjectKeyIdentifier' },
+    nameConstraintsExtension(names),
   ]);
   cert.sign(privateKey, forge().md.sha256.create());
   return { cert, key: privateKey, certPem: forge().pki.certificateToPem(cert), keyPem };
 }
 
-function createServerCertificate(ca: Issuer, hostname: string): GeneratedPair {
+function createServerCertificate(ca: Issuer, hostname: string, names: LocalNames): GeneratedPair {
   const { keyPem, privateKey, publicKey } = generateRsaKey();
   const cert = newCertificate(publicKey, SERVER_VALIDITY_DAYS);
   cert.setSubject([
@@ -203,7 +232,13 @@ function createServerCertificate(ca: Issuer, hostname: string): GeneratedPair {
     { name: 'basicConstraints', cA: false },
     { name: 'keyUsage', digitalSignature: true, keyEncipherment: true, critical: true },
     { name: 'extKeyUsage', serverAuth: true },
-    { name: 'subjectAltName', altNames: serverAltNames(hostname) },
+    {
+      name: 'subjectAltName',
+      altNames: [
+        ...names.dnsNames.map((value) => ({ type: DNS_NAME, value })),
+        ...names.ipAddresses.map((ip) => ({ type: IP_ADDRESS, ip })),
+      ],
+    },
     { name: 'subjectKeyIdentifier' },
     // forge's `keyIdentifier: true` would take this certificate's own key, so pass the CA's.
     { name: 'authorityKeyIdentifier', keyIdentifier: ca.cert.generateSubjectKeyIdentifier().getBytes() },
@@ -215,7 +250,13 @@ function createServerCertificate(ca: Issuer, hostname: string): GeneratedPair {
 const DNS_NAME = 2;
 const IP_ADDRESS = 7;
 
-function serverAltNames(hostname: string): Array<{ type: number; value?: string; ip?: string }> {
+export interface LocalNames {
+  dnsNames: string[];
+  ipAddresses: string[];
+}
+
+/** The names a generated server certificate is for, and all that the local CA may sign. */
+export function localNames(hostname: string): LocalNames {
   const dnsNames = new Set(['localhost']);
   const host = hostname.toLowerCase();
   // Hostnames with characters outside DNS syntax would make the SAN invalid.
@@ -224,11 +265,75 @@ function serverAltNames(hostname: string): Array<{ type: number; value?: string;
     // Clients that find the service over mDNS connect to <hostname>.local.
     if (!host.includes('.') && host !== 'localhost') dnsNames.add(`${host}.local`);
   }
-  return [
-    ...[...dnsNames].map((value) => ({ type: DNS_NAME, value })),
-    { type: IP_ADDRESS, ip: '127.0.0.1' },
-    { type: IP_ADDRESS, ip: '::1' },
+  return { dnsNames: [...dnsNames], ipAddresses: ['127.0.0.1', '::1'] };
+}
+
+const NAME_CONSTRAINTS_OID = '2.5.29.30';
+
+/**
+ * NameConstraints (RFC 5280 4.2.1.10) with permitted subtrees for exactly `names`,
+ * marked critical. forge reads this extension but cannot build it, so the DER is
+ * assembled here. A DNS subtree also permits names below it (x.localhost); an IP
+ * subtree is the address with an all-ones mask, so it permits that address only.
+ * Name types not listed (e-mail, URI, directory names) stay unconstrained.
+ */
+function nameConstraintsExtension(names: LocalNames): { id: string; critical: true; value: Forge.asn1.Asn1 } {
+  const { asn1 } = forge();
+  const contextTag = (tag: number, constructed: boolean, value: string | Forge.asn1.Asn1[]) =>
+    asn1.create(asn1.Class.CONTEXT_SPECIFIC, tag, constructed, value);
+  const subtree = (base: Forge.asn1.Asn1) => asn1.create(asn1.Class.UNIVERSAL, asn1.Type.SEQUENCE, true, [base]);
+  const permitted = [
+    ...names.dnsNames.map((name) => subtree(contextTag(DNS_NAME, false, name))),
+    ...names.ipAddresses.map((ip) => {
+      const address = ipBytes(ip);
+      return subtree(contextTag(IP_ADDRESS, false, address + '\xff'.repeat(address.length)));
+    }),
   ];
+  const value = asn1.create(asn1.Class.UNIVERSAL, asn1.Type.SEQUENCE, true, [contextTag(0, true, permitted)]);
+  return { id: NAME_CONSTRAINTS_OID, critical: true, value };
+}
+
+/** An IP address as forge's binary string (4 or 16 bytes). */
+function ipBytes(ip: string): string {
+  const bytes = (forge().util as unknown as { bytesFromIP(ip: string): string | null }).bytesFromIP(ip);
+  if (bytes === null) throw new Error(`not an IP address: ${ip}`);
+  return bytes;
+}
+
+/** `names` less those outside the CA's permitted subtrees (all of them when it has none). */
+function namesPermittedBy(caCert: Forge.pki.Certificate, names: LocalNames): LocalNames {
+  const extension = caCert.getExtension({ name: 'nameConstraints' }) as { permittedSubtrees?: Array<{ type: number; value: unknown }> } | undefined;
+  const subtrees = extension?.permittedSubtrees;
+  if (subtrees === undefined || subtrees.length === 0) return names;
+  const dnsBases = subtrees.filter((s) => s.type === DNS_NAME && typeof s.value === 'string').map((s) => (s.value as string).toLowerCase());
+  const ipBases = subtrees.filter((s) => s.type === IP_ADDRESS && typeof s.value === 'string').map((s) => s.value as string);
+  const dnsPermitted = (name: string) => dnsBases.some((base) => name === base || name.endsWith(`.${base}`));
+  const ipPermitted = (ip: string) => {
+    const address = ipBytes(ip);
+    return ipBases.some((base) => {
+      if (base.length !== address.length * 2) return false;
+      for (let i = 0; i < address.length; i++) {
+        const mask = base.charCodeAt(address.length + i);
+        if ((address.charCodeAt(i) & mask) !== (base.charCodeAt(i) & mask)) return false;
+      }
+      return true;
+    });
+  };
+  return {
+    dnsNames: dnsBases.length === 0 ? names.dnsNames : names.dnsNames.filter(dnsPermitted),
+    ipAddresses: ipBases.length === 0 ? names.ipAddresses : names.ipAddresses.filter(ipPermitted),
+  };
+}
+
+/**
+ * Whether a certificate (PEM) has a name constraints extension. Looks for the
+ * extension's DER-encoded OID (06 03 55 1d 1e) rather than parsing, so a
+ * normal start does not load forge; those five bytes elsewhere in a
+ * certificate would only silence the warning this feeds.
+ */
+function hasNameConstraints(pem: Buffer): boolean {
+  const der = Buffer.from(new crypto.X509Certificate(pem).raw);
+  return der.includes(Buffer.from([0x06, 0x03, 0x55, 0x1d, 0x1e]));
 }
 
 /** Write to a temporary name and rename, so a crash never leaves half a file behind. */

@@ -5,13 +5,18 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
+import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from '../../workers/durable-fs.js';
 import { MIGRATIONS } from './migrations.js';
 
 export type Db = Database.Database;
 
 export function openMetadataDb(dataDir: string): Db {
-  fs.mkdirSync(dataDir, { recursive: true });
-  const db = new Database(path.join(dataDir, 'metadata.sqlite'));
+  fs.mkdirSync(dataDir, { recursive: true, mode: PRIVATE_DIR_MODE });
+  const file = path.join(dataDir, 'metadata.sqlite');
+  // It holds password hashes. SQLite would create it 0644 less the umask; an empty file is an
+  // empty database, and SQLite gives the -wal and -shm files the mode of the database file.
+  fs.closeSync(fs.openSync(file, 'a', PRIVATE_FILE_MODE));
+  const db = new Database(file);
   db.pragma('journal_mode = WAL');
   db.pragma('synchronous = NORMAL'); // WAL + NORMAL: durable across process crashes, one fsync per checkpoint
   db.pragma('foreign_keys = ON');
