@@ -151,7 +151,10 @@ export function authRoutes(ctx: ServiceContext): RouteDef[] {
         404: { description: 'no such user' },
       },
       handler: (req) => {
-        const email = normalizeEmail((req.body as { email: string }).email);
+        const raw = (req.body as { email: string }).email;
+        // Canonical form when it is a valid address (an IDN domain in either spelling); else as stored by older versions.
+        const checked = checkEmail(raw);
+        const email = checked.ok ? checked.email : normalizeEmail(raw);
         if (!email) throw badRequest('email is required');
         if (email === req.user!.sub) throw badRequest('an admin cannot delete their own account');
         // Its tokens stop working with this: they are checked against the account on every request.
