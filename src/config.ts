@@ -55,6 +55,7 @@ export interface Config {
     readonly tokenCacheSeconds: number;
     readonly tokenCacheMaxEntries: number;
     readonly rateLimitRequests: number;
+    readonly rateLimitRequestsPerAddress: number;
     readonly rateLimitWindowSeconds: number;
     readonly lockoutFailures: number;
     readonly lockoutSeconds: number;

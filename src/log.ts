@@ -41,9 +41,50 @@ export function createLogger(level: string): Logger {
   }, destination);
 }
 
-const SECRET_PARAM = new RegExp(`(^|&)(${SECRET_KEYS.join('|')})=[^&]*`, 'gi');
-
-/** The query string with the values of secret-looking parameters replaced. */
+/**
+ * The query string with the values of secret-looking parameters replaced.
+ * Names are compared as a server would read them (percent-decoded, `+` as a
+ * space, any case), so `access%5Ftoken`, `%61ccess_token` and `Access_Token`
+ * are caught, and by substring, so `refresh_token` and `token ` are too (the
+ * whole parameter then goes, since such a name could carry the secret in
+ * itself): a log line may lose a harmless value, never keep a secret.
+ * Decoding never throws; a malformed escape stays as it is.
+ */
 export function redactQuery(rawQuery: string): string {
-  return rawQuery.replace(SECRET_PARAM, '$1$2=[redacted]');
+  let changed = false;
+  const parts = rawQuery.split('&').map((part) => {
+    const redacted = redactParameter(part);
+    if (redacted !== part) changed = true;
+    return redacted;
+  });
+  return changed ? parts.join('&') : rawQuery;
+}
+
+function redactParameter(part: string): string {
+  const eq = part.indexOf('=');
+  const rawName = eq < 0 ? part : part.slice(0, eq);
+  const name = decodeName(rawName);
+  const squeezed = name.replace(/[\s\0-\x1f\x7f]/g, '');
+  if (!SECRET_KEYS.some((key) => squeezed.includes(key))) return part;
+  // A name that is exactly a secret key is kept (however encoded); any other could carry the secret in itself.
+  return SECRET_KEYS.includes(squeezed) ? `${rawName}=[redacted]` : '[redacted]';
+}
+
+/** Lower-cased and percent-decoded up to three times, so a name encoded twice is caught as well. */
+function decodeName(rawName: string): string {
+  let name = rawName;
+  for (let i = 0; i < 3; i++) {
+    const decoded = lenientDecode(name.replace(/\+/g, ' '));
+    if (decoded === name) break;
+    name = decoded;
+  }
+  return name.toLowerCase();
+}
+
+const utf8 = new TextDecoder('utf-8', { fatal: false });
+
+/** Percent-decoding that turns invalid UTF-8 into U+FFFD and leaves a malformed escape as it is, never throwing. */
+function lenientDecode(text: string): string {
+  if (!text.includes('%')) return text;
+  return text.replace(/(?:%[0-9a-f]{2})+/gi, (run) => utf8.decode(Uint8Array.from(run.slice(1).split('%'), (hex) => parseInt(hex, 16))));
 }

@@ -35,10 +35,11 @@ export async function startService(config: Config, log: Logger, env: NodeJS.Proc
   const storage = new StorageService(config, db, log);
   await storage.start();
   entities.addHooks(storage.entityHooks((job) => entities.defer(job)));
-  const accounts = new AccountStore(db);
   const auth = config.auth;
-  const tokens = new TokenService(loadOrCreateSecret(config.dataDir), auth.tokenLifetimeSeconds, auth.tokenCacheSeconds, auth.tokenCacheMaxEntries);
-  for (const { email, revoked_at } of accounts.revokedSubjects()) tokens.revokeSubject(email, revoked_at);
+  const secret = loadOrCreateSecret(config.dataDir);
+  const accounts = new AccountStore(db, secret);
+  entities.addHooks(accounts.entityHooks());
+  const tokens = new TokenService(secret, auth.tokenLifetimeSeconds, auth.tokenCacheSeconds, auth.tokenCacheMaxEntries, accounts);
   await ensureAdmin(accounts, { email: auth.adminEmail, password: env.HISTORIAN_ADMIN_PASSWORD, dataDir: config.dataDir, scryptCost: auth.scryptCost }, log);
 
   let port = config.server.port;

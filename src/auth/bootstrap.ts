@@ -8,6 +8,7 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Logger } from '../log.js';
+import { checkEmail } from './email.js';
 import { hashPassword } from './passwords.js';
 import type { AccountStore } from './users.js';
 
@@ -16,7 +17,11 @@ export async function ensureAdmin(
   opts: { email: string; password: string | undefined; dataDir: string; scryptCost: number },
   log: Logger,
 ): Promise<void> {
-  const existing = accounts.find(opts.email);
+  // The admin logs in through the same email rules as everyone.
+  const checked = checkEmail(opts.email);
+  if (!checked.ok) throw new Error(`auth.adminEmail (or HISTORIAN_ADMIN_EMAIL) ${JSON.stringify(opts.email)} is not usable: ${checked.error}`);
+  const email = checked.email;
+  const existing = accounts.find(email);
   if (existing) {
     if (existing.role !== 'admin') accounts.setRole(existing.email, 'admin');
     return;
@@ -26,10 +31,10 @@ export async function ensureAdmin(
     password = crypto.randomBytes(18).toString('base64url');
     const file = path.join(opts.dataDir, 'secrets', 'admin-password.txt');
     fs.mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
-    fs.writeFileSync(file, `${opts.email}\n${password}\n`, { mode: 0o600 });
-    log.warn({ email: opts.email, file }, 'created the first admin with a generated password; read it from the file and change it');
+    fs.writeFileSync(file, `${email}\n${password}\n`, { mode: 0o600 });
+    log.warn({ email, file }, 'created the first admin with a generated password; read it from the file and change it');
   } else {
-    log.info({ email: opts.email }, 'created the first admin from HISTORIAN_ADMIN_EMAIL/HISTORIAN_ADMIN_PASSWORD');
+    log.info({ email }, 'created the first admin from HISTORIAN_ADMIN_EMAIL/HISTORIAN_ADMIN_PASSWORD');
   }
-  accounts.create(opts.email, await hashPassword(password, opts.scryptCost), 'admin', 'admin');
+  accounts.create(email, await hashPassword(password, opts.scryptCost), 'admin', 'admin');
 }

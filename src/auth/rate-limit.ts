@@ -1,6 +1,7 @@
 // Per-key request limits for the auth routes: a fixed-size sliding window of
-// request times (30 per 60 s per email by default) and a lockout after
-// repeated failed logins. Memory is bounded: idle keys are swept.
+// request times (per email, per client address) and a lockout after repeated
+// failed logins (per email and client address). Memory is bounded: idle keys
+// are swept.
 
 export class SlidingWindowLimiter {
   private readonly hits = new Map<string, number[]>();
@@ -73,4 +74,21 @@ export class LoginLockout {
       if (entry.lockedUntil < now && entry.times.every((t) => t <= now - this.lockMs)) this.failures.delete(key);
     }
   }
+}
+
+/**
+ * The key a client address is limited under. uWS gives addresses as eight
+ * full hextets; an IPv4 client arrives IPv4-mapped and is keyed by its
+ * dotted address. Other IPv6 clients are keyed by their /64, since one host
+ * commonly holds a whole /64 and could otherwise take a fresh address per
+ * request.
+ */
+export function clientKey(remoteAddress: string): string {
+  const parts = remoteAddress.split(':');
+  if (parts.length !== 8) return remoteAddress; // already dotted, or a form we do not know: use as is
+  if (parts.slice(0, 5).every((p) => Number(`0x${p}`) === 0) && parts[5].toLowerCase() === 'ffff') {
+    const high = Number(`0x${parts[6]}`), low = Number(`0x${parts[7]}`);
+    return [high >> 8, high & 255, low >> 8, low & 255].join('.');
+  }
+  return `${parts.slice(0, 4).map((p) => Number(`0x${p}`).toString(16)).join(':')}::/64`;
 }

@@ -1,8 +1,15 @@
 // Access tokens: JWT HS256 with the algorithm pinned on verify (so `alg: none`
 // and RS/HS confusion are refused), signed with a secret made on first start
-// and kept in the data dir so tokens survive restarts. Verified tokens are
+// and kept in the data dir so tokens survive restarts. Verified signatures are
 // cached for a short while because HMAC + JSON parsing per request shows up
 // under high-rate ingest; a cached entry never outlives its token.
+//
+// A token says who the caller is, not what they may do: the role and grants
+// of a request are the account's current ones (AccountStore.current, a map
+// lookup while nothing changed), so a deletion, demotion or grant change takes
+// effect on the next request. The token's role and grant claims are for
+// clients to read. A token also carries the account's stamp, which changes
+// with the password, so a password change ends every older token.
 
 import crypto from 'node:crypto';
 import fs from 'node:fs';
@@ -13,7 +20,7 @@ import { unauthorized } from '../http/errors.js';
 export type Role = 'admin' | 'read-write' | 'read-only';
 export const ROLES: readonly Role[] = ['admin', 'read-write', 'read-only'];
 
-/** Token claims. Grants are entity ids as strings. */
+/** What a request runs with: the token's subject and expiry, the account's current role and grants (entity ids as strings). */
 export interface Claims {
   sub: string;
   role: Role;
@@ -25,6 +32,19 @@ export interface Claims {
 }
 
 export type GrantClaims = Omit<Claims, 'exp'>;
+
+/** The account side of verification (AccountStore). */
+export interface CurrentAccounts {
+  /** Current role, grants and stamp of the account `subject`; null when there is none. */
+  current(subject: string): (GrantClaims & { readonly stamp: string }) | null;
+}
+
+/** What a verified token itself says. */
+interface TokenFacts {
+  sub: string;
+  stamp: string;
+  exp: number;
+}
 
 const SECRET_FILE = 'jwt.secret';
 
@@ -45,23 +65,32 @@ export function loadOrCreateSecret(dataDir: string): Buffer {
   return secret;
 }
 
+type AccountNow = NonNullable<ReturnType<CurrentAccounts['current']>>;
+
+/** A verified token, and the claims it last ran with for the account state they were built from. */
+interface CachedToken {
+  facts: TokenFacts;
+  until: number;
+  account: AccountNow | null;
+  claims: Claims | null;
+}
+
 export class TokenService {
-  private readonly cache = new Map<string, { claims: Claims; until: number }>();
-  /** Subject -> epoch seconds; tokens of that subject issued at or before it are refused. */
-  private readonly revoked = new Map<string, number>();
+  private readonly cache = new Map<string, CachedToken>();
 
   constructor(
     private readonly secret: Buffer,
     private readonly lifetimeSeconds: number,
     private readonly cacheSeconds: number,
     private readonly cacheMaxEntries: number,
+    private readonly accounts: CurrentAccounts,
   ) {}
 
-  sign(claims: GrantClaims): string {
+  sign(account: GrantClaims & { readonly stamp: string }): string {
     return jwt.sign(
-      { role: claims.role, units_id: claims.units_id, sites_id: claims.sites_id, orgs_id: claims.orgs_id },
+      { role: account.role, units_id: account.units_id, sites_id: account.sites_id, orgs_id: account.orgs_id, stamp: account.stamp },
       this.secret,
-      { algorithm: 'HS256', subject: claims.sub, expiresIn: this.lifetimeSeconds },
+      { algorithm: 'HS256', subject: account.sub, expiresIn: this.lifetimeSeconds },
     );
   }
 
@@ -73,11 +102,30 @@ export class TokenService {
     return this.verify(token);
   }
 
+  /** The claims a request with `token` runs with: its subject, and the account's current role and grants. */
   verify(token: string): Claims {
+    const entry = this.verifySignature(token);
+    const facts = entry.facts;
+    const account = this.accounts.current(facts.sub);
+    if (!account) throw unauthorized('the account of this token no longer exists');
+    if (account.stamp !== facts.stamp) throw unauthorized('token revoked: the password changed since it was issued; log in again');
+    // The account state object is replaced whenever the account changes, so the same object means the same claims.
+    if (entry.account === account && entry.claims) return entry.claims;
+    const claims: Claims = Object.freeze({
+      sub: facts.sub, role: account.role,
+      units_id: account.units_id, sites_id: account.sites_id, orgs_id: account.orgs_id,
+      exp: facts.exp,
+    });
+    entry.account = account;
+    entry.claims = claims;
+    return claims;
+  }
+
+  private verifySignature(token: string): CachedToken {
     const nowSeconds = Date.now() / 1000;
     const cached = this.cache.get(token);
     if (cached) {
-      if (cached.until > nowSeconds) return cached.claims;
+      if (cached.until > nowSeconds) return cached;
       this.cache.delete(token);
     }
     let payload: jwt.JwtPayload;
@@ -89,36 +137,19 @@ export class TokenService {
       const expired = err instanceof jwt.TokenExpiredError;
       throw unauthorized(expired ? 'token expired' : 'invalid token');
     }
-    const claims = toClaims(payload);
-    if (!claims) throw unauthorized('invalid token claims');
-    const revokedAt = this.revoked.get(claims.sub);
-    if (revokedAt !== undefined && (payload.iat ?? 0) <= revokedAt) throw unauthorized('token revoked');
-    this.remember(token, claims, nowSeconds);
-    return claims;
-  }
-
-  /** Refuses every token of `subject` issued up to `atSeconds` (account deleted). */
-  revokeSubject(subject: string, atSeconds: number): void {
-    this.revoked.set(subject, atSeconds);
-    for (const [token, entry] of this.cache) if (entry.claims.sub === subject) this.cache.delete(token);
-  }
-
-  private remember(token: string, claims: Claims, nowSeconds: number): void {
-    if (this.cacheSeconds <= 0) return;
-    if (this.cache.size >= this.cacheMaxEntries) this.cache.clear();
+    const facts = toFacts(payload);
+    if (!facts) throw unauthorized('invalid token claims (a token from before this version: log in again)');
     // The cached entry ends at the earlier of the token's expiry and the cache window.
-    this.cache.set(token, { claims: Object.freeze(claims), until: Math.min(claims.exp, nowSeconds + this.cacheSeconds) });
+    const entry: CachedToken = { facts, until: Math.min(facts.exp, nowSeconds + this.cacheSeconds), account: null, claims: null };
+    if (this.cacheSeconds > 0) {
+      if (this.cache.size >= this.cacheMaxEntries) this.cache.clear();
+      this.cache.set(token, entry);
+    }
+    return entry;
   }
 }
 
-function toClaims(p: jwt.JwtPayload): Claims | null {
-  if (typeof p.sub !== 'string' || typeof p.exp !== 'number') return null;
-  if (!ROLES.includes(p.role)) return null;
-  const ids = (v: unknown): string[] | null =>
-    Array.isArray(v) && v.every((x) => typeof x === 'string' || typeof x === 'number') ? v.map(String) : null;
-  const units = ids(p.units_id);
-  const sites = ids(p.sites_id);
-  const orgs = ids(p.orgs_id);
-  if (!units || !sites || !orgs) return null;
-  return { sub: p.sub, role: p.role, units_id: units, sites_id: sites, orgs_id: orgs, exp: p.exp };
+function toFacts(p: jwt.JwtPayload): TokenFacts | null {
+  if (typeof p.sub !== 'string' || typeof p.exp !== 'number' || typeof p.stamp !== 'string') return null;
+  return { sub: p.sub, stamp: p.stamp, exp: p.exp };
 }

@@ -1,9 +1,22 @@
 // Accounts as the auth routes see them. Rows live in the `users` entity table;
-// the role is a key of meta_data. Emails are identities: trimmed and
-// lower-cased everywhere they enter.
+// the role is a key of meta_data, the grants are `accessAllowed` of the user's
+// `userprofiles` rows. Emails are identities, normalised where they enter
+// (email.ts).
+//
+// Every request runs with the account's current role and grants, not the ones
+// in its token: `current()` answers from a per-email cache that the entity
+// store's hooks (and this class's own writes) clear synchronously whenever a
+// `users` or `userprofiles` row changes or goes, cascades included, so a
+// change takes effect on the next request and an unchanged account costs a
+// map lookup, not a query.
 
+import crypto from 'node:crypto';
 import type { Db } from '../meta/database.js';
+import type { EntityHooks } from '../meta/entities.js';
+import { normalizeEmail } from './email.js';
 import { ROLES, type GrantClaims, type Role } from './tokens.js';
+
+export { normalizeEmail };
 
 export interface Account {
   id: number;
@@ -13,9 +26,19 @@ export interface Account {
   role: Role;
 }
 
-export function normalizeEmail(email: string): string {
-  return email.trim().toLowerCase();
+/** What a request runs with, plus the stamp its token must carry. */
+export interface AccountState extends GrantClaims {
+  readonly id: number;
+  /**
+   * Changes when the password changes or the account is deleted and made
+   * again (a keyed hash of id and password hash); a token carries the stamp
+   * it was issued under, so older tokens stop working.
+   */
+  readonly stamp: string;
 }
+
+/** Bound on cached accounts (deleted subjects included); over it the cache starts again. */
+const MAX_CACHED_ACCOUNTS = 100_000;
 
 interface UserRow {
   id: number;
@@ -29,72 +52,107 @@ export class AccountStore {
   private readonly byEmail;
   private readonly insert;
   private readonly removeByEmail;
-  private readonly markRevoked;
+  private readonly profilesOf;
+  private readonly stampKey: Buffer;
+  /** Email -> current state, or null for "no such account" (a deleted account's tokens keep coming). */
+  private readonly states = new Map<string, AccountState | null>();
 
-  constructor(private readonly db: Db) {
+  constructor(private readonly db: Db, secret: Buffer) {
     this.byEmail = db.prepare<[string], UserRow>('SELECT id, email, password, username, meta_data FROM users WHERE email = ?');
     this.insert = db.prepare<[string, string, string, string]>(
       'INSERT INTO users (email, password, username, meta_data) VALUES (?, ?, ?, ?)',
     );
     this.removeByEmail = db.prepare<[string]>('DELETE FROM users WHERE email = ?');
-    this.markRevoked = db.prepare<[string, number]>(
-      'INSERT INTO revoked_subjects (email, revoked_at) VALUES (?, ?) ON CONFLICT(email) DO UPDATE SET revoked_at = excluded.revoked_at',
-    );
+    this.profilesOf = db.prepare<[number], string>('SELECT meta_data FROM userprofiles WHERE usersId = ?').pluck();
+    this.stampKey = crypto.createHmac('sha256', secret).update('account stamps').digest();
   }
 
   setRole(email: string, role: Role): void {
-    this.db
-      .prepare("UPDATE users SET meta_data = json_set(meta_data, '$.role', ?) WHERE email = ?")
-      .run(role, normalizeEmail(email));
-  }
-
-  /** Subjects whose earlier tokens are void, for the token service at start. */
-  revokedSubjects(): Array<{ email: string; revoked_at: number }> {
-    return this.db.prepare('SELECT email, revoked_at FROM revoked_subjects').all() as Array<{ email: string; revoked_at: number }>;
+    const normalized = normalizeEmail(email);
+    this.db.prepare("UPDATE users SET meta_data = json_set(meta_data, '$.role', ?) WHERE email = ?").run(role, normalized);
+    this.states.delete(normalized);
   }
 
   find(email: string): Account | null {
     const row = this.byEmail.get(normalizeEmail(email));
-    if (!row) return null;
-    let meta: Record<string, unknown> = {};
-    try {
-      meta = JSON.parse(row.meta_data) as Record<string, unknown>;
-    } catch {
-      // a hand-edited row with broken JSON: treat as no extra fields
-    }
-    const role = ROLES.includes(meta.role as Role) ? (meta.role as Role) : 'read-write';
-    return { id: row.id, email: row.email, passwordHash: row.password, name: row.username ?? '', role };
+    return row ? toAccount(row) : null;
   }
 
   /** Creates an account; false when the email is taken. */
   create(email: string, passwordHash: string, name: string, role: Role): boolean {
+    const normalized = normalizeEmail(email);
     try {
-      this.insert.run(normalizeEmail(email), passwordHash, name, JSON.stringify({ role }));
+      this.insert.run(normalized, passwordHash, name, JSON.stringify({ role }));
       return true;
     } catch (err) {
       if ((err as { code?: string }).code === 'SQLITE_CONSTRAINT_UNIQUE') return false;
       throw err;
+    } finally {
+      this.states.delete(normalized);
     }
   }
 
-  /** Removes the account and records the revocation of its tokens; number removed (0 or 1). */
-  delete(email: string, atSeconds: number): number {
+  /**
+   * Removes the account; number removed (0 or 1). Its tokens stop working
+   * because `current()` no longer finds it (the `revoked_subjects` table of
+   * migration 1 is no longer needed for that and is left unused).
+   */
+  delete(email: string): number {
     const normalized = normalizeEmail(email);
-    return this.db.transaction(() => {
-      const removed = this.removeByEmail.run(normalized).changes;
-      if (removed > 0) this.markRevoked.run(normalized, atSeconds);
-      return removed;
-    })();
+    const removed = this.removeByEmail.run(normalized).changes;
+    this.states.delete(normalized);
+    return removed;
+  }
+
+  /** The account's current role, grants and stamp; null when it does not exist. */
+  current(email: string): AccountState | null {
+    const cached = this.states.get(email);
+    if (cached !== undefined) return cached;
+    const row = this.byEmail.get(email);
+    const state = row ? this.stateOf(toAccount(row)) : null;
+    if (this.states.size >= MAX_CACHED_ACCOUNTS) this.states.clear();
+    this.states.set(email, state);
+    return state;
   }
 
   /**
-   * Token claims for an account. Grants are the union of `accessAllowed`
-   * (`{orgs?: [ids], sites: [ids], units: [ids]}`) over the user's profiles.
+   * The state to sign a token with after a login verified `account`'s
+   * password; null when the account was deleted or its password changed
+   * meanwhile (the password just proven is then not the current one).
    */
-  claimsFor(account: Account): GrantClaims {
+  stateAfterLogin(account: Account): AccountState | null {
+    const row = this.byEmail.get(account.email);
+    if (!row || row.id !== account.id || row.password !== account.passwordHash) return null;
+    return this.current(account.email);
+  }
+
+  /** Hooks that keep `current()` exact: any write to a user or its profiles clears that user's entry. */
+  entityHooks(): EntityHooks {
+    const changed = (table: string, entity: Record<string, unknown>) => {
+      if (table === 'users' && typeof entity.email === 'string') this.states.delete(entity.email);
+      if (table === 'userprofiles' && entity.usersId !== null && entity.usersId !== undefined) this.forgetId(Number(entity.usersId));
+    };
+    return {
+      afterCreate: (def, entity) => changed(def.table, entity),
+      afterUpdate: (def, before, after) => {
+        changed(def.table, before);
+        changed(def.table, after);
+      },
+      beforeDelete: (def, entity) => changed(def.table, entity),
+    };
+  }
+
+  private forgetId(id: number): void {
+    for (const [email, state] of this.states) if (state?.id === id) this.states.delete(email);
+  }
+
+  /**
+   * Role, grants and stamp of an account. Grants are the union of
+   * `accessAllowed` (`{orgs?: [ids], sites: [ids], units: [ids]}`) over the user's profiles.
+   */
+  private stateOf(account: Account): AccountState {
     const grants = { orgs: new Set<string>(), sites: new Set<string>(), units: new Set<string>() };
-    const profiles = this.db.prepare('SELECT meta_data FROM userprofiles WHERE usersId = ?').pluck().all(account.id) as string[];
-    for (const text of profiles) {
+    for (const text of this.profilesOf.all(account.id)) {
       let access: unknown;
       try {
         access = (JSON.parse(text) as { accessAllowed?: unknown }).accessAllowed;
@@ -107,9 +165,25 @@ export class AccountStore {
         if (Array.isArray(ids)) for (const id of ids) if (typeof id === 'string' || typeof id === 'number') grants[level].add(String(id));
       }
     }
-    return {
-      sub: account.email, role: account.role,
+    const stamp = crypto
+      .createHmac('sha256', this.stampKey)
+      .update(`${account.id}\n${account.passwordHash ?? ''}`)
+      .digest('base64url')
+      .slice(0, 22);
+    return Object.freeze({
+      id: account.id, sub: account.email, role: account.role, stamp,
       units_id: [...grants.units], sites_id: [...grants.sites], orgs_id: [...grants.orgs],
-    };
+    });
   }
+}
+
+function toAccount(row: UserRow): Account {
+  let meta: Record<string, unknown> = {};
+  try {
+    meta = JSON.parse(row.meta_data) as Record<string, unknown>;
+  } catch {
+    // a hand-edited row with broken JSON: treat as no extra fields
+  }
+  const role = ROLES.includes(meta.role as Role) ? (meta.role as Role) : 'read-write';
+  return { id: row.id, email: row.email, passwordHash: row.password, name: row.username ?? '', role };
 }

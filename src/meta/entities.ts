@@ -4,6 +4,7 @@
 // duplicate in a bulk create) leaves nothing behind.
 
 import { randomUUID } from 'node:crypto';
+import { checkEmail } from '../auth/email.js';
 import { ROLES } from '../auth/tokens.js';
 import { HttpError, badRequest, conflict, forbidden, notFound } from '../http/errors.js';
 import type { Db } from './database.js';
@@ -254,7 +255,12 @@ export class EntityStore {
 
   private normalize(def: EntityDef, split: SplitEntity): void {
     if (def.table !== 'users') return;
-    if (typeof split.columns.email === 'string') split.columns.email = split.columns.email.trim().toLowerCase();
+    if (typeof split.columns.email === 'string') {
+      // The same normal form and rules as register, so the account can log in under the email it was given.
+      const checked = checkEmail(split.columns.email);
+      if (!checked.ok) throw badRequest(checked.error);
+      split.columns.email = checked.email;
+    }
     if ('role' in split.meta && !ROLES.includes(split.meta.role as never)) {
       throw badRequest(`role must be one of ${ROLES.join(', ')}`);
     }

@@ -1,32 +1,55 @@
 // Accounts and tokens: register, login, me, me/details, admin user delete.
-// Register always answers 200 (success or not), as the contract says; the
-// per-email rate limit answers 429 on register and login alike, because a
-// client that retries needs the status to back off.
+// Register always answers 200 (success or not), as the contract says, and the
+// same success for an email that already has an account, so it cannot be used
+// to find out which accounts exist (the attempt is logged). The rate limits
+// answer 429 on register and login alike, because a client that retries needs
+// the status to back off; every limit is checked before any password is
+// hashed, so a refused request costs no scrypt.
+//
+// Limits: requests per client address (a spray of distinct emails from one
+// address), requests per email (guessing one account from many addresses),
+// and a lockout after repeated failed logins keyed by email and client
+// address, so that failures from one address never lock the account's owner
+// out from another.
 
+import { checkEmail } from '../auth/email.js';
 import { decoy, hashPassword, verifyPassword } from '../auth/passwords.js';
-import { LoginLockout, SlidingWindowLimiter } from '../auth/rate-limit.js';
+import { clientKey, LoginLockout, SlidingWindowLimiter } from '../auth/rate-limit.js';
 import { normalizeEmail } from '../auth/users.js';
 import { S } from '../http/compile.js';
 import { HttpError, badRequest, notFound } from '../http/errors.js';
-import type { RouteDef } from '../http/route.js';
+import type { Request, RouteDef } from '../http/route.js';
 import { Scope } from '../meta/scope.js';
 import type { ServiceContext } from './context.js';
 
-const EMAIL_PATTERN = /^[^\s@]+@[^\s@]+$/;
 const INVALID_CREDENTIALS = 'invalid username or password';
+/** The one success reply of register, for a new email and an existing one alike. */
+const REGISTERED = 'registration received; log in with this email and password';
 
 const successSchema = S.object({ success: S.boolean(), message: S.string(), error: S.string() }, ['success']);
 
 export function authRoutes(ctx: ServiceContext): RouteDef[] {
   const { accounts, tokens, config } = ctx;
   const auth = config.auth;
-  const limiter = new SlidingWindowLimiter(auth.rateLimitRequests, auth.rateLimitWindowSeconds * 1000);
+  const windowMs = auth.rateLimitWindowSeconds * 1000;
+  const perEmail = new SlidingWindowLimiter(auth.rateLimitRequests, windowMs);
+  const perAddress = new SlidingWindowLimiter(auth.rateLimitRequestsPerAddress, windowMs);
   const lockout = new LoginLockout(auth.lockoutFailures, auth.lockoutSeconds * 1000);
 
-  const enforceRateLimit = (email: string) => {
-    if (!limiter.take(email)) {
+  /** First of the three limits: one address, whatever emails it names. Returns the address key. */
+  const limitAddress = (req: Request): string => {
+    const client = clientKey(req.remoteAddress);
+    if (!perAddress.take(client)) {
+      throw new HttpError('RATE_LIMITED', `too many register/login requests from your address (auth.rateLimitRequestsPerAddress); try again later`, {
+        'retry-after': String(perAddress.retryAfterSeconds(client)),
+      });
+    }
+    return client;
+  };
+  const limitEmail = (email: string) => {
+    if (!perEmail.take(email)) {
       throw new HttpError('RATE_LIMITED', 'too many requests for this email; try again later', {
-        'retry-after': String(limiter.retryAfterSeconds(email)),
+        'retry-after': String(perEmail.retryAfterSeconds(email)),
       });
     }
   };
@@ -35,64 +58,80 @@ export function authRoutes(ctx: ServiceContext): RouteDef[] {
     {
       method: 'POST', path: '/svcapi/register', auth: 'public', tag: 'Authentication',
       summary: 'Create an account (role read-write, no grants)',
-      description: 'Always HTTP 200: `{success: true, message}` or `{success: false, error}` (for example when the email exists). 429 when the per-email rate limit is exceeded.',
+      description:
+        'Always HTTP 200: `{success: true, message}`, also when the email already has an account (that account is left as it is, ' +
+        'so the reply does not reveal which accounts exist), or `{success: false, error}` for invalid input. ' +
+        '429 over the per-address or per-email rate limit.',
       // Field types are checked in the handler so that a bad field is still a 200 with success false.
       body: S.object({ name: { default: '' }, email: { default: '' }, password: { default: '' } }),
       responses: { 200: { description: 'outcome', schema: successSchema } },
       handler: async (req) => {
+        limitAddress(req);
         const body = req.body as { name: unknown; email: unknown; password: unknown };
         const refuse = (error: string) => ({ body: { success: false, error } });
         if (typeof body.email !== 'string') return refuse('email must be a string');
-        const email = normalizeEmail(body.email);
-        enforceRateLimit(email);
+        const checked = checkEmail(body.email);
+        if (!checked.ok) return refuse(checked.error);
+        const email = checked.email;
+        limitEmail(email);
         if (typeof body.name !== 'string') return refuse('name must be a string');
         if (typeof body.password !== 'string') return refuse('password must be a string');
-        if (!EMAIL_PATTERN.test(email)) return refuse('email is required and must look like name@host');
         if (body.password.length < auth.minPasswordLength) {
           return refuse(`password must be at least ${auth.minPasswordLength} characters`);
         }
-        if (accounts.find(email)) return refuse('email already registered');
+        // Hash whether or not the email is taken, so the time taken does not tell either.
         const hash = await hashPassword(body.password, auth.scryptCost);
-        if (!accounts.create(email, hash, body.name, 'read-write')) return refuse('email already registered');
-        ctx.log.info({ email }, 'account registered');
-        return { body: { success: true, message: 'account created' } };
+        if (!accounts.create(email, hash, body.name, 'read-write')) {
+          ctx.log.info({ email }, 'register for an email that already has an account; nothing changed');
+        } else {
+          ctx.log.info({ email }, 'account registered');
+        }
+        return { body: { success: true, message: REGISTERED } };
       },
     },
     {
       method: 'POST', path: '/svcapi/login', auth: 'public', tag: 'Authentication',
       summary: 'Exchange email and password for an access token',
-      description: `401 "${INVALID_CREDENTIALS}" on a wrong email or password; 429 over the per-email rate limit, or while the account is locked after repeated failures (even with the right password).`,
+      description:
+        `401 "${INVALID_CREDENTIALS}" on a wrong email or password; 400 for an email that is not a valid address; ` +
+        '429 over the per-address or per-email rate limit, or while this email is locked for your address after repeated failures (even with the right password).',
       body: S.object({ email: S.string(), password: S.string(), name: S.string() }, ['email', 'password']),
       responses: {
         200: { description: 'token', schema: S.object({ token: S.string() }, ['token']) },
+        400: { description: 'malformed email' },
         401: { description: 'wrong credentials' },
         429: { description: 'rate limited or locked' },
       },
       handler: async (req) => {
+        const client = limitAddress(req);
         const body = req.body as { email: string; password: string };
-        const email = normalizeEmail(body.email);
-        enforceRateLimit(email);
-        const lockedMs = lockout.lockedFor(email);
+        const checked = checkEmail(body.email);
+        if (!checked.ok) throw badRequest(checked.error);
+        const email = checked.email;
+        limitEmail(email);
+        const lockKey = `${email}\n${client}`;
+        const lockedMs = lockout.lockedFor(lockKey);
         if (lockedMs > 0) {
           const minutes = Math.ceil(lockedMs / 60_000);
-          throw new HttpError('ACCOUNT_LOCKED', `account locked after repeated failed logins; try again in ${minutes} minute(s)`, {
+          throw new HttpError('ACCOUNT_LOCKED', `account locked for your address after repeated failed logins; try again in ${minutes} minute(s)`, {
             'retry-after': String(Math.ceil(lockedMs / 1000)),
           });
         }
         const account = accounts.find(email);
         // Verify against a decoy when the account is missing so timing does not reveal which emails exist.
         const ok = await verifyPassword(body.password, account?.passwordHash ?? (await decoy(auth.scryptCost)));
-        if (!account || !ok) {
-          lockout.recordFailure(email);
+        const state = account && ok ? accounts.stateAfterLogin(account) : null;
+        if (!state) {
+          lockout.recordFailure(lockKey);
           throw new HttpError('BAD_CREDENTIALS', INVALID_CREDENTIALS);
         }
-        lockout.recordSuccess(email);
-        return { body: { token: tokens.sign(accounts.claimsFor(account)) } };
+        lockout.recordSuccess(lockKey);
+        return { body: { token: tokens.sign(state) } };
       },
     },
     {
       method: 'GET', path: '/svcapi/me', auth: 'jwt', tag: 'Authentication',
-      summary: 'Who the token belongs to',
+      summary: 'Who the token belongs to, with the account\'s current role',
       responses: { 200: { description: 'subject and role', schema: S.object({ user_id: S.string(), role: S.string() }, ['user_id', 'role']) } },
       handler: (req) => ({ body: { user_id: req.user!.sub, role: req.user!.role } }),
     },
@@ -112,12 +151,14 @@ export function authRoutes(ctx: ServiceContext): RouteDef[] {
         404: { description: 'no such user' },
       },
       handler: (req) => {
-        const email = normalizeEmail((req.body as { email: string }).email);
+        const raw = (req.body as { email: string }).email;
+        // Canonical form when it is a valid address (an IDN domain in either spelling); else as stored by older versions.
+        const checked = checkEmail(raw);
+        const email = checked.ok ? checked.email : normalizeEmail(raw);
         if (!email) throw badRequest('email is required');
         if (email === req.user!.sub) throw badRequest('an admin cannot delete their own account');
-        const now = Math.floor(Date.now() / 1000);
-        if (accounts.delete(email, now) === 0) throw notFound(`user ${email} not found`);
-        tokens.revokeSubject(email, now);
+        // Its tokens stop working with this: they are checked against the account on every request.
+        if (accounts.delete(email) === 0) throw notFound(`user ${email} not found`);
         ctx.log.info({ email, by: req.user!.sub }, 'account deleted');
         return { body: { success: true } };
       },

@@ -135,7 +135,8 @@ function settingsFileFor(dataDir: string): string {
 }
 
 /** Settings that keep tests fast without changing behaviour under test. */
-const TEST_CONFIG = { auth: { scryptCost: 1024 } };
+/** The per-address login limit is raised: every test client logs in from 127.0.0.1 (tests of that limit set it). */
+const TEST_CONFIG = { auth: { scryptCost: 1024, rateLimitRequestsPerAddress: 1_000_000 } };
 
 export async function startService(opts: StartOptions = {}): Promise<TestService> {
   const dataDir = opts.dataDir ?? tempDir();

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { LoginLockout, SlidingWindowLimiter } from '../../src/auth/rate-limit.js';
+import { clientKey, LoginLockout, SlidingWindowLimiter } from '../../src/auth/rate-limit.js';
 
 test('the sliding window allows `limit` requests per window per key', () => {
   let now = 1_000_000;
@@ -31,4 +31,13 @@ test('the lockout starts at maxFailures, ends after lockMs, and success clears f
   assert.equal(lockout.lockedFor('x'), 0);
   lockout.recordFailure('x');
   assert.equal(lockout.lockedFor('x'), 0, 'a served lock starts clean');
+});
+
+test('client keys: IPv4 (as uWS gives it, IPv4-mapped) by address, IPv6 by /64', () => {
+  assert.equal(clientKey('0000:0000:0000:0000:0000:ffff:7f00:0001'), '127.0.0.1');
+  assert.equal(clientKey('0000:0000:0000:0000:0000:ffff:c0a8:0a0b'), '192.168.10.11');
+  assert.equal(clientKey('2001:0db8:0001:0002:0000:0000:0000:0001'), '2001:db8:1:2::/64');
+  assert.equal(clientKey('2001:0db8:0001:0002:abcd:ef01:2345:6789'), '2001:db8:1:2::/64', 'one /64, one key');
+  assert.notEqual(clientKey('2001:0db8:0001:0003:0000:0000:0000:0001'), clientKey('2001:0db8:0001:0002:0000:0000:0000:0001'));
+  assert.equal(clientKey('10.0.0.1'), '10.0.0.1');
 });
