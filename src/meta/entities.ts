@@ -1,15 +1,16 @@
 // The entity store: generic CRUD over every registry table, with row scoping
-// applied to every statement. All writes run in one SQLite transaction each,
-// so a request that fails half-way (a 403 found after the insert, a
-// duplicate in a bulk create) leaves nothing behind.
+// applied to every statement and the per-entity rules (rules.ts) applied to
+// every write. All writes run in one SQLite transaction each, so a request
+// that fails half-way (a 403 found after the insert, a duplicate in a bulk
+// create) leaves nothing behind; work that must wait for the commit (moving
+// collection folders) is undone with the write when it fails.
 
 import { randomUUID } from 'node:crypto';
-import { checkEmail } from '../auth/email.js';
-import { ROLES } from '../auth/tokens.js';
-import { HttpError, badRequest, conflict, forbidden, notFound } from '../http/errors.js';
+import { HttpError, badRequest, conflict, forbidden, isWireConvertible, notFound } from '../http/errors.js';
 import type { Db } from './database.js';
 import { compileOrder, compileWhere, type Filter, type Where } from './filter.js';
 import type { EntityDef, Registry, Relation } from './registry.js';
+import { rulesFor, type EntityRules, type WriteContext } from './rules.js';
 import { ident } from './schema.js';
 import type { Scope, ScopeSql } from './scope.js';
 import { parseId, parseMeta, pickFields, splitEntity, toWire, type RowRecord, type SplitEntity } from './wire.js';
@@ -19,22 +20,41 @@ export type Entity = Record<string, unknown>;
 /**
  * Where other subsystems plug into entity changes (monitor rules from tagmeta
  * limits, collection folders following org/site/unit names). Called inside
- * the write transaction; throwing aborts the write.
+ * the write transaction, with the caller's scope; throwing aborts the write.
  */
 export interface EntityHooks {
-  afterCreate?(def: EntityDef, entity: Entity): void;
-  afterUpdate?(def: EntityDef, before: Entity, after: Entity): void;
+  afterCreate?(def: EntityDef, entity: Entity, scope: Scope): void;
+  afterUpdate?(def: EntityDef, before: Entity, after: Entity, scope: Scope): void;
   /** Every row that is about to go, cascaded children included (children first). */
   beforeDelete?(def: EntityDef, entity: Entity): void;
 }
 
-/** Fields only an admin may set: a non-admin must not grant itself a role or scope. */
-const ADMIN_ONLY_FIELDS: Record<string, string[]> = { users: ['role'], userprofiles: ['accessAllowed'] };
+/**
+ * Work a hook asks to run once its write has committed (moving collection
+ * folders and the like). When a job fails, the jobs of the same write that
+ * already ran are reverted, the others dropped, and the rows the write changed
+ * are put back, so rows and files agree; the caller gets the job's error.
+ */
+export interface DeferredJob {
+  run(): Promise<void>;
+  /** Undoes a completed run when a later job of the same write fails (reports its own failures). */
+  revert?(): Promise<void>;
+  /** Called instead of run when the write rolled back or an earlier job of it failed. */
+  drop?(): void;
+}
+
+/** One write's deferred jobs and how to put back the rows it updated. */
+interface WriteBatch {
+  jobs: DeferredJob[];
+  undo: Array<() => void>;
+}
 
 export class EntityStore {
   private readonly hooks: EntityHooks[] = [];
-  /** Work a hook asked to run once the write has committed (file moves and the like). */
-  private deferred: Array<() => Promise<void>> = [];
+  /** The write transaction in progress, if any. */
+  private writing: WriteBatch | null = null;
+  /** Committed writes whose deferred jobs have not run yet. */
+  private committed: WriteBatch[] = [];
 
   constructor(
     readonly db: Db,
@@ -47,25 +67,61 @@ export class EntityStore {
   }
 
   /** For hooks: runs `job` after the current write commits (dropped if it rolls back). */
-  defer(job: () => Promise<void>): void {
-    this.deferred.push(job);
+  defer(job: DeferredJob | (() => Promise<void>)): void {
+    if (!this.writing) throw new Error('defer() is for entity hooks, inside a write');
+    this.writing.jobs.push(typeof job === 'function' ? { run: job } : job);
   }
 
-  /** Runs the deferred work of the writes made so far; routes await it before replying. */
+  /**
+   * Runs the deferred work of the writes made so far; routes await it before replying. A write
+   * whose work fails is undone (see DeferredJob) and its error thrown, naming the undo.
+   */
   async settle(): Promise<void> {
-    const jobs = this.deferred;
-    this.deferred = [];
-    for (const job of jobs) await job();
+    const batches = this.committed;
+    this.committed = [];
+    let failure: unknown;
+    for (const batch of batches) {
+      try {
+        await this.runDeferred(batch);
+      } catch (err) {
+        failure ??= err;
+      }
+    }
+    if (failure !== undefined) throw failure;
   }
 
-  /** One write transaction; deferred work queued by a failed one is discarded. */
+  private async runDeferred({ jobs, undo }: WriteBatch): Promise<void> {
+    const done: DeferredJob[] = [];
+    for (let i = 0; i < jobs.length; i++) {
+      try {
+        await jobs[i].run();
+        done.push(jobs[i]);
+      } catch (err) {
+        for (const rest of jobs.slice(i + 1)) rest.drop?.();
+        // Only updates can be undone (a delete's rows are gone); its error then goes out as it is.
+        if (undo.length === 0) throw err;
+        for (const job of done.reverse()) if (job.revert) await job.revert().catch(() => {});
+        this.db.transaction(() => {
+          for (const restore of undo.slice().reverse()) restore();
+        })();
+        throw undoneError(err);
+      }
+    }
+  }
+
+  /** One write transaction; deferred work queued by a failed one is dropped. */
   private tx<T>(fn: () => T): T {
-    const mark = this.deferred.length;
+    const batch: WriteBatch = { jobs: [], undo: [] };
+    this.writing = batch;
     try {
-      return this.db.transaction(fn)();
+      const result = this.db.transaction(fn)();
+      if (batch.jobs.length > 0) this.committed.push(batch);
+      return result;
     } catch (err) {
-      this.deferred.length = mark;
+      for (const job of batch.jobs) job.drop?.();
       throw err;
+    } finally {
+      this.writing = null;
     }
   }
 
@@ -176,9 +232,15 @@ export class EntityStore {
 
   private insertOne(def: EntityDef, scope: Scope, body: unknown, injected?: Record<string, unknown>): Entity {
     const split = splitEntity(def, injected ? { ...(body as object), ...injected } : body);
-    this.checkAdminOnlyFields(def, scope, split, null);
-    this.normalize(def, split);
+    const rules = rulesFor(def.table);
+    const ctx = writeContext(split, true);
+    if (rules.adminCreatesOnly && !scope.isAdmin) throw forbidden(`only an admin can create ${def.urlNames[0]}`);
+    this.checkAdminOnlyFields(rules, scope, split, null);
+    rules.prepare?.(split, ctx);
+    this.checkParents(def, scope, split, null);
     if (def.textId && split.id === undefined) split.id = randomUUID();
+    rules.validate?.(toWire(def, { id: split.id ?? 0, meta_data: JSON.stringify(split.meta), ...split.columns }), ctx);
+    this.checkUniqueName(def, rules, split, null);
     const names = ['meta_data', ...Object.keys(split.columns)];
     const values: unknown[] = [JSON.stringify(split.meta), ...Object.values(split.columns)];
     if (split.id !== undefined) {
@@ -198,7 +260,7 @@ export class EntityStore {
       throw forbidden(`cannot create ${def.urlNames[0]} outside your access grant`);
     }
     const entity = toWire(def, this.rowById(def, id)!);
-    for (const h of this.hooks) h.afterCreate?.(def, entity);
+    for (const h of this.hooks) h.afterCreate?.(def, entity, scope);
     return entity;
   }
 
@@ -206,10 +268,15 @@ export class EntityStore {
     const row = known ?? this.rowById(def, id);
     if (!row) throw notFound('item not found');
     if (!known && !this.allowed(def, scope, 'write', id)) throw forbidden(`${def.urlNames[0]} ${id} is outside your access grant`);
+    const rules = rulesFor(def.table);
+    const ctx = writeContext(split, false);
     const currentMeta = parseMeta(row.meta_data);
-    this.checkAdminOnlyFields(def, scope, split, currentMeta);
-    this.normalize(def, split);
+    this.checkAdminOnlyFields(rules, scope, split, currentMeta);
+    rules.prepare?.(split, ctx);
+    this.checkParents(def, scope, split, row);
     const meta = { ...currentMeta, ...split.meta };
+    rules.validate?.(toWire(def, { ...row, ...split.columns, meta_data: JSON.stringify(meta) }), ctx);
+    this.checkUniqueName(def, rules, split, row);
     const names = ['meta_data', ...Object.keys(split.columns)];
     const values = [JSON.stringify(meta), ...Object.values(split.columns)];
     try {
@@ -220,10 +287,39 @@ export class EntityStore {
       throw translateSqliteError(err, def);
     }
     if (!this.allowed(def, scope, 'write', id)) throw forbidden(`cannot move ${def.urlNames[0]} ${id} outside your access grant`);
-    const after = toWire(def, this.rowById(def, id)!);
+    const stored = this.rowById(def, id)!;
+    this.writing?.undo.push(() => this.restore(def, row, stored, split));
+    const after = toWire(def, stored);
     const before = toWire(def, row);
-    for (const h of this.hooks) h.afterUpdate?.(def, before, after);
+    for (const h of this.hooks) h.afterUpdate?.(def, before, after, scope);
     return after;
+  }
+
+  /**
+   * Puts back what one update changed (after its deferred work failed), field by field and only
+   * where nothing has changed that field since.
+   */
+  private restore(def: EntityDef, before: RowRecord, after: RowRecord, split: SplitEntity): void {
+    const current = this.rowById(def, before.id);
+    if (!current) return;
+    const assignments: string[] = [];
+    const values: unknown[] = [];
+    for (const column of Object.keys(split.columns)) {
+      if (current[column] !== after[column]) continue;
+      assignments.push(`${ident(column)} = ?`);
+      values.push(before[column] ?? null);
+    }
+    const meta = parseMeta(current.meta_data);
+    const was = parseMeta(before.meta_data);
+    const became = parseMeta(after.meta_data);
+    for (const key of Object.keys(split.meta)) {
+      if (JSON.stringify(meta[key]) !== JSON.stringify(became[key])) continue;
+      if (key in was) meta[key] = was[key];
+      else delete meta[key];
+    }
+    assignments.push('meta_data = ?');
+    values.push(JSON.stringify(meta));
+    this.db.prepare(`UPDATE ${ident(def.table)} SET ${assignments.join(', ')} WHERE id = ?`).run(...values, before.id);
   }
 
   /** Deletes rows and, first, every row below them in the foreign-key graph. */
@@ -244,25 +340,57 @@ export class EntityStore {
     this.db.prepare(`DELETE FROM ${ident(def.table)} WHERE id IN (SELECT value FROM json_each(?))`).run(ids);
   }
 
-  private checkAdminOnlyFields(def: EntityDef, scope: Scope, split: SplitEntity, current: Record<string, unknown> | null): void {
+  private checkAdminOnlyFields(rules: EntityRules, scope: Scope, split: SplitEntity, current: Record<string, unknown> | null): void {
     if (scope.isAdmin) return;
-    for (const field of ADMIN_ONLY_FIELDS[def.table] ?? []) {
+    for (const field of rules.adminOnlyFields ?? []) {
       if (field in split.meta && JSON.stringify(split.meta[field]) !== JSON.stringify(current?.[field])) {
         throw forbidden(`only an admin can set ${field}`);
       }
     }
   }
 
-  private normalize(def: EntityDef, split: SplitEntity): void {
-    if (def.table !== 'users') return;
-    if (typeof split.columns.email === 'string') {
-      // The same normal form and rules as register, so the account can log in under the email it was given.
-      const checked = checkEmail(split.columns.email);
-      if (!checked.ok) throw badRequest(checked.error);
-      split.columns.email = checked.email;
+  /**
+   * A non-admin's write that sets a foreign key (on create, or to a new value on update) must
+   * name a parent inside the grant: the row predicate alone would let a row granted by id
+   * (a unit) be moved under any parent.
+   */
+  private checkParents(def: EntityDef, scope: Scope, split: SplitEntity, row: RowRecord | null): void {
+    if (scope.isAdmin) return;
+    for (const { column, parent } of this.registry.parentsOf(def)) {
+      const value = split.columns[column];
+      if (value === null || value === undefined || (row && row[column] === value)) continue;
+      if (!this.allowed(parent, scope, 'write', value)) {
+        throw forbidden(`cannot set ${column} to ${value}: ${parent.urlNames[0]} ${value} is outside your access grant`);
+      }
     }
-    if ('role' in split.meta && !ROLES.includes(split.meta.role as never)) {
-      throw badRequest(`role must be one of ${ROLES.join(', ')}`);
+  }
+
+  /** 409 when the write gives a row the name (and parent) of another row, for tables whose rules say so. */
+  private checkUniqueName(def: EntityDef, rules: EntityRules, split: SplitEntity, row: RowRecord | null): void {
+    const unique = rules.uniqueName;
+    if (!unique) return;
+    const { within } = unique;
+    const setsName = 'name' in split.meta;
+    const setsParent = within !== null && within in split.columns;
+    if (row && !setsName && !setsParent) return;
+    const currentName = row ? parseMeta(row.meta_data).name : undefined;
+    const name = setsName ? split.meta.name : currentName;
+    if (typeof name !== 'string') return; // binds no collection
+    const parent = within === null ? null : setsParent ? split.columns[within] : ((row?.[within] as number | null | undefined) ?? null);
+    if (row && name === currentName && (within === null || parent === row[within])) return; // unchanged
+    // json_valid first: a row whose meta_data SQLite cannot parse must not make this check fail.
+    const conditions = [`(CASE WHEN json_valid(meta_data) THEN json_extract(meta_data, '$.name') END) = ?`];
+    const params: unknown[] = [name];
+    if (within !== null) {
+      conditions.push(`${ident(within)} IS ?`);
+      params.push(parent);
+    }
+    if (row) {
+      conditions.push('id <> ?');
+      params.push(row.id);
+    }
+    if (this.db.prepare(`SELECT 1 FROM ${ident(def.table)} WHERE ${conditions.join(' AND ')} LIMIT 1`).get(...params)) {
+      throw conflict(`DUPLICATE: ${unique.noun} named ${JSON.stringify(name)} already exists${unique.parentNoun ? ` in this ${unique.parentNoun}` : ''}`);
     }
   }
 
@@ -339,6 +467,17 @@ function combine(a: Where | undefined, b: Where | undefined): Where | undefined 
   if (!a || Object.keys(a).length === 0) return b;
   if (!b) return a;
   return { and: [a, b] };
+}
+
+function writeContext(split: SplitEntity, creating: boolean): WriteContext {
+  return { creating, now: Date.now(), given: new Set([...Object.keys(split.columns), ...Object.keys(split.meta)]) };
+}
+
+/** The error of a failed deferred job, saying that the write was undone. */
+function undoneError(err: unknown): HttpError {
+  const cause = err instanceof HttpError ? err : isWireConvertible(err) ? HttpError.fromWire(err.toWire()) : null;
+  if (!cause) return new HttpError('INTERNAL', 'a follow-up step of the change failed; the change was undone');
+  return new HttpError(cause.code, `${cause.message}; the change was undone`, cause.headers);
 }
 
 function translateSqliteError(err: unknown, def: EntityDef): unknown {

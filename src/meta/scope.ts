@@ -1,13 +1,20 @@
 // Row-level scoping, applied inside the entity store so no route can skip it.
 //
 // A caller's grant (token claims `orgs_id`, `sites_id`, `units_id`) covers
-// the granted orgs, their sites and units, the granted sites and their units,
-// and the granted units. Rows of other tables belong to the hierarchy through
-// their foreign keys (a row is inside when any of its parents is). Reading
-// also reaches the ancestors of granted rows (the site and org of a granted
-// unit), so a client can navigate to its units; changing them does not.
-// Users see and change only their own account rows. Tables with no path to
-// the hierarchy are shared by every logged-in caller.
+// the granted orgs, the sites of granted orgs and the granted sites, and the
+// units of all those sites plus the granted units. Site and unit rows are
+// judged by their foreign key as well as by id, so a site created in a
+// granted org (or a unit under a covered site) is inside at once. Rows of
+// other tables belong to the hierarchy through their foreign keys: a row is
+// inside when it names at least one parent and every parent it names is
+// inside (one foreign parent is enough to put a row outside, for reading and
+// for writing). Reading also reaches the ancestors of granted rows (the site
+// and org of a granted unit), so a client can navigate to its units;
+// changing them does not. Users see and change only their own account rows.
+// Tables with no path to the hierarchy are shared by every logged-in caller.
+//
+// The entity store adds what a predicate over the stored row cannot say: a
+// write that sets a foreign key must name a parent inside the grant.
 
 import type { Claims } from '../auth/tokens.js';
 import type { Db } from './database.js';
@@ -64,19 +71,29 @@ export class Scope {
     switch (def.table) {
       case 'orgs':
         return inSet('id', access === 'read' ? sets.readOrgs : sets.orgs);
-      case 'sites':
-        return inSet('id', access === 'read' ? sets.readSites : sets.sites);
-      case 'units':
-        return inSet('id', sets.units);
+      case 'sites': {
+        // By id (granted, or found under a granted org when the request began) or by its org.
+        const byId = inSet('id', access === 'read' ? sets.readSites : sets.sites);
+        const byOrg = inSet('orgsId', sets.orgs);
+        return { sql: `(${byId.sql} OR ${byOrg.sql})`, params: [...byId.params, ...byOrg.params] };
+      }
+      case 'units': {
+        const byId = inSet('id', sets.units);
+        const sites = this.rowPredicate(this.registry.table('sites'), 'write', depth + 1);
+        return {
+          sql: `(${byId.sql} OR ${t}."siteId" IN (SELECT "sites".id FROM "sites" WHERE ${sites.sql}))`,
+          params: [...byId.params, ...sites.params],
+        };
+      }
       case 'users':
         return { sql: `${t}."email" = ?`, params: [this.subject] };
       case 'notifications': {
         if (access === 'write') return { sql: `${t}."userId" = ?`, params: [this.subject] };
+        // A broadcast is visible when every scope column it sets is inside the grant (none set: system-wide).
         const scoped = [inSet('orgsId', sets.orgs), inSet('sitesId', sets.sites), inSet('unitsId', sets.units)];
+        const columns = ['orgsId', 'sitesId', 'unitsId'];
         return {
-          sql:
-            `(${t}."userId" = ? OR (${t}."userId" IS NULL AND ((${t}."orgsId" IS NULL AND ${t}."sitesId" IS NULL AND ${t}."unitsId" IS NULL)` +
-            ` OR ${scoped.map((s) => s.sql).join(' OR ')})))`,
+          sql: `(${t}."userId" = ? OR (${t}."userId" IS NULL AND ${scoped.map((s, i) => `(${t}.${ident(columns[i])} IS NULL OR ${s.sql})`).join(' AND ')}))`,
           params: [this.subject, ...scoped.flatMap((s) => s.params)],
         };
       }
@@ -84,16 +101,18 @@ export class Scope {
     const parents = this.registry.parentsOf(def);
     if (parents.length === 0) return EVERYTHING;
     if (depth > 8) return { sql: '0', params: [] };
-    // Inside when any parent row is inside (parents are judged for writing: an
-    // ancestor readable only for navigation does not open its other children).
+    // Inside when it names a parent and every parent it names is inside (parents are judged for
+    // writing: an ancestor readable only for navigation does not open its other children).
+    const named = parents.map((relation) => `${t}.${ident(relation.column)} IS NOT NULL`).join(' OR ');
     const parts = parents.map((relation) => {
+      const column = `${t}.${ident(relation.column)}`;
       const parentSql = this.rowPredicate(relation.parent, 'write', depth + 1);
       return {
-        sql: `${t}.${ident(relation.column)} IN (SELECT ${ident(relation.parent.table)}.id FROM ${ident(relation.parent.table)} WHERE ${parentSql.sql})`,
+        sql: `(${column} IS NULL OR ${column} IN (SELECT ${ident(relation.parent.table)}.id FROM ${ident(relation.parent.table)} WHERE ${parentSql.sql}))`,
         params: parentSql.params,
       };
     });
-    return { sql: `(${parts.map((p) => p.sql).join(' OR ')})`, params: parts.flatMap((p) => p.params) };
+    return { sql: `((${named}) AND ${parts.map((p) => p.sql).join(' AND ')})`, params: parts.flatMap((p) => p.params) };
   }
 }
 

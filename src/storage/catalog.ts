@@ -1,19 +1,22 @@
 // The list of collections, as the main thread knows it: loaded at start by
 // scanning the data dir for collections that have metadata (meta.json, four
 // folder levels under <dataDir>/ts), kept current as collections are created,
-// renamed and removed. Workers own the files; the catalog only reads
+// moved (renames) and removed. Workers own the files; the catalog only reads
 // meta.json at start and moves or removes whole folders after the owning
 // worker has let go of them.
 
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Logger } from '../log.js';
-import { HttpError } from '../http/errors.js';
+import { conflict } from '../http/errors.js';
 import { OP, type CollectionRecord, type ScopeFields } from '../../workers/protocol.js';
-import { collectionDir, collectionId as idOf } from '../../workers/scope-path.js';
+import { collectionDir, encodeScopeName, collectionId as idOf, validateScopeName } from '../../workers/scope-path.js';
 import type { ShardPool } from './shards.js';
 
 export type Scope4 = Required<ScopeFields>;
+
+/** Scope fields of the org, site and unit levels, outermost first. */
+const LEVELS = ['organization', 'site', 'unit'] as const;
 
 export class CollectionCatalog {
   private readonly records = new Map<string, CollectionRecord>();
@@ -72,38 +75,95 @@ export class CollectionCatalog {
     return reply.collection!;
   }
 
+  /** Collections under an org (`names` = [org]), a site ([org, site]) or a unit ([org, site, unit]). */
+  under(names: readonly string[]): CollectionRecord[] {
+    return this.list().filter((r) => names.every((name, i) => r[LEVELS[i]!] === name));
+  }
+
+  /** The folder of an org, site or unit (names as in `under`). */
+  levelDir(names: readonly string[]): string {
+    return path.join(this.root, ...names.map(encodeScopeName));
+  }
+
   /**
-   * Renames one scope level (`level` 0 = organization .. 2 = unit) for every
-   * collection under `parent` names: owning workers close the collections, the
-   * folder moves in one rename, new owners open them. Returns the id pairs.
+   * Throws unless the collections under `from` can move to `to`: 400 when a new name cannot be
+   * a folder name, 409 when collections or a folder are already there (a move never merges).
    */
-  async renameLevel(level: 0 | 1 | 2, parents: string[], from: string, to: string): Promise<Array<[string, string]>> {
-    const keys = ['organization', 'site', 'unit'] as const;
-    const affected = this.list().filter((r) => keys.slice(0, level).every((k, i) => r[k] === parents[i]) && r[keys[level]] === from);
-    if (affected.length === 0 || from === to) return [];
-    const renamed = affected.map((r) => ({ before: r, after: { ...r, [keys[level]]: to, updatedAt: Date.now() } as CollectionRecord }));
-    if (renamed.some(({ after }) => this.records.has(idOf(after)))) {
-      throw new HttpError('CONFLICT', `DUPLICATE: a collection named ${to} already exists at that level`);
+  checkRelocation(from: readonly string[], to: readonly string[]): void {
+    if (from.length !== to.length || to.length < 1 || to.length > LEVELS.length) throw new Error('a move stays on one level (org, site or unit)');
+    to.forEach((name, i) => validateScopeName(LEVELS[i]!, name));
+    if (this.under(to).length > 0) throw conflict(`DUPLICATE: collections already exist under ${to.join('/')}; a rename or move does not merge into them`);
+    if (fs.existsSync(this.levelDir(to))) throw conflict(`DUPLICATE: the folder for ${to.join('/')} already exists in the data dir; a rename or move does not merge into it`);
+  }
+
+  /**
+   * Moves every collection under an org, site or unit to new names (a rename, or a move under
+   * another parent): owning workers close the collections, the folder moves in one rename,
+   * meta.json is rewritten, new owners open them. All or nothing: a step that fails undoes the
+   * steps before it (and the error is thrown). Returns the [old id, new id] pairs.
+   */
+  async relocate(from: readonly string[], to: readonly string[]): Promise<Array<[string, string]>> {
+    const affected = this.under(from);
+    if (affected.length === 0 || from.every((name, i) => name === to[i])) return [];
+    this.checkRelocation(from, to);
+    const now = Date.now();
+    const moves = affected.map((before) => {
+      const after: CollectionRecord = { ...before, updatedAt: now };
+      to.forEach((name, i) => (after[LEVELS[i]!] = name));
+      return { before, after };
+    });
+    const source = this.levelDir(from);
+    const target = this.levelDir(to);
+    const undo: Array<() => unknown> = [];
+    try {
+      for (const { before } of moves) {
+        await this.call(OP.CLOSE_COLLECTION, before);
+        undo.push(() => this.call(OP.OPEN_COLLECTION, before));
+      }
+      if (fs.mkdirSync(path.dirname(target), { recursive: true }) !== undefined) undo.push(() => this.removeEmptyParents(path.dirname(target)));
+      fs.renameSync(source, target);
+      undo.push(() => fs.renameSync(target, source));
+      for (const { before, after } of moves) {
+        // meta.json carries the names; rewrite it in the moved folder before the new owner opens it.
+        this.writeRecord(after, after);
+        undo.push(() => this.writeRecord(after, before));
+      }
+      for (const { after } of moves) {
+        await this.call(OP.OPEN_COLLECTION, after);
+        undo.push(() => this.call(OP.CLOSE_COLLECTION, after));
+      }
+    } catch (err) {
+      for (const step of undo.reverse()) {
+        try {
+          await step();
+        } catch (undoErr) {
+          this.log.error({ err: undoErr, from: source, to: target }, 'could not undo a step of a failed collection move');
+        }
+      }
+      throw err;
     }
-    for (const { before } of renamed) await this.shards.shardFor(idOf(before)).call({ op: OP.CLOSE_COLLECTION, id: idOf(before) });
-    const levelDir = (r: CollectionRecord) => path.resolve(collectionDir(this.dataDir, r), ...Array(3 - level).fill('..'));
-    const source = levelDir(renamed[0].before);
-    const target = levelDir(renamed[0].after);
-    fs.renameSync(source, target);
-    for (const { before, after } of renamed) {
-      // meta.json carries the names; rewrite it in the moved folder before the new owner opens it.
-      const metaFile = path.join(collectionDir(this.dataDir, after), 'meta.json');
-      const meta = JSON.parse(fs.readFileSync(metaFile, 'utf8')) as { collection: CollectionRecord };
-      meta.collection = after;
-      const tmp = `${metaFile}.tmp`;
-      fs.writeFileSync(tmp, JSON.stringify(meta));
-      fs.renameSync(tmp, metaFile);
+    for (const { before, after } of moves) {
       this.records.delete(idOf(before));
       this.records.set(idOf(after), after);
-      await this.shards.shardFor(idOf(after)).call({ op: OP.OPEN_COLLECTION, id: idOf(after) });
     }
-    this.log.info({ from: source, to: target, collections: renamed.length }, 'collections renamed');
-    return renamed.map(({ before, after }) => [idOf(before), idOf(after)]);
+    this.removeEmptyParents(path.dirname(source));
+    this.log.info({ from: source, to: target, collections: moves.length }, 'collections moved');
+    return moves.map(({ before, after }) => [idOf(before), idOf(after)]);
+  }
+
+  private async call(op: typeof OP.OPEN_COLLECTION | typeof OP.CLOSE_COLLECTION, record: CollectionRecord): Promise<void> {
+    const id = idOf(record);
+    await this.shards.shardFor(id).call({ op, id });
+  }
+
+  /** Writes `record` into the meta.json of the collection folder of `at`. */
+  private writeRecord(at: CollectionRecord, record: CollectionRecord): void {
+    const metaFile = path.join(collectionDir(this.dataDir, at), 'meta.json');
+    const meta = JSON.parse(fs.readFileSync(metaFile, 'utf8')) as { collection: CollectionRecord };
+    meta.collection = record;
+    const tmp = `${metaFile}.tmp`;
+    fs.writeFileSync(tmp, JSON.stringify(meta));
+    fs.renameSync(tmp, metaFile);
   }
 
   /** Unit, site and org folders go with their last collection. */

@@ -6,11 +6,11 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import type { Config } from '../config.js';
-import { HttpError, badRequest, forbidden, notFound } from '../http/errors.js';
+import { HttpError, badRequest, conflict, forbidden, notFound, unavailable } from '../http/errors.js';
 import type { ResponseStream } from '../http/route.js';
 import type { Logger } from '../log.js';
 import type { Db } from '../meta/database.js';
-import type { Entity, EntityHooks } from '../meta/entities.js';
+import type { DeferredJob, Entity, EntityHooks } from '../meta/entities.js';
 import type { EntityDef } from '../meta/registry.js';
 import type { Scope } from '../meta/scope.js';
 import { isComplete, peekScope } from '../../native-free-codecs/scope-peek.js';
@@ -89,7 +89,7 @@ export class StorageService {
       log,
     });
     this.catalog = new CollectionCatalog(config.dataDir, this.shards, log);
-    this.tagScopes = new TagScopes(db, () => this.shards.tagMapChanged());
+    this.tagScopes = new TagScopes(db, () => this.shards.tagMapChanged(), (id) => this.catalog.get(id) !== undefined);
     this.access = new CollectionAccess(db);
   }
 
@@ -293,66 +293,156 @@ export class StorageService {
 
   // ---- metadata side effects ----------------------------------------------
 
+  /** Folder moves of org/site/unit renames: queued by writes not yet settled, and whether one is running. */
+  private readonly moves = { queued: 0, running: false };
+
   /**
-   * Entity hooks: renaming an org, site or unit renames the collection folder;
-   * deleting one removes its collections; a tagmeta row with a dataTagId maps
-   * that tag to its unit's collection (when the unit has exactly one).
+   * Entity hooks: renaming or moving an org, site or unit moves its collection
+   * folders (all or nothing: checked before the commit, undone with the entity
+   * change if the move fails after it); deleting one removes its collections;
+   * a tagmeta row with a dataTagId binds that tag to its unit's collection
+   * (when the unit has exactly one, and no other collection owns the tag).
    */
-  entityHooks(defer: (job: () => Promise<void>) => void): EntityHooks {
-    const level = (table: string) => (table === 'orgs' ? 0 : table === 'sites' ? 1 : 2) as 0 | 1 | 2;
+  entityHooks(defer: (job: DeferredJob) => void): EntityHooks {
     const isScopeTable = (def: EntityDef) => def.table === 'orgs' || def.table === 'sites' || def.table === 'units';
     return {
-      afterCreate: (def, entity) => this.mapDataTag(def, entity),
-      afterUpdate: (def, before, after) => {
-        this.mapDataTag(def, after);
-        if (!isScopeTable(def) || before.name === after.name) return;
-        const parents = this.namePath(def.table, before);
-        const from = before.name;
-        const to = after.name;
-        if (!parents || typeof from !== 'string' || typeof to !== 'string') return;
-        defer(async () => {
-          const renamed = await this.catalog.renameLevel(level(def.table), parents, from, to);
-          for (const [oldId, newId] of renamed) this.tagScopes.renamePrefix(oldId, newId);
-        });
+      afterCreate: (def, entity, scope) => this.mapDataTag(def, entity, null, scope, defer),
+      afterUpdate: (def, before, after, scope) => {
+        this.mapDataTag(def, after, before, scope, defer);
+        if (isScopeTable(def)) this.followRename(def, before, after, defer);
       },
       beforeDelete: (def, entity) => {
-        if (!isScopeTable(def) || typeof entity.name !== 'string') return;
-        const parents = this.namePath(def.table, entity);
-        if (!parents) return;
-        const keys = ['organization', 'site', 'unit'] as const;
-        const names = [...parents, entity.name];
-        const doomed = this.catalog.list().filter((r) => keys.slice(0, level(def.table) + 1).every((k, i) => r[k] === names[i]));
+        if (!isScopeTable(def)) return;
+        const names = this.scopePath(def.table, entity);
+        // Rows stored before names were unique may share a path: the collections stay with the one left.
+        if (!names || this.bindersOf(def.table, names).some((id) => String(id) !== String(entity.id))) return;
+        const doomed = this.catalog.under(names);
         if (doomed.length === 0) return;
-        defer(async () => {
-          await this.catalog.remove(doomed);
-          for (const r of doomed) this.tagScopes.removeCollection(idOf(r));
+        defer({
+          run: async () => {
+            await this.catalog.remove(doomed);
+            for (const r of doomed) this.tagScopes.removeCollection(idOf(r));
+          },
         });
       },
     };
   }
 
-  private mapDataTag(def: EntityDef, entity: Entity): void {
+  /**
+   * An org, site or unit whose name or parent changed: its collections must follow (the binding
+   * is by names), and it must not come to bind collections it did not have. Everything that can
+   * be checked is checked here, before the commit.
+   */
+  private followRename(def: EntityDef, before: Entity, after: Entity, defer: (job: DeferredJob) => void): void {
+    const from = this.scopePath(def.table, before);
+    const to = this.scopePath(def.table, after);
+    if (from && to && from.every((name, i) => name === to[i])) return;
+    if (!from && !to) return;
+    if (this.moves.running) {
+      // Checks below read the catalog, which a running move is changing.
+      throw new HttpError('UNAVAILABLE', 'collections of another org, site or unit are being moved; retry in a moment', { 'retry-after': '1' });
+    }
+    if (to && this.catalog.under(to).length > 0) {
+      throw conflict(`DUPLICATE: collections already exist under ${to.join('/')}; a rename or move does not merge into them`);
+    }
+    const affected = from ? this.catalog.under(from) : [];
+    if (affected.length === 0) return;
+    if (!to) {
+      throw conflict(`${def.urlNames[0]} ${String(after.id)} has collections, so it needs a name, and parents with names, for their folders`);
+    }
+    this.catalog.checkRelocation(from!, to);
+    const kind = def.urlNames[0]!.replace(/s$/, '');
+    const move = async (source: readonly string[], target: readonly string[]) => {
+      let renamed: Array<[string, string]>;
+      try {
+        renamed = await this.catalog.relocate(source, target);
+      } catch (err) {
+        this.log.warn({ err, from: source.join('/'), to: target.join('/') }, 'collection folders could not be moved');
+        if (err instanceof HttpError || (err as { toWire?: unknown }).toWire) throw err;
+        const code = (err as NodeJS.ErrnoException).code ?? 'error';
+        const inTheWay = ['EEXIST', 'ENOTEMPTY', 'ENOTDIR', 'EISDIR'].includes(code);
+        throw new HttpError(inTheWay ? 'CONFLICT' : 'INTERNAL', `the collection folders of ${kind} ${source.join('/')} could not be moved to ${target.join('/')} (${code})`);
+      }
+      for (const [oldId, newId] of renamed) this.tagScopes.renameCollection(oldId, newId);
+    };
+    const finished = () => {
+      if (--this.moves.queued === 0) this.moves.running = false;
+    };
+    defer({
+      run: async () => {
+        this.moves.running = true;
+        try {
+          await move(from!, to);
+        } finally {
+          finished();
+        }
+      },
+      revert: async () => {
+        this.moves.queued++;
+        this.moves.running = true;
+        try {
+          await move(to, from!);
+        } finally {
+          finished();
+        }
+      },
+      drop: finished,
+    });
+    this.moves.queued++; // after defer(): drop() is only ever called once the hook has returned
+  }
+
+  /**
+   * Binds a tagmeta row's dataTagId to its unit's collection (when the unit has exactly one).
+   * A tag another collection owns is not re-bound: 409, naming that collection to admins only.
+   */
+  private mapDataTag(def: EntityDef, entity: Entity, before: Entity | null, scope: Scope, defer: (job: DeferredJob) => void): void {
     if (def.table !== 'tagmeta' || typeof entity.dataTagId !== 'string' || !entity.unitsId) return;
+    if (before && before.dataTagId === entity.dataTagId && before.unitsId === entity.unitsId) return; // binding unchanged
     const unit = this.db.prepare(
       `SELECT json_extract(u.meta_data, '$.name') AS unit, json_extract(s.meta_data, '$.name') AS site, json_extract(o.meta_data, '$.name') AS org
          FROM units u JOIN sites s ON u.siteId = s.id JOIN orgs o ON s.orgsId = o.id WHERE u.id = ?`,
-    ).get(Number(entity.unitsId)) as { unit: string; site: string; org: string } | undefined;
-    if (!unit) return;
-    const matches = this.catalog.list().filter((r) => r.organization === unit.org && r.site === unit.site && r.unit === unit.unit);
-    if (matches.length === 1) this.tagScopes.learn(idOf(matches[0]), [entity.dataTagId]);
+    ).get(Number(entity.unitsId)) as { unit: unknown; site: unknown; org: unknown } | undefined;
+    if (!unit || typeof unit.org !== 'string' || typeof unit.site !== 'string' || typeof unit.unit !== 'string') return;
+    const matches = this.catalog.under([unit.org, unit.site, unit.unit]);
+    if (matches.length !== 1) return;
+    const { owner, changed } = this.tagScopes.claim(idOf(matches[0]!), entity.dataTagId);
+    if (owner !== null) {
+      const named = scope.isAdmin ? ` (${owner})` : '';
+      throw conflict(`DUPLICATE: tag ${JSON.stringify(entity.dataTagId)} already belongs to another collection${named}; a tag is in one collection only`);
+    }
+    // Workers re-read the map once the binding is committed, not before.
+    if (changed) defer({ run: async () => this.tagScopes.notifyChanged() });
+  }
+
+  /** Ids of the org, site or unit rows bound to a path of names (one, unless stored data has duplicates). */
+  private bindersOf(table: string, names: readonly string[]): number[] {
+    if (table === 'units') return this.access.unitIds({ organization: names[0]!, site: names[1]!, unit: names[2]! });
+    const name = (alias: string) => `(CASE WHEN json_valid(${alias}.meta_data) THEN json_extract(${alias}.meta_data, '$.name') END)`;
+    const sql =
+      table === 'orgs'
+        ? `SELECT o.id FROM orgs o WHERE ${name('o')} = ?`
+        : `SELECT s.id FROM sites s JOIN orgs o ON s.orgsId = o.id WHERE ${name('o')} = ? AND ${name('s')} = ?`;
+    return this.db.prepare(sql).pluck().all(...names) as number[];
+  }
+
+  /** Names of an org ([org]), site ([org, site]) or unit ([org, site, unit]); null when one is missing. */
+  private scopePath(table: string, entity: Entity): string[] | null {
+    if (typeof entity.name !== 'string') return null;
+    const parents = this.namePath(table, entity);
+    return parents ? [...parents, entity.name] : null;
   }
 
   /** Names of the org (and site) above an org/site/unit entity, outermost first. */
   private namePath(table: string, entity: Entity): string[] | null {
     if (table === 'orgs') return [];
     if (table === 'sites') {
-      const org = this.db.prepare("SELECT json_extract(meta_data, '$.name') FROM orgs WHERE id = ?").pluck().get(Number(entity.orgsId)) as string | undefined;
+      const org = this.db.prepare("SELECT json_extract(meta_data, '$.name') FROM orgs WHERE id = ?").pluck().get(Number(entity.orgsId)) as unknown;
       return typeof org === 'string' ? [org] : null;
     }
     const row = this.db.prepare(
       `SELECT json_extract(s.meta_data, '$.name') AS site, json_extract(o.meta_data, '$.name') AS org
          FROM sites s JOIN orgs o ON s.orgsId = o.id WHERE s.id = ?`,
-    ).get(Number(entity.siteId)) as { site: string; org: string } | undefined;
+    ).get(Number(entity.siteId)) as { site: unknown; org: unknown } | undefined;
     return row && typeof row.site === 'string' && typeof row.org === 'string' ? [row.org, row.site] : null;
   }
 }

@@ -2,6 +2,13 @@
 // its scope (the worker reports tags new to a collection) and from tagmeta
 // rows whose dataTagId names a storage tag. Persisted in the metadata store;
 // workers read the same table and are told of changes through a version slot.
+//
+// A tag belongs to one collection, the first it was written to or bound to:
+// a later write of the same tag name into another collection does not move
+// it, and a tagmeta row that would move it is refused. Otherwise any tenant
+// could re-point another's tag (by name, the map is global) and catch or
+// block its scope-less writes and reads. A binding whose collection is gone
+// is free again.
 
 import type { Db } from '../meta/database.js';
 
@@ -9,7 +16,12 @@ export class TagScopes {
   private readonly upsert;
   private readonly lookup;
 
-  constructor(private readonly db: Db, private readonly changed: () => void) {
+  /** `exists` tells whether a collection id is still in the catalog. */
+  constructor(
+    private readonly db: Db,
+    private readonly changed: () => void,
+    private readonly exists: (collectionId: string) => boolean = () => true,
+  ) {
     this.upsert = db.prepare<[string, string, number]>(
       'INSERT INTO tag_scopes (tag, collection, learned_at) VALUES (?, ?, ?) ON CONFLICT(tag) DO UPDATE SET collection = excluded.collection, learned_at = excluded.learned_at',
     );
@@ -20,14 +32,15 @@ export class TagScopes {
     return this.lookup.get(tag) ?? null;
   }
 
-  /** Records that `tags` live in `collectionId` (the latest write wins for a tag seen in two collections). */
+  /** Records that `tags` live in `collectionId`, for each tag no other existing collection owns. */
   learn(collectionId: string, tags: readonly string[]): void {
     if (tags.length === 0) return;
     const now = Date.now();
     let changed = false;
     this.db.transaction(() => {
       for (const tag of tags) {
-        if (this.collectionOf(tag) === collectionId) continue;
+        const owner = this.collectionOf(tag);
+        if (owner === collectionId || (owner !== null && this.exists(owner))) continue;
         this.upsert.run(tag, collectionId, now);
         changed = true;
       }
@@ -35,15 +48,26 @@ export class TagScopes {
     if (changed) this.changed();
   }
 
-  /** After a folder rename: every tag of a collection whose id starts with `oldPrefix` moves. */
-  renamePrefix(oldPrefix: string, newPrefix: string): void {
-    const rows = this.db.prepare('SELECT tag, collection FROM tag_scopes WHERE substr(collection, 1, ?) = ?').all(oldPrefix.length, oldPrefix) as Array<{ tag: string; collection: string }>;
-    if (rows.length === 0) return;
-    const update = this.db.prepare('UPDATE tag_scopes SET collection = ? WHERE tag = ?');
-    this.db.transaction(() => {
-      for (const row of rows) update.run(newPrefix + row.collection.slice(oldPrefix.length), row.tag);
-    })();
+  /**
+   * Binds `tag` to `collectionId` unless another existing collection owns it, in which case
+   * nothing changes and `owner` names it. Runs inside the caller's transaction and does not
+   * tell the workers: the caller calls notifyChanged() once that transaction has committed.
+   */
+  claim(collectionId: string, tag: string): { owner: string | null; changed: boolean } {
+    const owner = this.collectionOf(tag);
+    if (owner === collectionId) return { owner: null, changed: false };
+    if (owner !== null && this.exists(owner)) return { owner, changed: false };
+    this.upsert.run(tag, collectionId, Date.now());
+    return { owner: null, changed: true };
+  }
+
+  notifyChanged(): void {
     this.changed();
+  }
+
+  /** After a folder move: the tags of one collection follow it to its new id. */
+  renameCollection(oldId: string, newId: string): void {
+    if (this.db.prepare('UPDATE tag_scopes SET collection = ? WHERE collection = ?').run(newId, oldId).changes > 0) this.changed();
   }
 
   removeCollection(collectionId: string): void {
