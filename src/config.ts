@@ -19,6 +19,7 @@ export interface Config {
     /** 0 means an ephemeral port. */
     readonly port: number;
     readonly maxBodyBytes: number;
+    readonly maxJsonDepth: number;
     readonly shutdownGraceMs: number;
   };
   readonly tls: {

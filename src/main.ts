@@ -7,6 +7,7 @@ import { ensureAdmin } from './auth/bootstrap.js';
 import { loadOrCreateSecret, TokenService } from './auth/tokens.js';
 import { AccountStore } from './auth/users.js';
 import { ConfigError, loadConfig, type Config } from './config.js';
+import { configureBodyGuard } from './http/body-guard.js';
 import { ensureCertificates } from './http/certificates.js';
 import { HttpServer } from './http/server.js';
 import { createLogger, flushLogs, type Logger } from './log.js';
@@ -43,6 +44,7 @@ export async function startService(config: Config, log: Logger, env: NodeJS.Proc
 
   let port = config.server.port;
   const ctx: ServiceContext = { config, log, db, accounts, tokens, tls, entities, storage, boundPort: () => port };
+  configureBodyGuard({ maxJsonDepth: config.server.maxJsonDepth });
   const server = new HttpServer({ routes: buildRouteTable(ctx), tokens, log, maxBodyBytes: config.server.maxBodyBytes, tls });
   port = await server.listen(config.server.host, config.server.port);
   log.info({ port, dataDir: config.dataDir, caFile: tls.caFile }, 'listening');

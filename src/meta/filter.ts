@@ -565,11 +565,18 @@ function compileCondition(condition: Condition, table: TableShape): Fragment {
   }
 }
 
-/** The SQL for a field's value: its quoted column, or its key inside meta_data (path bound as a parameter). */
+/**
+ * The SQL for a field's value: its quoted column, or its key inside meta_data
+ * (path bound as a parameter). json_extract fails the whole statement on a
+ * meta_data that is not valid JSON or nests deeper than SQLite's 1000 levels,
+ * so one such stored row would break every filtered query on its table; the
+ * json_valid guard reads it as having no keys instead. SQLite keeps the parse
+ * for the json_extract that follows, so the guard costs little (README).
+ */
 function fieldValue(field: string, table: TableShape): Fragment {
   if (table.columns.has(field)) return columnName(field);
   const path = '$' + field.split('.').map((key) => `."${key}"`).join(''); // keys match FIELD_PATTERN: no quotes inside
-  return sql`json_extract(meta_data, ${path})`;
+  return sql`CASE WHEN json_valid(meta_data) THEN json_extract(meta_data, ${path}) END`;
 }
 
 function columnName(column: string): Fragment {

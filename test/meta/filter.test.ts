@@ -76,7 +76,10 @@ test('a bare value is equality; null matches null and missing keys', () => {
 
 test('real columns compile to quoted identifiers and keep their affinity', () => {
   assert.deepEqual(compileWhere({ unitsId: 5 }, table), { sql: '"unitsId" = ?', params: [5] });
-  assert.deepEqual(compileWhere({ name: 'x' }, table), { sql: 'json_extract(meta_data, ?) = ?', params: ['$."name"', 'x'] });
+  assert.deepEqual(compileWhere({ name: 'x' }, table), {
+    sql: 'CASE WHEN json_valid(meta_data) THEN json_extract(meta_data, ?) END = ?',
+    params: ['$."name"', 'x'],
+  });
   assert.deepEqual(compileWhere({ 'spec.rpm': 1 }, table).params, ['$."spec"."rpm"', 1]);
   assert.deepEqual(matching({ unitsId: 5 }), [1, 2, 8]);
   assert.deepEqual(matching({ unitsId: '5' }), [1, 2, 8], 'INTEGER affinity converts the text operand');
@@ -208,6 +211,31 @@ test('regexp values are cut to 64 KiB and compiled patterns are cached', () => {
   assert.equal(compileSafeRegExp('^pu', 'i'), compileSafeRegExp('^pu', 'i'));
 });
 
+test('stored meta_data that is not valid JSON, or nests deeper than SQLite reads, never fails a query', () => {
+  const store = new Database(':memory:');
+  store.exec(`CREATE TABLE items (id INTEGER PRIMARY KEY, meta_data TEXT NOT NULL DEFAULT '{}')`);
+  const add = store.prepare('INSERT INTO items (id, meta_data) VALUES (?, ?)');
+  add.run(1, JSON.stringify({ name: 'ok', temp: 5 }));
+  add.run(2, `{"name":"deep","x":${'['.repeat(1001)}${']'.repeat(1001)}}`);
+  add.run(3, '{"name": "cut');
+  add.run(4, Buffer.from('{"name":"blob"}'));
+  add.run(5, JSON.stringify({ name: 'ok2', temp: 7 }));
+  registerSqlFunctions(store);
+  const shape: TableShape = { columns: new Set(['id']) };
+  const run = (filter: Filter) => {
+    const where = compileWhere(filter.where, shape);
+    const order = compileOrder(filter.order, shape);
+    return store.prepare(`SELECT id FROM items WHERE ${where.sql} ${order.sql || 'ORDER BY id'}`).pluck().all(...where.params, ...order.params);
+  };
+  assert.deepEqual(run({ where: { name: 'ok' } }), [1]);
+  assert.deepEqual(run({ where: { temp: { gt: 1 } } }), [1, 5]);
+  assert.deepEqual(run({ where: { name: { exists: false } } }), [2, 3], 'unreadable rows have no keys');
+  assert.deepEqual(run({ where: { name: { regexp: '/^ok/' } } }), [1, 5]);
+  assert.deepEqual(run({ where: { name: { nin: ['ok'] } } }), [2, 3, 4, 5]);
+  assert.deepEqual(run({ order: [{ field: 'name', direction: 'DESC' }] }), [5, 1, 4, 2, 3], 'a blob holding JSON text reads as that text');
+  store.close();
+});
+
 test('and, or, nor nest; nor counts rows where a condition is unknown', () => {
   assert.deepEqual(matching({ or: [{ kind: 'valve' }, { temp: { gt: 60 } }] }), [3, 5]);
   assert.deepEqual(matching({ and: [{ kind: 'pump' }, { temp: { gt: 30 } }] }), [2]);
@@ -271,7 +299,7 @@ test('injection through field names is refused; through values it stays a litera
 
 test('order: strings, arrays, several keys, and the id tiebreaker', () => {
   assert.deepEqual(compileOrder([{ field: 'temp', direction: 'DESC' }], table), {
-    sql: 'ORDER BY json_extract(meta_data, ?) DESC, "id" ASC',
+    sql: 'ORDER BY CASE WHEN json_valid(meta_data) THEN json_extract(meta_data, ?) END DESC, "id" ASC',
     params: ['$."temp"'],
   });
   assert.deepEqual(compileOrder([{ field: 'id', direction: 'DESC' }], table), { sql: 'ORDER BY "id" DESC', params: [] });
