@@ -47,6 +47,7 @@ export interface Config {
   };
   readonly meta: {
     readonly maxListRows: number;
+    readonly regexpBudgetSteps: number;
   };
   readonly auth: {
     readonly adminEmail: string;

@@ -31,7 +31,7 @@ export async function startService(config: Config, log: Logger, env: NodeJS.Proc
   const db = openMetadataDb(config.dataDir);
   const registry = new Registry();
   syncEntitySchema(db, registry);
-  registerSqlFunctions(db);
+  registerSqlFunctions(db, { regexpBudgetSteps: config.meta.regexpBudgetSteps });
   const entities = new EntityStore(db, registry, config.meta.maxListRows);
   const storage = new StorageService(config, db, log);
   await storage.start();

@@ -15,9 +15,18 @@
 // case folding and Unicode. Backreferences, lookahead and lookbehind have no
 // linear-time implementation and are refused.
 //
-// Work is counted in steps: one per character through a cached DFA state,
-// plus one per NFA instruction visited when a new state is computed. The
+// Work is counted in steps, each a few nanoseconds: one per character through
+// a cached DFA state; when a state has to be computed, one per NFA
+// instruction visited plus the cost of building it; and 32 when a piece has
+// to ask JavaScript about a character it has not met before. A pattern whose
+// texts keep overflowing the DFA cache is run from then on as a plain NFA
+// simulation (one step per instruction visited, nothing allocated). The
 // caller passes a budget; past it, StepBudgetExceeded is thrown.
+
+export interface LinearRegExpOptions {
+  /** Overrides the DFA cache bound; tests set 0 to run nearly everything as a plain NFA simulation. */
+  maxCacheWeight?: number;
+}
 
 /** A pattern this matcher does not run; the message says why. */
 export class RegexpRefusal extends Error {
@@ -49,6 +58,8 @@ export const MAX_PROGRAM_SIZE = 10_000;
  */
 const MAX_CACHE_WEIGHT = 256 * 1024;
 const ASCII = 128;
+/** Steps charged when a one-character JavaScript RegExp has to run (a character not met before): about 100-250 ns, 30-50 steps. */
+const ATOM_EVALUATION_STEPS = 32;
 
 // Instructions
 const CHAR = 0; // arg: atom index; next instruction on a match
@@ -78,6 +89,8 @@ type Node =
 
 /** A one-character piece of the pattern, tested by JavaScript, with its answers remembered. */
 class Atom {
+  /** Evaluations by JavaScript so far, all atoms together; the matcher charges them to the budget. */
+  static evaluations = 0;
   private readonly regexp: RegExp;
   /** 0 unknown, 1 no, 2 yes. */
   private readonly ascii = new Uint8Array(ASCII);
@@ -95,12 +108,14 @@ class Atom {
     if (c < ASCII) {
       const known = this.ascii[c];
       if (known !== 0) return known === 2;
+      Atom.evaluations++;
       const result = this.regexp.test(String.fromCharCode(c));
       this.ascii[c] = result ? 2 : 1;
       return result;
     }
     const known = this.other.get(c);
     if (known !== undefined) return known;
+    Atom.evaluations++;
     const result = this.regexp.test(this.unicode ? String.fromCodePoint(c) : String.fromCharCode(c));
     if (this.other.size >= 4096) this.other.clear();
     this.other.set(c, result);
@@ -123,8 +138,10 @@ class DfaState {
   ) {}
 }
 
+const EMPTY_KERNEL = new Int32Array(0);
+
 /** Marks "a match was found" among transitions. */
-const MATCHED = new DfaState(new Int32Array(0), PLAIN, false);
+const MATCHED = new DfaState(EMPTY_KERNEL, PLAIN, false);
 
 export class LinearRegExp {
   private readonly op: Uint8Array;
@@ -135,6 +152,8 @@ export class LinearRegExp {
   private readonly multiline: boolean;
   private readonly unicode: boolean;
   private readonly lineKinds: boolean;
+  /** Whether any assertion looks at characters (only ^ and $ without m look at the edges alone). */
+  private readonly kinds: boolean;
   private readonly anchoredAtStart: boolean;
 
   // Scratch space of the closure; the matcher is not re-entrant.
@@ -142,17 +161,23 @@ export class LinearRegExp {
   private generation = 0;
   private readonly stack: Int32Array;
   private readonly chars: Int32Array;
+  private readonly kernelA: Int32Array;
+  private readonly kernelB: Int32Array;
   private work = 0;
 
+  private readonly maxCacheWeight: number;
   private states = new Map<string, DfaState>();
   private cacheWeight = 0;
   private start: DfaState | undefined = undefined;
-  /** Off when the cache keeps filling up during one text: new states are then used once and not kept (plain NFA simulation). */
+  /** Off once the cache filled up twice during one text: the rest of it runs as a plain NFA simulation. */
   private caching = true;
   private flushesThisTest = 0;
+  /** Set once a text defeated the cache: this pattern's DFA is too large to pay off. */
+  private thrashes = false;
 
   /** Throws RegexpRefusal for patterns it does not run; the pattern must already compile as a JavaScript RegExp. */
-  constructor(source: string, flags: string) {
+  constructor(source: string, flags: string, options: LinearRegExpOptions = {}) {
+    this.maxCacheWeight = options.maxCacheWeight ?? MAX_CACHE_WEIGHT;
     this.unicode = flags.includes('u');
     this.multiline = flags.includes('m');
     const atomFlags = flags.replace('m', ''); // atoms are tested alone: ^ and $ there mean the character's edges
@@ -161,6 +186,7 @@ export class LinearRegExp {
     this.atoms = parser.atomSources.map((text) => new Atom(text, atomFlags, this.unicode));
     this.word = parser.hasWordAssertion ? new Atom('\\w', atomFlags, this.unicode) : undefined;
     this.lineKinds = this.multiline && parser.hasLineAnchor;
+    this.kinds = this.lineKinds || this.word !== undefined;
     this.anchoredAtStart = !this.multiline && startsWithLineStart(tree);
 
     const program = new ProgramBuilder();
@@ -173,6 +199,8 @@ export class LinearRegExp {
     this.mark = new Int32Array(size);
     this.stack = new Int32Array(3 * size + 2);
     this.chars = new Int32Array(size);
+    this.kernelA = new Int32Array(size);
+    this.kernelB = new Int32Array(size);
   }
 
   /** Number of NFA instructions (what one uncached step can visit at most). */
@@ -182,10 +210,12 @@ export class LinearRegExp {
 
   /** RegExp.prototype.test: whether the pattern matches anywhere in `text`. Spends steps from `budget`. */
   test(text: string, budget: StepBudget): boolean {
+    if (this.thrashes) return this.simulate(text, 0, EMPTY_KERNEL, EDGE, budget);
     this.caching = true;
     this.flushesThisTest = 0;
     let state = this.startState();
     let remaining = budget.remaining;
+    let delegated = false;
     const length = text.length;
     try {
       for (let i = 0; i < length; ) {
@@ -207,28 +237,34 @@ export class LinearRegExp {
         if (remaining < 0) throw new StepBudgetExceeded();
         if (next === MATCHED) return true;
         if (next.dead) return false;
+        if (!this.caching) {
+          budget.remaining = remaining;
+          delegated = true;
+          return this.simulate(text, i, next.kernel, next.previous, budget);
+        }
         state = next;
       }
       if (state.matchesAtEnd < 0) {
         this.work = 0;
-        state.matchesAtEnd = this.closure(state.kernel, state.previous, EDGE) < 0 ? 1 : 0;
+        state.matchesAtEnd = this.closure(state.kernel, state.kernel.length, state.previous, EDGE) < 0 ? 1 : 0;
         remaining -= this.work;
         if (remaining < 0) throw new StepBudgetExceeded();
       }
       return state.matchesAtEnd === 1;
     } finally {
-      budget.remaining = remaining;
+      if (!delegated) budget.remaining = remaining;
     }
   }
 
   private startState(): DfaState {
-    return (this.start ??= this.intern(new Int32Array(0), EDGE));
+    return (this.start ??= this.intern(EMPTY_KERNEL, EDGE));
   }
 
   /** Computes and caches the state after `c`: closes the kernel (plus a thread starting here), then steps over `c`. */
   private transition(state: DfaState, c: number): DfaState {
+    const evaluations = Atom.evaluations;
     const kind = this.kindOf(c);
-    const count = this.closure(state.kernel, state.previous, kind);
+    const count = this.closure(state.kernel, state.kernel.length, state.previous, kind);
     let next: DfaState;
     if (count < 0) {
       next = MATCHED;
@@ -246,6 +282,7 @@ export class LinearRegExp {
       }
       next = this.intern(Int32Array.from(reached).sort(), kind);
     }
+    this.work += (Atom.evaluations - evaluations) * ATOM_EVALUATION_STEPS;
     if (!this.caching) return next;
     if (c < ASCII) {
       if (!state.ascii) {
@@ -266,35 +303,91 @@ export class LinearRegExp {
     const key = `${previous}:${kernel.join(',')}`;
     let state = this.states.get(key);
     if (state) return state;
-    if (this.cacheWeight > MAX_CACHE_WEIGHT) {
+    if (this.cacheWeight > this.maxCacheWeight) {
       // Start over rather than grow: the states in use stay valid, only sharing is lost.
       this.states = new Map();
       this.cacheWeight = 0;
       this.start = undefined;
-      // A text that fills the cache twice gains nothing from it: finish it without caching.
+      // A text that fills the cache twice gains nothing from it: finish it, and
+      // every later text, as a plain NFA simulation (linear too, without the
+      // cost of building states that are used once).
       if (++this.flushesThisTest >= 2) {
         this.caching = false;
+        this.thrashes = true;
         return new DfaState(kernel, previous, dead);
       }
     }
     state = new DfaState(kernel, previous, dead);
     this.states.set(key, state);
     this.cacheWeight += kernel.length + 8;
+    this.work += kernel.length + 16; // the key, the lookup and the allocation
     return state;
+  }
+
+  /**
+   * The rest of `text` from `start` as a plain NFA simulation, for texts that
+   * defeat the DFA cache: two kernel buffers, nothing allocated per character.
+   */
+  private simulate(text: string, start: number, kernel: Int32Array, previous: number, budget: StepBudget): boolean {
+    let current = this.kernelA;
+    let following = this.kernelB;
+    current.set(kernel);
+    let count = kernel.length;
+    let remaining = budget.remaining;
+    const { atoms, arg, mark, chars } = this;
+    try {
+      for (let i = start; i < text.length; ) {
+        let c: number;
+        if (this.unicode) {
+          c = text.codePointAt(i)!;
+          i += c > 0xffff ? 2 : 1;
+        } else {
+          c = text.charCodeAt(i++);
+        }
+        const evaluations = Atom.evaluations;
+        const kind = this.kindOf(c);
+        this.work = 0;
+        const reachable = this.closure(current, count, previous, kind);
+        if (reachable < 0) return true;
+        const generation = this.nextGeneration();
+        let reached = 0;
+        for (let j = 0; j < reachable; j++) {
+          const pc = chars[j];
+          if (!atoms[arg[pc]].matches(c)) continue;
+          const to = pc + 1;
+          if (mark[to] === generation) continue;
+          mark[to] = generation;
+          following[reached++] = to;
+        }
+        remaining -= this.work + reachable + (Atom.evaluations - evaluations) * ATOM_EVALUATION_STEPS;
+        if (remaining < 0) throw new StepBudgetExceeded();
+        [current, following] = [following, current];
+        count = reached;
+        previous = kind;
+        if (this.anchoredAtStart && count === 0) return false;
+      }
+      this.work = 0;
+      const matched = this.closure(current, count, previous, EDGE) < 0;
+      remaining -= this.work;
+      if (remaining < 0) throw new StepBudgetExceeded();
+      return matched;
+    } finally {
+      budget.remaining = remaining;
+    }
   }
 
   /**
    * Follows SPLIT, JMP and ASSERT from the kernel and from instruction 0 (a
    * match may start at any position), between characters of kinds
-   * `previous` and `next`. Leaves the CHAR instructions reached in
+   * `previous` and `next` (the kernel is its first `size` entries). Leaves the CHAR instructions reached in
    * `this.chars` and returns their count, or -1 when MATCH is reachable.
    */
-  private closure(kernel: Int32Array, previous: number, next: number): number {
+  private closure(kernel: Int32Array, size: number, previous: number, next: number): number {
     const { op, arg, alt, mark, stack, chars } = this;
     const generation = this.nextGeneration();
     let top = 0;
     stack[top++] = 0;
-    for (let k = kernel.length - 1; k >= 0; k--) stack[top++] = kernel[k];
+    for (let k = size - 1; k >= 0; k--) stack[top++] = kernel[k];
     let count = 0;
     while (top > 0) {
       const pc = stack[--top];
@@ -337,6 +430,7 @@ export class LinearRegExp {
 
   /** Only the distinctions some assertion of this pattern makes, so that states are shared as much as possible. */
   private kindOf(c: number): number {
+    if (!this.kinds) return PLAIN;
     if (this.lineKinds && (c === 0x0a || c === 0x0d || c === 0x2028 || c === 0x2029)) return LINE_TERMINATOR;
     if (this.word?.matches(c)) return WORD;
     return PLAIN;
