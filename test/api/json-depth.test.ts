@@ -131,6 +131,23 @@ describe('stored rows SQLite cannot read never fail a query', () => {
     assert.deepEqual(units.body.map((unit: { id: string }) => unit.id), [ids.unit]);
   });
 
+  test('time-series access through the unit names still answers a granted non-admin', async () => {
+    const collection = await svc.post('/svcapi/create_collection', { organization: 'Org', site: 'Site', unit: 'Unit', grid: 'g' }, admin);
+    assert.equal(collection.status, 200, collection.text);
+    const email = 'granted@depth.test';
+    const user = await svc.newUser(email);
+    const account = (await get(`/svcapi/users/findOne?${q({ where: { email } })}`)).body;
+    await svc.post('/svcapi/userprofiles', { usersId: account.id, accessAllowed: { units: [ids.unit] } }, admin);
+    const granted = await svc.login(email, 'user-password-1');
+    assert.ok(user);
+    const listed = await svc.get('/svcapi/collection', granted);
+    assert.equal(listed.status, 200, listed.text);
+    assert.equal(listed.body.length, 1);
+    const written = await svc.post('/svcapi/write', { organization: 'Org', site: 'Site', unit: 'Unit', grid: 'g', tags: { T: [[Date.UTC(2026, 0, 10), 1]] } }, granted);
+    assert.equal(written.status, 200, written.text);
+    assert.equal(written.body.success, true);
+  });
+
   test('filtered delete and update-all answer, and a PUT replaces the unreadable meta_data', async () => {
     const del = await svc.request('DELETE', `/svcapi/labels?${w({ name: 'nothing-matches' })}`, { token: admin });
     assert.equal(del.status, 200, del.text);
