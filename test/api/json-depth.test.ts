@@ -135,11 +135,10 @@ describe('stored rows SQLite cannot read never fail a query', () => {
     const collection = await svc.post('/svcapi/create_collection', { organization: 'Org', site: 'Site', unit: 'Unit', grid: 'g' }, admin);
     assert.equal(collection.status, 200, collection.text);
     const email = 'granted@depth.test';
-    const user = await svc.newUser(email);
+    await svc.newUser(email);
     const account = (await get(`/svcapi/users/findOne?${q({ where: { email } })}`)).body;
     await svc.post('/svcapi/userprofiles', { usersId: account.id, accessAllowed: { units: [ids.unit] } }, admin);
-    const granted = await svc.login(email, 'user-password-1');
-    assert.ok(user);
+    const granted = await svc.login(email, 'user-password-1'); // grants are read at login
     const listed = await svc.get('/svcapi/collection', granted);
     assert.equal(listed.status, 200, listed.text);
     assert.equal(listed.body.length, 1);
