@@ -19,6 +19,7 @@ export interface Config {
     /** 0 means an ephemeral port. */
     readonly port: number;
     readonly maxBodyBytes: number;
+    readonly maxJsonDepth: number;
     readonly shutdownGraceMs: number;
   };
   readonly tls: {
@@ -48,6 +49,7 @@ export interface Config {
   };
   readonly meta: {
     readonly maxListRows: number;
+    readonly regexpBudgetSteps: number;
   };
   readonly auth: {
     readonly adminEmail: string;

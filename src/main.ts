@@ -7,6 +7,7 @@ import { loadOrCreateSecret, TokenService } from './auth/tokens.js';
 import { AccountStore } from './auth/users.js';
 import { ConfigError, loadConfig, type Config } from './config.js';
 import { prepareDataDir } from './data-dir.js';
+import { configureBodyGuard } from './http/body-guard.js';
 import { ensureCertificates } from './http/certificates.js';
 import { HttpServer } from './http/server.js';
 import { createLogger, flushLogs, type Logger } from './log.js';
@@ -30,7 +31,7 @@ export async function startService(config: Config, log: Logger, env: NodeJS.Proc
   const db = openMetadataDb(config.dataDir);
   const registry = new Registry();
   syncEntitySchema(db, registry);
-  registerSqlFunctions(db);
+  registerSqlFunctions(db, { regexpBudgetSteps: config.meta.regexpBudgetSteps });
   const entities = new EntityStore(db, registry, config.meta.maxListRows);
   const storage = new StorageService(config, db, log);
   await storage.start();
@@ -44,6 +45,7 @@ export async function startService(config: Config, log: Logger, env: NodeJS.Proc
 
   let port = config.server.port;
   const ctx: ServiceContext = { config, log, db, accounts, tokens, tls, entities, storage, boundPort: () => port };
+  configureBodyGuard({ maxJsonDepth: config.server.maxJsonDepth });
   const server = new HttpServer({
     routes: buildRouteTable(ctx),
     tokens,

@@ -9,6 +9,7 @@ import uWS from 'uWebSockets.js';
 import { unpack } from 'msgpackr';
 import type { TokenService } from '../auth/tokens.js';
 import { redactQuery, type Logger } from '../log.js';
+import { checkDecodedBodyDepth, checkJsonBodyDepth } from './body-guard.js';
 import { check, compileRoute, type CompiledRoute } from './compile.js';
 import { HttpError, isWireConvertible, toErrorReply, type ErrorShape } from './errors.js';
 import { mutates, type HttpMethod, type Reply, type Request, type RouteDef } from './route.js';
@@ -361,7 +362,9 @@ function decodeBody(bytes: Uint8Array, contentType: string | undefined, route: C
     } catch (err) {
       throw new HttpError('BAD_REQUEST', `malformed msgpack body: ${(err as Error).message}`);
     }
+    checkDecodedBodyDepth(body);
   } else {
+    checkJsonBodyDepth(bytes);
     // Any other content type is read as JSON: `curl -d` sends form encoding by default.
     try {
       body = JSON.parse(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.length).toString('utf8'));

@@ -11,7 +11,7 @@
 
 import type Database from 'better-sqlite3';
 import { HttpError, badRequest } from '../http/errors.js';
-import { compileSafeRegExp, parseRegexpOperand, regexpMatches } from './regexp-guard.js';
+import { DEFAULT_REGEXP_BUDGET_STEPS, compileRegexp, parseRegexpOperand, regexpMatches } from './regexp-guard.js';
 
 export type Where = Record<string, unknown>;
 export interface OrderKey {
@@ -457,7 +457,7 @@ function parseOperator(field: string, op: string, operand: unknown): FieldTest {
       if (typeof operand !== 'string') throw badRequest(`${subject} needs a string such as '/^pump/i'`);
       try {
         const { source, flags } = parseRegexpOperand(operand);
-        compileSafeRegExp(source, flags); // refuses dangerous patterns now, and warms the cache
+        compileRegexp(source, flags); // refuses invalid and unsupported patterns now, and warms the cache
         return { op, source, flags };
       } catch (err) {
         throw err instanceof HttpError ? badRequest(`${subject}: ${err.message}`) : err;
@@ -541,35 +541,46 @@ function combine(parts: Fragment[], joiner: 'AND' | 'OR'): Fragment {
   return new Fragment(`(${parts.map((part) => part.sql).join(` ${joiner} `)})`, parts.flatMap((part) => part.params));
 }
 
+/** Numbers the compiled statements, so that `historian_regexp` knows which calls share one budget. */
+let lastQueryNumber = 0;
+
 /** Compiles `where` to a boolean SQL expression over the table's columns and meta_data. Throws 400 on a bad where. */
 export function compileWhere(where: Where | undefined, table: TableShape): CompiledWhere {
   if (where === undefined) return { sql: TRUE.sql, params: [] };
-  const compiled = compileCondition(parseWhere(where, 'where'), table);
+  lastQueryNumber = (lastQueryNumber + 1) % Number.MAX_SAFE_INTEGER;
+  const compiled = compileCondition(parseWhere(where, 'where'), table, lastQueryNumber);
   return { sql: compiled.sql, params: [...compiled.params] };
 }
 
-function compileCondition(condition: Condition, table: TableShape): Fragment {
+function compileCondition(condition: Condition, table: TableShape, query: number): Fragment {
   switch (condition.kind) {
     case 'and':
-      return combine(condition.children.map((child) => compileCondition(child, table)), 'AND');
+      return combine(condition.children.map((child) => compileCondition(child, table, query)), 'AND');
     case 'or':
-      return combine(condition.children.map((child) => compileCondition(child, table)), 'OR');
+      return combine(condition.children.map((child) => compileCondition(child, table, query)), 'OR');
     case 'nor': {
       // A condition on a missing value is NULL (unknown), and NOT NULL is still
       // NULL; COALESCE reads unknown as false, so nor matches such rows.
-      const any = combine(condition.children.map((child) => compileCondition(child, table)), 'OR');
+      const any = combine(condition.children.map((child) => compileCondition(child, table, query)), 'OR');
       return sql`NOT COALESCE(${any}, 0)`;
     }
     case 'test':
-      return compileTest(fieldValue(condition.field, table), !table.columns.has(condition.field), condition.test);
+      return compileTest(fieldValue(condition.field, table), !table.columns.has(condition.field), condition.test, query);
   }
 }
 
-/** The SQL for a field's value: its quoted column, or its key inside meta_data (path bound as a parameter). */
+/**
+ * The SQL for a field's value: its quoted column, or its key inside meta_data
+ * (path bound as a parameter). json_extract fails the whole statement on a
+ * meta_data that is not valid JSON or nests deeper than SQLite's 1000 levels,
+ * so one such stored row would break every filtered query on its table; the
+ * json_valid guard reads it as having no keys instead. SQLite keeps the parse
+ * for the json_extract that follows, so the guard costs little (README).
+ */
 function fieldValue(field: string, table: TableShape): Fragment {
   if (table.columns.has(field)) return columnName(field);
   const path = '$' + field.split('.').map((key) => `."${key}"`).join(''); // keys match FIELD_PATTERN: no quotes inside
-  return sql`json_extract(meta_data, ${path})`;
+  return sql`CASE WHEN json_valid(meta_data) THEN json_extract(meta_data, ${path}) END`;
 }
 
 function columnName(column: string): Fragment {
@@ -578,7 +589,7 @@ function columnName(column: string): Fragment {
   return new Fragment(`"${column}"`);
 }
 
-function compileTest(value: Fragment, inMetaData: boolean, test: FieldTest): Fragment {
+function compileTest(value: Fragment, inMetaData: boolean, test: FieldTest, query: number): Fragment {
   switch (test.op) {
     case 'eq':
       return equalTo(value, test.value);
@@ -627,7 +638,7 @@ function compileTest(value: Fragment, inMetaData: boolean, test: FieldTest): Fra
     case 'exists': // json_extract gives NULL both for a missing key and for a JSON null
       return test.present ? sql`${value} IS NOT NULL` : sql`${value} IS NULL`;
     case 'regexp':
-      return sql`historian_regexp(${value}, ${test.source}, ${test.flags})`;
+      return sql`historian_regexp(${value}, ${test.source}, ${test.flags}, ${query})`;
   }
 }
 
@@ -699,11 +710,29 @@ export function compileOrder(order: OrderKey[] | undefined, table: TableShape): 
   return { sql: `ORDER BY ${keys.map((key) => key.sql).join(', ')}`, params: keys.flatMap((key) => key.params) };
 }
 
-/** Registers `historian_regexp(value, pattern, flags)`, which compiled `regexp` conditions call. */
-export function registerSqlFunctions(db: Database.Database): void {
-  db.function('historian_regexp', { deterministic: true, directOnly: true }, (value: unknown, source: unknown, flags: unknown) =>
-    regexpMatches(value, String(source), String(flags)) ? 1 : 0,
-  );
+export interface SqlFunctionOptions {
+  /** Matcher steps one statement may spend on `regexp` conditions (`meta.regexpBudgetSteps`). */
+  regexpBudgetSteps?: number;
+}
+
+/**
+ * Registers `historian_regexp(value, pattern, flags, query)`, which compiled
+ * `regexp` conditions call. SQLite calls it synchronously for each row of one
+ * statement, and every statement carries its own query number, so the budget
+ * starts afresh when the number changes.
+ */
+export function registerSqlFunctions(db: Database.Database, options: SqlFunctionOptions = {}): void {
+  const budgetSteps = options.regexpBudgetSteps ?? DEFAULT_REGEXP_BUDGET_STEPS;
+  const budget = { remaining: budgetSteps };
+  let budgetQuery: unknown = null;
+  // Not deterministic: the same arguments can answer or throw depending on the budget left.
+  db.function('historian_regexp', { directOnly: true }, (value: unknown, source: unknown, flags: unknown, query: unknown) => {
+    if (query !== budgetQuery) {
+      budgetQuery = query;
+      budget.remaining = budgetSteps;
+    }
+    return regexpMatches(value, String(source), String(flags), budget, budgetSteps) ? 1 : 0;
+  });
 }
 
 // ---------------------------------------------------------------------------

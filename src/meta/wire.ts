@@ -4,6 +4,7 @@
 // reading hoists meta_data keys back and turns `id` and foreign keys into
 // strings. Values inside meta_data are never converted.
 
+import { jsonTextNestsDeeperThan } from '../http/body-guard.js';
 import { badRequest } from '../http/errors.js';
 import type { ColumnDef, EntityDef } from './registry.js';
 
@@ -77,13 +78,31 @@ function toColumnValue(column: ColumnDef, value: unknown): SqlValue {
   }
 }
 
-export function parseMeta(text: string): Record<string, unknown> {
+/**
+ * SQLite reads JSON up to 1000 levels deep, and JSON.stringify overflows the
+ * stack a few thousand levels down. Stored JSON deeper than this (written
+ * before `server.maxJsonDepth` existed, or by another path) reads as absent,
+ * like invalid JSON, so that the filters and the reply agree and neither fails.
+ */
+export const MAX_STORED_JSON_DEPTH = 1000;
+
+/** Stored JSON text to a value, or `undefined` when it is not valid JSON or nests too deeply. */
+function parseStoredJson(text: unknown): unknown {
+  if (typeof text !== 'string' && !Buffer.isBuffer(text)) return undefined;
+  const json = String(text);
+  // a document deeper than the limit holds more than twice as many characters (one to open and one to close each level)
+  if (json.length > 2 * MAX_STORED_JSON_DEPTH && jsonTextNestsDeeperThan(json, MAX_STORED_JSON_DEPTH)) return undefined;
   try {
-    const meta = JSON.parse(text) as unknown;
-    return meta && typeof meta === 'object' && !Array.isArray(meta) ? (meta as Record<string, unknown>) : {};
+    return JSON.parse(json) as unknown;
   } catch {
-    return {};
+    return undefined;
   }
+}
+
+/** A row's meta_data as an object; `{}` when the stored text is not a readable JSON object. */
+export function parseMeta(text: string): Record<string, unknown> {
+  const meta = parseStoredJson(text);
+  return meta && typeof meta === 'object' && !Array.isArray(meta) ? (meta as Record<string, unknown>) : {};
 }
 
 /** Row to flat wire object: id first, then meta_data keys, then real columns (which win on a clash). */
@@ -114,11 +133,7 @@ export function toWire(def: EntityDef, row: RowRecord): Record<string, unknown> 
 }
 
 function parseJsonColumn(text: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch {
-    return null;
-  }
+  return parseStoredJson(text) ?? null;
 }
 
 /** Applies the filter's `fields`: only the named ones, or all but the excluded ones. */

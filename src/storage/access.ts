@@ -13,14 +13,15 @@ export class CollectionAccess {
   private readonly unitsByNames;
 
   constructor(db: Db) {
+    // Guarded by json_valid: one stored meta_data SQLite cannot read would otherwise fail this scan for every caller.
     this.unitsByNames = db
       .prepare<[string, string, string], number>(
         `SELECT u.id FROM units u
            JOIN sites s ON u.siteId = s.id
            JOIN orgs o ON s.orgsId = o.id
-          WHERE json_extract(u.meta_data, '$.name') = ?
-            AND json_extract(s.meta_data, '$.name') = ?
-            AND json_extract(o.meta_data, '$.name') = ?`,
+          WHERE CASE WHEN json_valid(u.meta_data) THEN json_extract(u.meta_data, '$.name') END = ?
+            AND CASE WHEN json_valid(s.meta_data) THEN json_extract(s.meta_data, '$.name') END = ?
+            AND CASE WHEN json_valid(o.meta_data) THEN json_extract(o.meta_data, '$.name') END = ?`,
       )
       .pluck();
   }

@@ -254,22 +254,16 @@ describe('entity CRUD', () => {
     assert.equal((await call('GET', '/svcapi/labels/count')).body.count, count, 'table intact');
   });
 
-  test('a catastrophic regexp is refused quickly', async () => {
+  test('a regexp with a backreference is refused; one that backtracks catastrophically in JavaScript answers', async () => {
     await call('POST', '/svcapi/labels', { name: `${'a'.repeat(40)}!` });
-    const res = await call('GET', `/svcapi/labels?${q({ where: { name: { regexp: '/^(a+)+$/' } } })}`);
+    const res = await call('GET', `/svcapi/labels?${q({ where: { name: { regexp: '/^(a+)\\1$/' } } })}`);
     assert.equal(res.status, 400);
     assert.match(res.body.error, /regexp|pattern/i);
+    const nested = await call('GET', `/svcapi/labels?${q({ where: { name: { regexp: '/^(a+)+$/' } } })}`);
+    assert.equal(nested.status, 200);
     const ok = await call('GET', `/svcapi/labels?${q({ where: { name: { regexp: '/^VICTIM$/i' } } })}`);
     assert.equal(ok.status, 200);
     assert.ok(ok.body.length >= 1);
-    assert.equal((await svc.get('/ingest/health')).status, 200);
-  });
-
-  test('an allowed but slow regexp over many large values is cut off by the time budget with a 400', async () => {
-    await call('POST', '/svcapi/connections/bulk', Array.from({ length: 12 }, () => ({ blob: 'a'.repeat(8192) })));
-    const res = await call('GET', `/svcapi/connections?${q({ where: { blob: { regexp: '/.*x/' } } })}`);
-    assert.equal(res.status, 400);
-    assert.match(res.body.error, /budget/);
     assert.equal((await svc.get('/ingest/health')).status, 200);
   });
 });
