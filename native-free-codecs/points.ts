@@ -359,6 +359,8 @@ class JsonScanner extends BatchBuilder {
   // -- structure ------------------------------------------------------------------------------
 
   private readScopeField(field: ScopeField): void {
+    // The last of two would win here while a reader of the first decided access: refuse both.
+    if (this.scope[field] !== undefined) malformed(`"${field}" appears more than once`);
     if (this.b[this.p] !== QUOTE) malformed(`"${field}" must be a string`);
     this.scope[field] = this.readString(`"${field}"`);
   }

@@ -4,7 +4,11 @@
 // structurally (strings, brackets), and the scan stops as soon as all four
 // fields are known, which is immediate for bodies that put scope first.
 // Anything unexpected returns what was found so far: the storage worker does
-// the real validation.
+// the real validation, and decides the scope that is both checked against the
+// caller's grant and written to (so a body that reads one way here and another
+// way there gains nothing). `duplicateScopeKey` is the worker's check that no
+// scope key appears twice, for the decoders that would silently keep the last
+// (msgpack maps, the HSW1 scope object); the JSON scanner checks as it reads.
 
 export interface PeekedScope {
   organization?: string;
@@ -16,6 +20,10 @@ export interface PeekedScope {
 const SCOPE_KEYS = new Set(['organization', 'site', 'unit', 'grid']);
 const decoder = new TextDecoder();
 
+/**
+ * The scope fields a body names, as far as a quick look tells; {} when it cannot tell, or when
+ * a scope key comes twice before the four are known (the worker then refuses the body).
+ */
 export function peekScope(body: Uint8Array, contentType: string): PeekedScope {
   try {
     if (contentType.startsWith('application/octet-stream')) return peekBinary(body);
@@ -30,8 +38,12 @@ export function isComplete(scope: PeekedScope): scope is Required<PeekedScope> {
   return scope.organization !== undefined && scope.site !== undefined && scope.unit !== undefined && scope.grid !== undefined;
 }
 
-function take(scope: PeekedScope, key: string, value: unknown): void {
-  if (SCOPE_KEYS.has(key) && typeof value === 'string') scope[key as keyof PeekedScope] = value;
+/** Records a scope field; false for one seen before (the peek then gives up, see peekScope). */
+function take(scope: PeekedScope, key: string, value: unknown): boolean {
+  if (!SCOPE_KEYS.has(key)) return true;
+  if (scope[key as keyof PeekedScope] !== undefined) return false;
+  if (typeof value === 'string') scope[key as keyof PeekedScope] = value;
+  return true;
 }
 
 // ---- HSW1: the scope is a small JSON object in the header ----------------
@@ -39,6 +51,7 @@ function take(scope: PeekedScope, key: string, value: unknown): void {
 function peekBinary(body: Uint8Array): PeekedScope {
   if (body.length < 14 || body[0] !== 0x48 || body[1] !== 0x53 || body[2] !== 0x57 || body[3] !== 0x31) return {};
   const length = body[12] | (body[13] << 8);
+  if (duplicateJsonKey(body.subarray(14, 14 + length)) !== null) return {};
   const parsed = JSON.parse(decoder.decode(body.subarray(14, 14 + length))) as Record<string, unknown>;
   const scope: PeekedScope = {};
   for (const key of SCOPE_KEYS) take(scope, key, parsed[key]);
@@ -56,13 +69,13 @@ function peekJson(b: Uint8Array): PeekedScope {
     i = skipSpace(b, i);
     if (b[i] !== 0x22) return scope;
     const keyEnd = stringEnd(b, i);
-    const key = decoder.decode(b.subarray(i + 1, keyEnd));
+    const key = jsonKey(b, i, keyEnd);
     i = skipSpace(b, keyEnd + 1);
     if (b[i] !== 0x3a) return scope;
     i = skipSpace(b, i + 1);
     if (SCOPE_KEYS.has(key) && b[i] === 0x22) {
       const end = stringEnd(b, i);
-      take(scope, key, JSON.parse(decoder.decode(b.subarray(i, end + 1))));
+      if (!take(scope, key, JSON.parse(decoder.decode(b.subarray(i, end + 1))))) return {};
       i = end + 1;
       if (isComplete(scope)) return scope;
     } else {
@@ -71,6 +84,87 @@ function peekJson(b: Uint8Array): PeekedScope {
     i = skipSpace(b, i);
     if (b[i] !== 0x2c) return scope;
     i++;
+  }
+}
+
+/** A JSON key string's value: escapes (`"organ\u0069zation"`) decoded like any JSON reader does. */
+function jsonKey(b: Uint8Array, open: number, close: number): string {
+  const raw = b.subarray(open + 1, close);
+  return raw.includes(0x5c) ? (JSON.parse(decoder.decode(b.subarray(open, close + 1))) as string) : decoder.decode(raw);
+}
+
+/**
+ * The first scope key that appears more than once among the top-level keys of a msgpack body
+ * or of an HSW1 body's scope object, or null. Keys are compared as decoded strings.
+ */
+export function duplicateScopeKey(body: Uint8Array, contentType: string): string | null {
+  if (contentType.startsWith('application/octet-stream')) {
+    if (body.length < 14) return null;
+    const length = body[12] | (body[13] << 8);
+    return duplicateJsonKey(body.subarray(14, 14 + length));
+  }
+  if (contentType.startsWith('application/msgpack') || contentType.startsWith('application/x-msgpack')) return duplicateMsgpackKey(body);
+  return duplicateJsonKey(body);
+}
+
+function duplicateJsonKey(b: Uint8Array): string | null {
+  const seen = new Set<string>();
+  try {
+    let i = skipSpace(b, 0);
+    if (b[i] !== 0x7b) return null;
+    i++;
+    for (;;) {
+      i = skipSpace(b, i);
+      if (b[i] !== 0x22) return null;
+      const keyEnd = stringEnd(b, i);
+      const key = jsonKey(b, i, keyEnd);
+      if (SCOPE_KEYS.has(key)) {
+        if (seen.has(key)) return key;
+        seen.add(key);
+      }
+      i = skipSpace(b, keyEnd + 1);
+      if (b[i] !== 0x3a) return null;
+      i = skipValue(b, skipSpace(b, i + 1));
+      i = skipSpace(b, i);
+      if (b[i] !== 0x2c) return null;
+      i++;
+    }
+  } catch {
+    return null; // malformed: the decoder reports it
+  }
+}
+
+function duplicateMsgpackKey(b: Uint8Array): string | null {
+  const seen = new Set<string>();
+  try {
+    const view = new DataView(b.buffer, b.byteOffset, b.byteLength);
+    const t = b[0];
+    let i = 1;
+    let entries: number;
+    if (t >= 0x80 && t <= 0x8f) entries = t & 0x0f;
+    else if (t === 0xde) {
+      entries = view.getUint16(i);
+      i += 2;
+    } else if (t === 0xdf) {
+      entries = view.getUint32(i);
+      i += 4;
+    } else return null;
+    for (let e = 0; e < entries; e++) {
+      const key = readMsgpackString(b, view, i);
+      if (key) {
+        if (SCOPE_KEYS.has(key.value)) {
+          if (seen.has(key.value)) return key.value;
+          seen.add(key.value);
+        }
+        i = key.next;
+      } else {
+        i = skipMsgpack(b, view, i);
+      }
+      i = skipMsgpack(b, view, i);
+    }
+    return null;
+  } catch {
+    return null;
   }
 }
 
@@ -132,7 +226,7 @@ function peekMsgpack(b: Uint8Array): PeekedScope {
     if (SCOPE_KEYS.has(key.value)) {
       const value = readMsgpackString(b, view, i);
       if (!value) return scope;
-      take(scope, key.value, value.value);
+      if (!take(scope, key.value, value.value)) return {};
       i = value.next;
       if (isComplete(scope)) return scope;
     } else {

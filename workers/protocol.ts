@@ -135,8 +135,12 @@ export interface WriteFrameHeader {
   contentType: string;
   /** Create missing collections instead of refusing the write. */
   autoCreate: boolean;
-  /** Collections a non-admin caller may write; null for admins. */
-  allowed: string[] | null;
+  /**
+   * The units a non-admin caller may write to, as `organization/site/unit` (a collection id
+   * without its grid); null for admins. The worker checks every collection the body resolves to
+   * against this list with the scope it decoded itself, so what is checked is what is written.
+   */
+  allowedUnits: string[] | null;
   /** Set for points another shard decoded: an HSW1 body for this collection. */
   collectionId?: string;
 }

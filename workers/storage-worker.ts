@@ -8,7 +8,7 @@
 
 import { workerData } from 'node:worker_threads';
 import { pack, unpack } from 'msgpackr';
-import { isComplete } from '../native-free-codecs/scope-peek.js';
+import { duplicateScopeKey, isComplete } from '../native-free-codecs/scope-peek.js';
 import { QueryMemory } from './series-buffer.js';
 import { QueryRunner } from './query-runner.js';
 import { decodeBinaryBatch, decodeJsonWriteBody, decodeWriteObject, encodeBinaryBatch, WriteBodyError, type PointBatch } from '../native-free-codecs/points.js';
@@ -177,6 +177,9 @@ function handleWriteFrame(payload: Uint8Array): { mode: WriteMode; reply: TaskRe
 
 function writeBody(header: WriteFrameHeader, body: Uint8Array): WriteOutcome {
   const outcome: WriteOutcome = { points: 0, learned: [], created: [], forward: [] };
+  // msgpack maps and the HSW1 scope object keep the last of two equal keys without a word.
+  const repeated = isJson(header.contentType) ? null : duplicateScopeKey(body, header.contentType);
+  if (repeated) return { ...outcome, error: { code: 'BAD_REQUEST', message: `"${repeated}" appears more than once` } };
   let batch: PointBatch;
   try {
     batch = decode(body, header.contentType);
@@ -189,9 +192,10 @@ function writeBody(header: WriteFrameHeader, body: Uint8Array): WriteOutcome {
   }
   try {
     const groups = resolveCollections(batch);
+    const allowed = header.allowedUnits ? new Set(header.allowedUnits) : null;
     // Validate everything before writing anything (all or nothing per request).
     for (const { collectionId } of groups) {
-      if (header.allowed && !header.allowed.includes(collectionId)) {
+      if (allowed && !allowed.has(collectionId.slice(0, collectionId.lastIndexOf('/')))) {
         return { ...outcome, error: { code: 'FORBIDDEN', message: `collection ${collectionId} is outside your access grant` } };
       }
       if (isLocal(collectionId) && !header.autoCreate && !store.getCollection(collectionId)) {
@@ -239,6 +243,10 @@ function appendLocal(collectionId: string, batch: PointBatch, mode: WriteMode, a
 
 function isLocal(collectionId: string): boolean {
   return shardOf(collectionId, data.shardCount) === data.shardIndex;
+}
+
+function isJson(contentType: string): boolean {
+  return !contentType.startsWith('application/octet-stream') && !contentType.startsWith('application/msgpack') && !contentType.startsWith('application/x-msgpack');
 }
 
 function decode(body: Uint8Array, contentType: string): PointBatch {

@@ -136,8 +136,7 @@ export function timeseriesRoutes(ctx: ServiceContext, storage: StorageService): 
           for (const k of SCOPE_NAMES) if (!fields[k]) throw badRequest(`missing body field '${k}' (name all four, a collection id, or nothing to seal everything)`);
           id = idOf(fields as Record<(typeof SCOPE_NAMES)[number], string>);
         }
-        if (id) storage.collection(scopeOf(req), id);
-        const sealedDays = await storage.seal(id);
+        const sealedDays = await storage.seal(scopeOf(req), id);
         return { body: { success: true, message: `sealed ${sealedDays} day file(s)`, sealedDays } };
       },
     },

@@ -11,6 +11,7 @@ import type { CollectionRecord, ScopeFields } from '../../workers/protocol.js';
 
 export class CollectionAccess {
   private readonly unitsByNames;
+  private readonly namesOfUnits;
 
   constructor(db: Db) {
     // Guarded by json_valid: one stored meta_data SQLite cannot read would otherwise fail this scan for every caller.
@@ -24,11 +25,29 @@ export class CollectionAccess {
             AND CASE WHEN json_valid(o.meta_data) THEN json_extract(o.meta_data, '$.name') END = ?`,
       )
       .pluck();
+    const name = (t: string) => `CASE WHEN json_valid(${t}.meta_data) THEN json_extract(${t}.meta_data, '$.name') END`;
+    this.namesOfUnits = db.prepare<[string]>(
+      `SELECT ${name('o')} AS org, ${name('s')} AS site, ${name('u')} AS unit FROM units u
+         JOIN sites s ON u.siteId = s.id
+         JOIN orgs o ON s.orgsId = o.id
+        WHERE u.id IN (SELECT value FROM json_each(?))`,
+    );
   }
 
   /** Unit entity ids bound to a collection scope (usually one). */
   unitIds(scope: Pick<Required<ScopeFields>, 'organization' | 'site' | 'unit'>): number[] {
     return this.unitsByNames.all(scope.unit, scope.site, scope.organization);
+  }
+
+  /**
+   * The units inside the caller's grant as `organization/site/unit` names (collection ids
+   * without their grid), or null for admins: what a storage worker checks a write against.
+   */
+  unitPaths(scope: Scope): string[] | null {
+    const granted = scope.grantedUnits();
+    if (granted === null) return null;
+    const rows = this.namesOfUnits.all(JSON.stringify([...granted])) as Array<{ org: unknown; site: unknown; unit: unknown }>;
+    return rows.filter((r) => typeof r.org === 'string' && typeof r.site === 'string' && typeof r.unit === 'string').map((r) => `${r.org}/${r.site}/${r.unit}`);
   }
 
   canAccess(scope: Scope, record: Pick<CollectionRecord, 'organization' | 'site' | 'unit'>): boolean {

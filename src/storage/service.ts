@@ -69,6 +69,8 @@ export class StorageService {
   private roundRobin = 0;
   private diskCheckedAt = 0;
   private diskLow = false;
+  /** Why the free space could not be read at the last check, or null. */
+  private diskUnknown: string | null = null;
 
   constructor(private readonly config: Config, private readonly db: Db, private readonly log: Logger) {
     const s = config.storage;
@@ -112,22 +114,29 @@ export class StorageService {
     return this.access.filter(scope, this.catalog.list());
   }
 
+  /** One collection the caller may see; 404 alike for a missing one and one outside the grant. */
   collection(scope: Scope, id: string): CollectionRecord {
     const record = this.catalog.get(id);
-    if (!record) throw notFound(`collection ${id} not found`);
-    if (!this.access.canAccess(scope, record)) throw forbidden(`collection ${id} is outside your access grant`);
+    if (!record || !this.access.canAccess(scope, record)) throw notFound(`collection ${id} not found`);
     return record;
   }
 
   async createCollection(scope: Scope, fields: Scope4, extra: Record<string, unknown>): Promise<CollectionRecord> {
     if (!this.access.canAccess(scope, fields)) throw forbidden('the collection\'s unit is outside your access grant');
+    this.checkDisk();
     return this.catalog.create(fields, extra);
   }
 
   async updateCollection(scope: Scope, fields: Scope4, extra: Record<string, unknown>): Promise<CollectionRecord> {
     const id = idOf(fields);
     this.collection(scope, id);
+    this.checkDisk();
     return this.catalog.update(id, extra);
+  }
+
+  private visible(scope: Scope, id: string): boolean {
+    const record = this.catalog.get(id);
+    return record !== undefined && this.access.canAccess(scope, record);
   }
 
   /** Whether one of the caller's granted units (any unit, for admins) has a collection. */
@@ -141,20 +150,21 @@ export class StorageService {
     this.checkDisk();
     const peeked = peekScope(body, contentType);
     const autoCreate = this.config.storage.autoCreateCollections;
+    // The peeked scope only picks the shard (and turns a plain 403 away early): the worker
+    // decodes the scope itself and checks it against the caller's units, so a body that
+    // peeks one way and decodes another (repeated or escaped keys) gains nothing.
+    const allowedUnits = this.access.unitPaths(scope);
     let shard: Shard;
-    let allowed: string[] | null = null;
     if (isComplete(peeked)) {
       const id = idOf(peeked);
       parseCollectionId(id); // names that cannot be folders are a 400 here, before any worker sees them
-      const known = this.catalog.get(id);
-      if (!scope.isAdmin && !this.access.canAccess(scope, known ?? peeked)) throw forbidden(`collection ${id} is outside your access grant`);
+      if (allowedUnits && !allowedUnits.includes(id.slice(0, id.lastIndexOf('/')))) throw forbidden(`collection ${id} is outside your access grant`);
       shard = this.shards.shardFor(id);
     } else {
       // No scope in the body: a worker resolves tags through the tag map and forwards what it does not own.
       shard = this.shards.shards[this.roundRobin++ % this.shards.shards.length];
-      if (!scope.isAdmin) allowed = this.visibleCollections(scope).map((r) => idOf(r));
     }
-    const reply = await shard.write(body, { mode, contentType, autoCreate, allowed });
+    const reply = await shard.write(body, { mode, contentType, autoCreate, allowedUnits });
     return this.settle(reply.write!, mode, autoCreate);
   }
 
@@ -165,7 +175,7 @@ export class StorageService {
     let points = outcome.points;
     for (const { collectionId, body } of outcome.forward) {
       const owner = this.shards.shardFor(collectionId);
-      const reply = await owner.write(body, { mode, contentType: 'application/octet-stream', autoCreate, allowed: null, collectionId });
+      const reply = await owner.write(body, { mode, contentType: 'application/octet-stream', autoCreate, allowedUnits: null, collectionId });
       const forwarded = reply.write!;
       if (forwarded.error) throw HttpError.fromWire(forwarded.error);
       if (forwarded.refused) return { success: false, error: forwarded.refused };
@@ -180,17 +190,28 @@ export class StorageService {
     for (const { collectionId, tags } of outcome.learned) this.tagScopes.learn(collectionId, tags);
   }
 
-  /** 507 while free space on the data volume is under storage.minFreeBytes (checked at most once a second). */
-  private checkDisk(): void {
+  /**
+   * 507 while free space on the data volume is under storage.minFreeBytes (checked at most once
+   * a second), for every path that adds data: writes of every mode and route, and collection
+   * creates and updates. A volume whose free space cannot be read counts as full: writing
+   * blind onto it is how a disk fills up.
+   */
+  checkDisk(): void {
     const now = Date.now();
     if (now - this.diskCheckedAt > 1000) {
       this.diskCheckedAt = now;
       try {
         const stats = fs.statfsSync(this.config.dataDir);
         this.diskLow = stats.bavail * stats.bsize < this.config.storage.minFreeBytes;
-      } catch {
-        this.diskLow = false;
+        this.diskUnknown = null;
+      } catch (err) {
+        this.diskLow = true;
+        if (this.diskUnknown === null) this.log.error({ err: String(err), dataDir: this.config.dataDir }, 'cannot read the free space of the data volume; refusing writes until it can be read');
+        this.diskUnknown = String((err as Error)?.message ?? err);
       }
+    }
+    if (this.diskUnknown !== null) {
+      throw new HttpError('INSUFFICIENT_STORAGE', 'the free space of the data volume cannot be read; writes are refused until it can (storage.minFreeBytes), reads go on');
     }
     if (this.diskLow) throw new HttpError('INSUFFICIENT_STORAGE', `free disk space is below storage.minFreeBytes (${this.config.storage.minFreeBytes} bytes); writes are refused, reads go on`);
   }
@@ -227,7 +248,9 @@ export class StorageService {
       id = idOf(fields as Scope4);
     } else {
       id = this.tagScopes.collectionOf(tag);
-      if (!id) throw badRequest(`unknown tag "${tag}": it is in no collection; give organization, site, unit and grid`);
+      // A tag of a collection the caller may not see is as unknown as one of no collection:
+      // naming that collection would tell another tenant's names (and that the tag exists).
+      if (!id || !this.visible(scope, id)) throw badRequest(`unknown tag "${tag}": it is in no collection you can read; give organization, site, unit and grid`);
     }
     this.collection(scope, id);
     return id;
@@ -281,9 +304,21 @@ export class StorageService {
     return result;
   }
 
-  async seal(collectionId: string | null): Promise<number> {
-    const targets = collectionId ? [this.shards.shardFor(collectionId)] : this.shards.shards;
-    const replies = await Promise.all(targets.map((s) => s.call({ op: OP.SEAL, collectionId, force: true })));
+  /**
+   * Seals finished days now: of one collection the caller may see (404 otherwise), or, with
+   * null, of every collection for an admin and of the caller's own collections for others.
+   */
+  async seal(scope: Scope, collectionId: string | null): Promise<number> {
+    let replies;
+    if (collectionId !== null) {
+      this.collection(scope, collectionId);
+      replies = [await this.shards.shardFor(collectionId).call({ op: OP.SEAL, collectionId, force: true })];
+    } else if (scope.isAdmin) {
+      replies = await Promise.all(this.shards.shards.map((s) => s.call({ op: OP.SEAL, collectionId: null, force: true })));
+    } else {
+      const ids = this.visibleCollections(scope).map((r) => idOf(r));
+      replies = await Promise.all(ids.map((id) => this.shards.shardFor(id).call({ op: OP.SEAL, collectionId: id, force: true })));
+    }
     return replies.reduce((n, r) => n + (r.sealedDays ?? 0), 0);
   }
 

@@ -85,7 +85,7 @@ describe('tenant isolation through entities', () => {
     assert.equal((await call(orgUser, 'PUT', `/svcapi/sites/${ids.s2}`, { orgsId: ids.acme })).status, 403);
     assert.equal((await entity('sites', ids.s2)).orgsId, ids.evil);
     // The attack of the issue ends here: the unit did not move, so its rename binds nothing of acme.
-    assert.equal((await call(unitUser, 'GET', `/svcapi/collection/${enc('acme/north/boiler-1/main')}`)).status, 403);
+    assert.equal((await call(unitUser, 'GET', `/svcapi/collection/${enc('acme/north/boiler-1/main')}`)).status, 404, 'hidden like a missing one');
     assert.equal((await call(unitUser, 'POST', '/svcapi/write', { ...ACME, tags: { X: [[T0, 1]] } })).status, 403);
   });
 
