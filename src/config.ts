@@ -19,6 +19,11 @@ export interface Config {
     /** 0 means an ephemeral port. */
     readonly port: number;
     readonly maxBodyBytes: number;
+    readonly maxJsonBodyBytes: number;
+    readonly maxPublicBodyBytes: number;
+    readonly maxBodyBytesInFlight: number;
+    readonly maxUrlBytes: number;
+    readonly maxHeaderBytes: number;
     readonly maxJsonDepth: number;
     readonly shutdownGraceMs: number;
   };

@@ -50,7 +50,14 @@ export async function startService(config: Config, log: Logger, env: NodeJS.Proc
     routes: buildRouteTable(ctx),
     tokens,
     log,
-    maxBodyBytes: config.server.maxBodyBytes,
+    limits: {
+      maxBodyBytes: config.server.maxBodyBytes,
+      maxJsonBodyBytes: config.server.maxJsonBodyBytes,
+      maxPublicBodyBytes: config.server.maxPublicBodyBytes,
+      maxBodyBytesInFlight: config.server.maxBodyBytesInFlight,
+      maxUrlBytes: config.server.maxUrlBytes,
+      maxHeaderBytes: config.server.maxHeaderBytes,
+    },
     tls,
     streamStallTimeoutMs: config.storage.resultStallTimeoutMs,
   });

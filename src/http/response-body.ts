@@ -76,6 +76,21 @@ export function sendWhole(res: uWS.HttpResponse, head: ResponseHead, payload: st
   });
 }
 
+/**
+ * The answer to a HEAD request: the GET's status and headers, with the length its body would
+ * have (null: unknown, a streamed body), and no body. In this uWS build endWithoutBody with any
+ * argument (a length, or even `undefined`) leaves the response pending forever, so it is called
+ * bare, the length goes out as a plain header, and a close is asked of the client by header.
+ */
+export function sendHeadOnly(res: uWS.HttpResponse, head: ResponseHead, contentLength: number | null, closeConnection: boolean): void {
+  res.cork(() => {
+    writeHead(res, head);
+    if (contentLength !== null) res.writeHeader('content-length', String(contentLength));
+    if (closeConnection) res.writeHeader('connection', 'close');
+    res.endWithoutBody();
+  });
+}
+
 export interface StreamedBodyOptions {
   head: ResponseHead;
   /** Queued bytes above which `write` asks the producer to wait. */

@@ -14,16 +14,32 @@ import { check, compileRoute, type CompiledRoute } from './compile.js';
 import { HttpError, isWireConvertible, toErrorReply, type ErrorShape } from './errors.js';
 import { mutates, type HttpMethod, type Reply, type Request, type RouteDef } from './route.js';
 import { Router } from './router.js';
-import { sendWhole, StallWatch, StreamedBody, type ResponseHead } from './response-body.js';
+import { sendHeadOnly, sendWhole, StallWatch, StreamedBody, type ResponseHead } from './response-body.js';
 
 export interface ServerOptions {
   routes: readonly RouteDef[];
   tokens: TokenService;
   log: Logger;
-  maxBodyBytes: number;
+  limits: RequestLimits;
   tls: { keyFile: string; certFile: string };
   /** A streamed response whose client takes nothing for this long is closed. */
   streamStallTimeoutMs: number;
+}
+
+/** What one request may bring (settings under `server.`). */
+export interface RequestLimits {
+  /** Bodies of routes that read raw bytes and set no limit of their own. */
+  maxBodyBytes: number;
+  /** JSON bodies of routes that need a token. */
+  maxJsonBodyBytes: number;
+  /** Bodies of public routes (login, register): nobody has been identified yet. */
+  maxPublicBodyBytes: number;
+  /** All request bodies being read at once; more is a 503 until some are done. */
+  maxBodyBytesInFlight: number;
+  /** Path plus query string. */
+  maxUrlBytes: number;
+  /** All header names and values together. */
+  maxHeaderBytes: number;
 }
 
 /** Bytes a streamed reply may queue for a slow client before its producer is asked to wait. */
@@ -41,12 +57,14 @@ interface Exchange {
   errorShape: ErrorShape;
   /** Set while a streamed reply is being written. */
   stream: StreamedBody | null;
+  /** A HEAD request: answered like the GET, without its body. */
+  head: boolean;
 }
 
 const STATUS_TEXT: Record<number, string> = {
   200: 'OK', 201: 'Created', 204: 'No Content', 400: 'Bad Request', 401: 'Unauthorized', 403: 'Forbidden',
-  404: 'Not Found', 405: 'Method Not Allowed', 409: 'Conflict', 413: 'Payload Too Large', 415: 'Unsupported Media Type',
-  429: 'Too Many Requests', 500: 'Internal Server Error', 501: 'Not Implemented', 503: 'Service Unavailable',
+  404: 'Not Found', 405: 'Method Not Allowed', 409: 'Conflict', 413: 'Payload Too Large', 414: 'URI Too Long', 415: 'Unsupported Media Type',
+  429: 'Too Many Requests', 431: 'Request Header Fields Too Large', 500: 'Internal Server Error', 501: 'Not Implemented', 503: 'Service Unavailable',
   507: 'Insufficient Storage',
 };
 const statusLine = (status: number) => `${status} ${STATUS_TEXT[status] ?? 'Status'}`;
@@ -62,12 +80,16 @@ export class HttpServer {
   private draining = false;
   private idleWaiters: Array<() => void> = [];
   private readonly stalls: StallWatch;
+  /** Bytes of request bodies being read right now (bounded by limits.maxBodyBytesInFlight). */
+  private bodyBytesInFlight = 0;
 
   constructor(private readonly opts: ServerOptions) {
     this.stalls = new StallWatch(opts.streamStallTimeoutMs, (stream) =>
       opts.log.warn({ queuedBytes: stream.queuedBytes, stallTimeoutMs: opts.streamStallTimeoutMs }, 'closing a streamed response: the client stopped reading'),
     );
     for (const def of opts.routes) this.router.add(def.method, def.path, compileRoute(def));
+    // No "uWebSockets: 20" header on every reply: the server's make and version are nobody's business.
+    (uWS as unknown as { _cfg(key: string): void })._cfg('silent');
     this.app = uWS.SSLApp({ key_file_name: opts.tls.keyFile, cert_file_name: opts.tls.certFile });
     this.app.any('/*', (res, req) => this.onRequest(res, req));
   }
@@ -101,9 +123,10 @@ export class HttpServer {
   }
 
   private onRequest(res: uWS.HttpResponse, req: uWS.HttpRequest): void {
+    const method = req.getCaseSensitiveMethod().toUpperCase();
     const ex: Exchange = {
       res,
-      method: req.getCaseSensitiveMethod().toUpperCase(),
+      method,
       path: req.getUrl(),
       rawQuery: req.getQuery() ?? '',
       started: performance.now(),
@@ -111,6 +134,7 @@ export class HttpServer {
       controller: new AbortController(),
       errorShape: 'error',
       stream: null,
+      head: method === 'HEAD',
     };
     this.inFlight++;
     res.onAborted(() => {
@@ -123,25 +147,37 @@ export class HttpServer {
 
     try {
       if (this.draining) throw new HttpError('UNAVAILABLE', 'server is shutting down');
-      const match = METHODS.has(ex.method) ? this.router.match(ex.method, ex.path) : this.router.match('GET', ex.path);
+      const limits = this.opts.limits;
+      if (ex.path.length + ex.rawQuery.length > limits.maxUrlBytes) {
+        throw new HttpError('URI_TOO_LONG', `the URL is longer than ${limits.maxUrlBytes} bytes (server.maxUrlBytes); send long tag lists in a POST body`);
+      }
+      const headers: Record<string, string> = {};
+      let headerBytes = 0;
+      req.forEach((key, value) => {
+        headers[key] = value;
+        headerBytes += key.length + value.length;
+      });
+      if (headerBytes > limits.maxHeaderBytes) {
+        throw new HttpError('HEADERS_TOO_LARGE', `the request headers are larger than ${limits.maxHeaderBytes} bytes (server.maxHeaderBytes)`);
+      }
+      // HEAD is the GET without its body.
+      const lookup = ex.head ? 'GET' : ex.method;
+      const match = METHODS.has(lookup) ? this.router.match(lookup, ex.path) : this.router.match('GET', ex.path);
       if (match.kind === 'not-found') throw new HttpError('NOT_FOUND', `no route for ${ex.path}`);
-      if (match.kind === 'method-not-allowed' || !METHODS.has(ex.method)) {
-        const allow = match.kind === 'method-not-allowed' ? match.allow.join(', ') : 'GET';
-        throw new HttpError('METHOD_NOT_ALLOWED', `method ${ex.method} not allowed on ${ex.path}`, { allow });
+      if (match.kind === 'method-not-allowed' || !METHODS.has(lookup)) {
+        const allowed = match.kind === 'method-not-allowed' ? match.allow : ['GET' as const];
+        const allow = allowed.includes('GET') ? [...allowed, 'HEAD'] : allowed;
+        throw new HttpError('METHOD_NOT_ALLOWED', `method ${ex.method} not allowed on ${ex.path}`, { allow: allow.join(', ') });
       }
       const route = match.value;
       ex.errorShape = route.def.errorShape ?? 'error';
-      const headers: Record<string, string> = {};
-      req.forEach((key, value) => {
-        headers[key] = value;
-      });
       const user = this.authorize(route.def, headers);
       check(route.validateParams, match.params, 'path');
       const query = parseQuery(ex.rawQuery);
       check(route.validateQuery, query, 'query');
 
       const base = {
-        method: ex.method as HttpMethod,
+        method: lookup as HttpMethod,
         path: ex.path,
         rawQuery: ex.rawQuery,
         params: match.params,
@@ -155,9 +191,8 @@ export class HttpServer {
         this.run(ex, route, { ...base, body: undefined, rawBody: null });
         return;
       }
-      const limit = route.def.maxBodyBytes ?? this.opts.maxBodyBytes;
-      const setting = route.def.maxBodyBytes === undefined ? 'server.maxBodyBytes' : (route.def.maxBodySetting ?? 'the route');
-      readBody(res, headers['content-length'], limit, setting, (err, bytes) => {
+      const { limit, setting } = this.bodyLimit(route.def);
+      this.readBody(ex, headers['content-length'], limit, setting, (err, bytes) => {
         if (ex.done) return;
         if (err) return this.fail(ex, err);
         try {
@@ -172,6 +207,72 @@ export class HttpServer {
     } catch (err) {
       this.fail(ex, err);
     }
+  }
+
+  /** The body limit of a route: its own, else by kind (public JSON, JSON, raw bytes), and the setting to name in a 413. */
+  private bodyLimit(def: RouteDef): { limit: number; setting: string } {
+    const limits = this.opts.limits;
+    if (def.maxBodyBytes !== undefined) return { limit: def.maxBodyBytes, setting: def.maxBodySetting ?? 'the route' };
+    if (def.auth === 'public') return { limit: limits.maxPublicBodyBytes, setting: 'server.maxPublicBodyBytes' };
+    if (def.rawBody) return { limit: limits.maxBodyBytes, setting: 'server.maxBodyBytes' };
+    return { limit: limits.maxJsonBodyBytes, setting: 'server.maxJsonBodyBytes' };
+  }
+
+  /**
+   * Collects the body chunk by chunk as uWS delivers them (the event loop keeps serving other
+   * sockets meanwhile). A declared length over the limit is refused before any byte is read, an
+   * undeclared one as soon as it passes it. Every byte being read counts against
+   * limits.maxBodyBytesInFlight until the body is complete or the client is gone, so many large
+   * uploads at once are a 503, not the process's memory.
+   */
+  private readBody(ex: Exchange, contentLength: string | undefined, limit: number, setting: string, done: (err: HttpError | null, body: Uint8Array) => void): void {
+    const declared = contentLength === undefined ? -1 : Number(contentLength);
+    const tooLarge = () => new HttpError('PAYLOAD_TOO_LARGE', `request body is larger than ${limit} bytes (${setting})`);
+    const busy = () =>
+      new HttpError('UNAVAILABLE', `the server is reading ${this.opts.limits.maxBodyBytesInFlight} bytes of request bodies already (server.maxBodyBytesInFlight); retry shortly`, { 'retry-after': '1' });
+    if (declared > limit) return done(tooLarge(), new Uint8Array(0));
+    let reserved = 0;
+    const reserve = (bytes: number): boolean => {
+      if (this.bodyBytesInFlight + bytes > this.opts.limits.maxBodyBytesInFlight) return false;
+      this.bodyBytesInFlight += bytes;
+      reserved += bytes;
+      return true;
+    };
+    const release = () => {
+      this.bodyBytesInFlight -= reserved;
+      reserved = 0;
+    };
+    ex.controller.signal.addEventListener('abort', release, { once: true });
+    const finish = (err: HttpError | null, body: Uint8Array) => {
+      release();
+      ex.controller.signal.removeEventListener('abort', release);
+      done(err, body);
+    };
+    if (declared > 0 && !reserve(declared)) return finish(busy(), new Uint8Array(0));
+    let buffer = Buffer.allocUnsafe(declared > 0 ? declared : 0);
+    let length = 0;
+    let failed = false;
+    ex.res.onData((chunk, isLast) => {
+      if (failed || ex.done) return;
+      const bytes = new Uint8Array(chunk); // valid only during this callback: copy out
+      if (length + bytes.length > limit) {
+        failed = true;
+        return finish(tooLarge(), new Uint8Array(0));
+      }
+      if (length + bytes.length > buffer.length) {
+        const size = Math.min(limit, Math.max(buffer.length * 2, length + bytes.length, 16384));
+        if (!reserve(size - Math.max(buffer.length, reserved))) {
+          failed = true;
+          return finish(busy(), new Uint8Array(0));
+        }
+        const grown = Buffer.allocUnsafe(size);
+        buffer.copy(grown, 0, 0, length);
+        buffer = grown;
+      }
+      buffer.set(bytes, length);
+      length += bytes.length;
+      if (isLast) finish(null, buffer.subarray(0, length));
+    });
   }
 
   private authorize(def: RouteDef, headers: Record<string, string>) {
@@ -198,6 +299,13 @@ export class HttpServer {
 
   private reply(ex: Exchange, route: CompiledRoute, reply: Reply): void {
     if (ex.done) return;
+    if (reply.stream && ex.head) {
+      // The length of a streamed body is known only once it is written: HEAD says none.
+      ex.done = true;
+      sendHeadOnly(ex.res, head(reply.status ?? 200, reply.contentType ?? 'application/octet-stream', reply.headers), null, this.draining);
+      this.finish(ex, reply.status ?? 200);
+      return;
+    }
     if (reply.stream) {
       this.streamReply(ex, reply);
       return;
@@ -279,7 +387,8 @@ export class HttpServer {
     if (ex.done) return;
     ex.done = true;
     const close = closeConnection || this.draining;
-    sendWhole(ex.res, head(status, contentType, headers), payload, close);
+    if (ex.head) sendHeadOnly(ex.res, head(status, contentType, headers), typeof payload === 'string' ? Buffer.byteLength(payload) : payload.byteLength, close);
+    else sendWhole(ex.res, head(status, contentType, headers), payload, close);
     this.finish(ex, status);
   }
 
@@ -310,46 +419,6 @@ export function parseQuery(rawQuery: string): Record<string, unknown> {
     else query[key] = [existing, value];
   }
   return query;
-}
-
-/**
- * Collects the body chunk by chunk as uWS delivers them (the event loop keeps
- * serving other sockets meanwhile). A declared length over the limit is refused
- * before any byte is read; an undeclared one is refused as soon as it passes it.
- */
-function readBody(
-  res: uWS.HttpResponse,
-  contentLength: string | undefined,
-  limit: number,
-  setting: string,
-  done: (err: HttpError | null, body: Uint8Array) => void,
-): void {
-  const declared = contentLength === undefined ? -1 : Number(contentLength);
-  const tooLarge = () => new HttpError('PAYLOAD_TOO_LARGE', `request body is larger than ${limit} bytes (${setting})`);
-  if (declared > limit) {
-    done(tooLarge(), new Uint8Array(0));
-    return;
-  }
-  let buffer = Buffer.allocUnsafe(declared > 0 ? declared : 0);
-  let length = 0;
-  let failed = false;
-  res.onData((chunk, isLast) => {
-    if (failed) return;
-    const bytes = new Uint8Array(chunk); // valid only during this callback: copy out
-    if (length + bytes.length > limit) {
-      failed = true;
-      done(tooLarge(), new Uint8Array(0));
-      return;
-    }
-    if (length + bytes.length > buffer.length) {
-      const grown = Buffer.allocUnsafe(Math.min(limit, Math.max(buffer.length * 2, length + bytes.length, 16384)));
-      buffer.copy(grown, 0, 0, length);
-      buffer = grown;
-    }
-    buffer.set(bytes, length);
-    length += bytes.length;
-    if (isLast) done(null, buffer.subarray(0, length));
-  });
 }
 
 function decodeBody(bytes: Uint8Array, contentType: string | undefined, route: CompiledRoute): unknown {

@@ -70,7 +70,7 @@ describe('login abuse', () => {
       ['аdmin@plant.test', /ASCII/], // Cyrillic а in the local part
       ['admin@рlant.test', /mixes letters of different scripts/], // Cyrillic р
       ['admin@аррӏе.com', /look like Latin/],
-      [`${'a'.repeat(100_000)}@plant.test`, /254 bytes/],
+      [`${'a'.repeat(10_000)}@plant.test`, /254 bytes/],
       ['a@@plant.test', /one @|malformed|name@host/],
       ['admin@plant..test', /malformed/],
     ];

@@ -136,14 +136,14 @@ describe('service foundation', () => {
 describe('body limits', () => {
   let svc: TestService;
   before(async () => {
-    svc = await startService({ config: { server: { maxBodyBytes: 1024 } } });
+    svc = await startService({ config: { server: { maxPublicBodyBytes: 1024 } } });
   });
   after(() => svc.dispose());
 
-  test('a body over server.maxBodyBytes is 413 and nothing is processed', async () => {
+  test('a body over server.maxPublicBodyBytes is 413 and nothing is processed', async () => {
     const big = await svc.post('/svcapi/register', { email: 'big@x.y', password: 'p'.repeat(2000) });
     assert.equal(big.status, 413);
-    assert.match(big.body.error, /larger than 1024 bytes \(server\.maxBodyBytes\)/);
+    assert.match(big.body.error, /larger than 1024 bytes \(server\.maxPublicBodyBytes\)/);
     const login = await svc.post('/svcapi/login', { email: 'big@x.y', password: 'p'.repeat(2000).slice(0, 900) });
     assert.equal(login.status, 401, 'the oversized register created nothing');
   });
