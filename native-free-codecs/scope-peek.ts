@@ -138,18 +138,10 @@ function duplicateMsgpackKey(b: Uint8Array): string | null {
   const seen = new Set<string>();
   try {
     const view = new DataView(b.buffer, b.byteOffset, b.byteLength);
-    const t = b[0];
-    let i = 1;
-    let entries: number;
-    if (t >= 0x80 && t <= 0x8f) entries = t & 0x0f;
-    else if (t === 0xde) {
-      entries = view.getUint16(i);
-      i += 2;
-    } else if (t === 0xdf) {
-      entries = view.getUint32(i);
-      i += 4;
-    } else return null;
-    for (let e = 0; e < entries; e++) {
+    const map = readMapHeader(b, view);
+    if (!map) return null;
+    let i = map.next;
+    for (let e = 0; e < map.entries; e++) {
       const key = readMsgpackString(b, view, i);
       if (key) {
         if (SCOPE_KEYS.has(key.value)) {
@@ -205,21 +197,22 @@ function skipValue(b: Uint8Array, i: number): number {
 
 // ---- msgpack -------------------------------------------------------------
 
+/** The entry count of a msgpack map at the start of the body and where its first key starts; null when the body is no map. */
+function readMapHeader(b: Uint8Array, view: DataView): { entries: number; next: number } | null {
+  const t = b[0];
+  if (t >= 0x80 && t <= 0x8f) return { entries: t & 0x0f, next: 1 };
+  if (t === 0xde) return { entries: view.getUint16(1), next: 3 };
+  if (t === 0xdf) return { entries: view.getUint32(1), next: 5 };
+  return null;
+}
+
 function peekMsgpack(b: Uint8Array): PeekedScope {
   const scope: PeekedScope = {};
   const view = new DataView(b.buffer, b.byteOffset, b.byteLength);
-  let i = 0;
-  const t = b[i++];
-  let entries: number;
-  if (t >= 0x80 && t <= 0x8f) entries = t & 0x0f;
-  else if (t === 0xde) {
-    entries = view.getUint16(i);
-    i += 2;
-  } else if (t === 0xdf) {
-    entries = view.getUint32(i);
-    i += 4;
-  } else return scope;
-  for (let e = 0; e < entries; e++) {
+  const map = readMapHeader(b, view);
+  if (!map) return scope;
+  let i = map.next;
+  for (let e = 0; e < map.entries; e++) {
     const key = readMsgpackString(b, view, i);
     if (!key) return scope;
     i = key.next;

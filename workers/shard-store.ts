@@ -60,7 +60,7 @@ export interface SealOptions {
 export type ScanSink = (ts: Float64Array, values: Float64Array, count: number) => void;
 
 const SCAN_CHUNK = 8192;
-const MAX_IDLE_MERGERS = 4;
+const MAX_IDLE_MERGERS = 1;
 const MAX_TIMESTAMP = 2 ** 53 - 1;
 
 export class ShardStore {

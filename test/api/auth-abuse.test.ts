@@ -6,29 +6,13 @@
 
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
-import https from 'node:https';
 import { after, before, describe, test } from 'node:test';
-import { ADMIN_EMAIL, ADMIN_PASSWORD, startService, tempDir, type HttpResult, type TestService } from './harness.js';
+import { ADMIN_EMAIL, ADMIN_PASSWORD, rawRequest, startService, tempDir, type HttpResult, type TestService } from './harness.js';
 
 /** POST from the IPv6 loopback, a second client address. */
 function postFromIpv6(svc: TestService, path: string, body: unknown): Promise<HttpResult> {
   const payload = JSON.stringify(body);
-  return new Promise((resolve, reject) => {
-    const req = https.request(
-      { host: '::1', servername: 'localhost', port: svc.port, method: 'POST', path, ca: svc.ca, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) } },
-      (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('end', () => {
-          const bytes = Buffer.concat(chunks);
-          const text = bytes.toString('utf8');
-          resolve({ status: res.statusCode ?? 0, headers: res.headers, bytes, text, body: JSON.parse(text) });
-        });
-      },
-    );
-    req.on('error', reject);
-    req.end(payload);
-  });
+  return rawRequest({ port: svc.port, host: '::1', method: 'POST', path, ca: svc.ca, payload, headers: { 'content-type': 'application/json' } });
 }
 
 describe('per-address limit', () => {

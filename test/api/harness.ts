@@ -203,6 +203,8 @@ export async function startService(opts: StartOptions = {}): Promise<TestService
 
 interface RawRequest {
   port: number;
+  /** The address to connect from and to: 127.0.0.1 unless given (`::1` makes a second client address). */
+  host?: string;
   method: string;
   path: string;
   headers?: Record<string, string>;
@@ -216,7 +218,7 @@ export function rawRequest(r: RawRequest): Promise<HttpResult> {
   return new Promise((resolve, reject) => {
     const req = https.request(
       {
-        host: '127.0.0.1',
+        host: r.host ?? '127.0.0.1',
         servername: 'localhost',
         port: r.port,
         method: r.method,
