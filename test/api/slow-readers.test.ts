@@ -305,3 +305,28 @@ describe('large results and slow readers', { timeout: 240_000 }, () => {
     await queryWorks();
   });
 });
+
+describe('the per-query deadline', { timeout: 120_000 }, () => {
+  test('a query still being read when storage.queryTimeoutMs passes is stopped; the shard goes on', async () => {
+    const svc = await startService({ config: { storage: { shards: 1, queryTimeoutMs: 3000 } } });
+    try {
+      const admin = await svc.adminToken();
+      await svc.post('/svcapi/create_collection', SCOPE, admin);
+      const data = signal(POINTS);
+      for (let at = 0; at < POINTS; at += 100_000) {
+        const body = encodeBinaryBatch(SCOPE, data.ts.subarray(at, at + 100_000), [{ name: 'BIG', values: data.values.subarray(at, at + 100_000) }]);
+        await svc.request('POST', '/svcapi/write_fast', { rawBody: Buffer.from(body), token: admin, headers: { 'content-type': 'application/octet-stream' } });
+      }
+      // 22 MB read at 1 MB/s would take 22 s (socket buffers hold a few MB of it); the client
+      // never stalls, the deadline ends it.
+      const slow = await read(svc, `/svcapi/fast_query?tags=BIG&start=0&end=9999999999999&${SCOPE_QS}`, { token: admin, rate: 1 << 20 }).done;
+      assert.equal(slow.complete, false);
+      assert.ok(slow.bytes.length < 20 << 20, `${slow.bytes.length} bytes arrived`);
+      assert.ok(svc.logs().some((l) => String(l.err ?? l.reason ?? '').includes('storage.queryTimeoutMs')));
+      const ok = await svc.get(`/svcapi/fast_query?tags=BIG&start=${T0}&end=${T0}&${SCOPE_QS}`, admin);
+      assert.deepEqual(ok.body, { BIG: [[T0, data.values[0]]] });
+    } finally {
+      await svc.dispose();
+    }
+  });
+});
