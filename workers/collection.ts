@@ -13,7 +13,7 @@ import { BadDayLogHeader, DayLog, dayLogName, type DayLogKind, type OpenFiles } 
 import { makeDirsDurably, removeIfPresent, writeFileDurably } from './durable-fs.js';
 import { sealedFileName, type SealedIndex } from './sealed-file.js';
 import { collectionDir, collectionId, SCOPE_FIELDS, type CollectionScope } from './scope-path.js';
-import { badRequest, internal } from './storage-error.js';
+import { badRequest, internal } from '../shared/errors.js';
 import { formatDay, parseDay } from './utc-day.js';
 
 export interface CollectionRecord {

@@ -15,7 +15,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { crc32c } from './crc32.js';
 import { fsyncDir, PRIVATE_FILE_MODE, readFully, writeFully } from './durable-fs.js';
-import { internal, StorageError } from './storage-error.js';
+import { internal, StorageError } from '../shared/errors.js';
 import { dayStartMs, DAY_MS } from './utc-day.js';
 
 // Blocks are viewed in place as Float64Arrays, which read the host's byte order.

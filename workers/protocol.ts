@@ -6,6 +6,7 @@
 
 import type { AggregatorSpec } from './aggregators.js';
 import type { CollectionRecord } from './collection.js';
+import type { WireError } from '../shared/errors.js';
 
 export const OP = {
   CREATE_COLLECTION: 1,
@@ -162,11 +163,7 @@ export function readWriteFrame(payload: Uint8Array): { header: WriteFrameHeader;
   return { header, body: payload.subarray((4 + length + 7) & ~7) };
 }
 
-/** An error as it crosses the thread boundary; rebuilt into an HttpError on the main thread. */
-export interface WireError {
-  code: 'BAD_REQUEST' | 'NOT_FOUND' | 'CONFLICT' | 'FORBIDDEN' | 'UNAVAILABLE' | 'INSUFFICIENT_STORAGE' | 'INTERNAL';
-  message: string;
-}
+export type { WireError } from '../shared/errors.js';
 
 export type { CollectionRecord } from './collection.js';
 

@@ -20,7 +20,7 @@ import { BucketStream, PointLimitError, runPipeline, streamableStep, type Aggreg
 import { OP, QUERY_CANCELLED, QUERY_CREDIT, QUERY_SEQ, querySlotWord, type ResultFormat, type StorageTask } from './protocol.js';
 import { type QueryAllowance, type QueryMemory, SeriesBuffer } from './series-buffer.js';
 import type { ShardStore } from './shard-store.js';
-import { StorageError } from './storage-error.js';
+import { StorageError } from '../shared/errors.js';
 
 type QueryTask = Extract<StorageTask, { op: typeof OP.QUERY }>;
 type TableTask = Extract<StorageTask, { op: typeof OP.QUERY_TABLE }>;

@@ -7,7 +7,7 @@
  */
 
 import path from 'node:path';
-import { badRequest } from './storage-error.js';
+import { badRequest } from '../shared/errors.js';
 
 export interface CollectionScope {
   organization: string;

@@ -15,7 +15,7 @@ import { compressSync, uncompressSync } from 'lz4-napi';
 import { ByteReader, ByteWriter, COLUMN_CODEC_VERSION, decodeTimestamps, decodeValues, encodeTimestamps, encodeValues, READABLE_COLUMN_CODEC_VERSIONS } from '../native-free-codecs/columns.js';
 import { crc32c } from './crc32.js';
 import { fsyncDir, PRIVATE_FILE_MODE, readFully, removeIfPresent, writeFully } from './durable-fs.js';
-import { internal } from './storage-error.js';
+import { internal } from '../shared/errors.js';
 import { dayStartMs, DAY_MS } from './utc-day.js';
 
 export const SEALED_MAGIC = 0x53445348; // "HSDS" read as a little-endian u32

@@ -3,7 +3,7 @@
 // query that would materialise more than storage.queryMemoryBytes is refused instead of
 // taking the worker's memory (a `gaps` step at 1 ms over a year would).
 
-import { StorageError } from './storage-error.js';
+import { StorageError } from '../shared/errors.js';
 
 const BYTES_PER_POINT = 16;
 const INITIAL_POINTS = 4096;

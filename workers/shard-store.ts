@@ -24,11 +24,10 @@ import { DaySplitter } from './day-split.js';
 import { fsyncDir, removeIfPresent } from './durable-fs.js';
 import { SealedFileWriter, SealedIndex } from './sealed-file.js';
 import { collectionDir, decodeScopeName, parseCollectionId, validateScope, type CollectionScope } from './scope-path.js';
-import { asStorageError, badRequest, notFound, StorageError } from './storage-error.js';
+import { asStorageError, badRequest, notFound, StorageError } from '../shared/errors.js';
 import { dayEndMs, dayOf, dayStartMs } from './utc-day.js';
 
-export { StorageError } from './storage-error.js';
-export type { StorageErrorCode } from './storage-error.js';
+export { StorageError } from '../shared/errors.js';
 export type { CollectionRecord } from './collection.js';
 export type { CollectionScope } from './scope-path.js';
 export { collectionDir, collectionId, decodeScopeName, encodeScopeName, parseCollectionId } from './scope-path.js';

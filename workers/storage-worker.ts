@@ -16,7 +16,8 @@ import { RingConsumer, RingProducer } from '../native-free-codecs/ring.js';
 import { CONTROL_TAGMAP_VERSION, FINAL_FRAME_BIT, OP, readWriteFrame, type WriteFrameHeader, type BufferStats, type StorageWorkerData, type StorageTask, type TaskReply, type WireError, type WriteMode, type WriteOutcome } from './protocol.js';
 import { collectionId as idOf } from './scope-path.js';
 import { shardOf } from './shard-hash.js';
-import { ShardStore, StorageError } from './shard-store.js';
+import { ShardStore } from './shard-store.js';
+import { asStorageError, StorageError } from '../shared/errors.js';
 import { TagScopeReader } from './tag-scopes.js';
 import { WriteBuffer } from './write-buffer.js';
 
@@ -347,11 +348,14 @@ function bufferStats(): BufferStats {
   };
 }
 
+/** What a task or write failed with, as it crosses to the main thread; anything unexpected is logged here. */
 function toWireError(err: unknown): WireError {
-  if (err instanceof StorageError) return { code: err.code as WireError['code'], message: err.message };
   if (err instanceof WriteBodyError) return { code: 'BAD_REQUEST', message: err.message };
-  const code = (err as NodeJS.ErrnoException)?.code;
-  if (code === 'ENOSPC') return { code: 'INSUFFICIENT_STORAGE', message: 'no space left on the data volume' };
+  const mapped = asStorageError(err);
+  if (mapped instanceof StorageError) {
+    if (mapped.cause !== undefined) log({ err: String(mapped.cause) }, mapped.message);
+    return mapped.toWire();
+  }
   log({ err: String((err as Error)?.stack ?? err) }, 'storage task failed');
   return { code: 'INTERNAL', message: 'storage error' };
 }

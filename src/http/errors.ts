@@ -1,30 +1,12 @@
-// Every error reply of the service is built here, from one registry of codes.
-// The contract allows two body shapes: `{error}` (the default) and
-// `{status: "error", message}` for routes that declare it. Errors that come
-// back from a storage worker travel as `{code, message}` and are rebuilt here.
+// Every error reply of the service is built here, from the one registry of
+// codes (shared/errors.ts, which storage workers use too). The contract allows
+// two body shapes: `{error}` (the default) and `{status: "error", message}`
+// for routes that declare it. Errors that come back from a storage worker
+// travel as `{code, message}` and are rebuilt here.
 
-export const ERROR_CODES = {
-  BAD_REQUEST: { status: 400, meaning: 'malformed body, query or filter; validation failure' },
-  MALFORMED_JSON: { status: 400, meaning: 'the body is not valid JSON' },
-  UNAUTHORIZED: { status: 401, meaning: 'missing, malformed, expired or wrongly signed token; its account deleted; issued before a password change' },
-  BAD_CREDENTIALS: { status: 401, meaning: 'login with an unknown email or a wrong password' },
-  FORBIDDEN: { status: 403, meaning: 'role or row-level grant does not allow the request' },
-  NOT_FOUND: { status: 404, meaning: 'unknown path, or the named resource does not exist' },
-  METHOD_NOT_ALLOWED: { status: 405, meaning: 'the path exists but not with this method' },
-  CONFLICT: { status: 409, meaning: 'duplicate key on create; the message starts with DUPLICATE:' },
-  PAYLOAD_TOO_LARGE: { status: 413, meaning: 'the body is larger than the route allows' },
-  URI_TOO_LONG: { status: 414, meaning: 'the path and query string are longer than server.maxUrlBytes' },
-  UNSUPPORTED_MEDIA_TYPE: { status: 415, meaning: 'the body has a content type the route does not read' },
-  RATE_LIMITED: { status: 429, meaning: 'too many register/login requests for one email or from one client address' },
-  HEADERS_TOO_LARGE: { status: 431, meaning: 'the request headers are larger than server.maxHeaderBytes' },
-  ACCOUNT_LOCKED: { status: 429, meaning: 'too many failed logins for an email from one client address; locked there for a while' },
-  INTERNAL: { status: 500, meaning: 'unexpected failure; details are in the log, not the reply' },
-  NOT_IMPLEMENTED: { status: 501, meaning: 'the subsystem is disabled or failed to start' },
-  UNAVAILABLE: { status: 503, meaning: 'backpressure (buffer full), worker restarting, or shutting down' },
-  INSUFFICIENT_STORAGE: { status: 507, meaning: 'free disk space is below the configured floor' },
-} as const satisfies Record<string, { status: number; meaning: string }>;
+import { ERROR_CODES, type ErrorCode, type WireError } from '../../shared/errors.js';
 
-export type ErrorCode = keyof typeof ERROR_CODES;
+export { ERROR_CODES, type ErrorCode } from '../../shared/errors.js';
 
 /** `error`: `{error: message}`; `status`: `{status: "error", message}`. */
 export type ErrorShape = 'error' | 'status';
@@ -43,12 +25,13 @@ export class HttpError extends Error {
   }
 
   /** The plain form that crosses a thread boundary. */
-  toWire(): { code: ErrorCode; message: string } {
+  toWire(): WireError {
     return { code: this.code, message: this.message };
   }
 
-  static fromWire(wire: { code: string; message: string }): HttpError {
-    const code = (wire.code in ERROR_CODES ? wire.code : 'INTERNAL') as ErrorCode;
+  static fromWire(wire: WireError): HttpError {
+    // The code came through msgpack from another thread: trust the list, not the type.
+    const code = Object.hasOwn(ERROR_CODES, wire.code) ? wire.code : 'INTERNAL';
     return new HttpError(code, wire.message);
   }
 }
@@ -74,7 +57,7 @@ export function toErrorReply(err: unknown, shape: ErrorShape): { status: number;
 }
 
 /** Errors of other layers (storage) that know their wire form, e.g. StorageError. */
-export function isWireConvertible(err: unknown): err is { toWire(): { code: string; message: string } } {
+export function isWireConvertible(err: unknown): err is { toWire(): WireError } {
   return !(err instanceof HttpError) && typeof (err as { toWire?: unknown })?.toWire === 'function';
 }
 
