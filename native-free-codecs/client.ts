@@ -8,6 +8,7 @@
 // decoded with the format decoders of query-formats.ts.
 
 import { decodeFormat1, decodeFormat2, type Format1Tag, type Format2Result } from './query-formats.js';
+import { SCOPE_FIELDS, type ScopeFields } from '../shared/scope.js';
 
 /** The part of fetch the client uses; the global fetch fits it. */
 export type FetchLike = (url: string, init: FetchInit) => Promise<FetchResponse>;
@@ -33,12 +34,7 @@ export interface HistorianClientOptions {
 }
 
 /** The four names of a collection; give all four, or none to let the server's tag map decide. */
-export interface Scope {
-  organization?: string;
-  site?: string;
-  unit?: string;
-  grid?: string;
-}
+export type Scope = ScopeFields;
 
 /** Raw points of `tags` with start <= ts <= end (epoch ms). */
 export interface RawQuery extends Scope {
@@ -81,7 +77,6 @@ export class HistorianError extends Error {
   }
 }
 
-const SCOPE_KEYS = ['organization', 'site', 'unit', 'grid'] as const;
 const JSON_TYPE = 'application/json';
 const BINARY_TYPE = 'application/octet-stream';
 const utf8 = new TextDecoder();
@@ -160,7 +155,7 @@ function queryString(q: Scope & { tags: string[] }, start?: number, end?: number
   const parts = q.tags.map((tag) => `tags=${encodeURIComponent(tag)}`);
   if (start !== undefined) parts.push(`start=${start}`);
   if (end !== undefined) parts.push(`end=${end}`);
-  for (const key of SCOPE_KEYS) {
+  for (const key of SCOPE_FIELDS) {
     const value = q[key];
     if (value !== undefined) parts.push(`${key}=${encodeURIComponent(value)}`);
   }

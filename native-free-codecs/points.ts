@@ -23,16 +23,13 @@
  * - a tag named twice (a repeated JSON key, a repeated binary name) has its points merged,
  *   in order of appearance.
  *
- * Pure TypeScript without imports: runs in a browser (TextDecoder/TextEncoder are the only
- * globals used beyond the language).
+ * Pure TypeScript whose only import is the pure shared/scope.ts: runs in a browser
+ * (TextDecoder/TextEncoder are the only globals used beyond the language).
  */
 
-export interface WriteScope {
-  organization?: string;
-  site?: string;
-  unit?: string;
-  grid?: string;
-}
+import { SCOPE_FIELDS, type ScopeField, type ScopeFields as WriteScope } from '../shared/scope.js';
+
+export type { WriteScope };
 
 export interface PointBatch {
   /** Scope fields present in the body. */
@@ -62,8 +59,6 @@ const MAX_TIMESTAMP = 9007199254740991; // 2^53 - 1
 const MAX_TIMESTAMP_BIGINT = 9007199254740991n;
 const TWO_POW_53 = 9007199254740992;
 const MAX_TAG_NAME_BYTES = 256;
-const SCOPE_FIELDS = ['organization', 'site', 'unit', 'grid'] as const;
-type ScopeField = (typeof SCOPE_FIELDS)[number];
 
 /** Every power of ten a double holds exactly; beyond 1e22 they are rounded. */
 const POW10 = new Float64Array([
@@ -113,7 +108,7 @@ const LITERAL_FALSE = bytesOf('false');
 const LITERAL_NULL = bytesOf('null');
 
 /** Top-level keys the JSON scanner recognises, compared as bytes when unescaped. */
-const TOP_KEYS = ['organization', 'site', 'unit', 'grid', 'tags', 'timestamps', 'columns'] as const;
+const TOP_KEYS = [...SCOPE_FIELDS, 'tags', 'timestamps', 'columns'] as const;
 const TOP_KEY_BYTES = TOP_KEYS.map(bytesOf);
 const KEY_OTHER = -1;
 const KEY_TAGS = 4;

@@ -10,14 +10,8 @@
 // scope key appears twice, for the decoders that would silently keep the last
 // (msgpack maps, the HSW1 scope object); the JSON scanner checks as it reads.
 
-export interface PeekedScope {
-  organization?: string;
-  site?: string;
-  unit?: string;
-  grid?: string;
-}
+import { isCompleteScope as isComplete, isScopeField, SCOPE_FIELDS, type ScopeFields as PeekedScope } from '../shared/scope.js';
 
-const SCOPE_KEYS = new Set(['organization', 'site', 'unit', 'grid']);
 const decoder = new TextDecoder();
 
 /**
@@ -34,15 +28,11 @@ export function peekScope(body: Uint8Array, contentType: string): PeekedScope {
   }
 }
 
-export function isComplete(scope: PeekedScope): scope is Required<PeekedScope> {
-  return scope.organization !== undefined && scope.site !== undefined && scope.unit !== undefined && scope.grid !== undefined;
-}
-
 /** Records a scope field; false for one seen before (the peek then gives up, see peekScope). */
 function take(scope: PeekedScope, key: string, value: unknown): boolean {
-  if (!SCOPE_KEYS.has(key)) return true;
-  if (scope[key as keyof PeekedScope] !== undefined) return false;
-  if (typeof value === 'string') scope[key as keyof PeekedScope] = value;
+  if (!isScopeField(key)) return true;
+  if (scope[key] !== undefined) return false;
+  if (typeof value === 'string') scope[key] = value;
   return true;
 }
 
@@ -54,7 +44,7 @@ function peekBinary(body: Uint8Array): PeekedScope {
   if (duplicateJsonKey(body.subarray(14, 14 + length)) !== null) return {};
   const parsed = JSON.parse(decoder.decode(body.subarray(14, 14 + length))) as Record<string, unknown>;
   const scope: PeekedScope = {};
-  for (const key of SCOPE_KEYS) take(scope, key, parsed[key]);
+  for (const key of SCOPE_FIELDS) take(scope, key, parsed[key]);
   return scope;
 }
 
@@ -73,7 +63,7 @@ function peekJson(b: Uint8Array): PeekedScope {
     i = skipSpace(b, keyEnd + 1);
     if (b[i] !== 0x3a) return scope;
     i = skipSpace(b, i + 1);
-    if (SCOPE_KEYS.has(key) && b[i] === 0x22) {
+    if (isScopeField(key) && b[i] === 0x22) {
       const end = stringEnd(b, i);
       if (!take(scope, key, JSON.parse(decoder.decode(b.subarray(i, end + 1))))) return {};
       i = end + 1;
@@ -118,7 +108,7 @@ function duplicateJsonKey(b: Uint8Array): string | null {
       if (b[i] !== 0x22) return null;
       const keyEnd = stringEnd(b, i);
       const key = jsonKey(b, i, keyEnd);
-      if (SCOPE_KEYS.has(key)) {
+      if (isScopeField(key)) {
         if (seen.has(key)) return key;
         seen.add(key);
       }
@@ -144,7 +134,7 @@ function duplicateMsgpackKey(b: Uint8Array): string | null {
     for (let e = 0; e < map.entries; e++) {
       const key = readMsgpackString(b, view, i);
       if (key) {
-        if (SCOPE_KEYS.has(key.value)) {
+        if (isScopeField(key.value)) {
           if (seen.has(key.value)) return key.value;
           seen.add(key.value);
         }
@@ -216,7 +206,7 @@ function peekMsgpack(b: Uint8Array): PeekedScope {
     const key = readMsgpackString(b, view, i);
     if (!key) return scope;
     i = key.next;
-    if (SCOPE_KEYS.has(key.value)) {
+    if (isScopeField(key.value)) {
       const value = readMsgpackString(b, view, i);
       if (!value) return scope;
       if (!take(scope, key.value, value.value)) return {};

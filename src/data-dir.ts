@@ -6,14 +6,14 @@
 // - the process umask (0077) covers every file any thread creates, including
 //   SQLite's own -wal/-shm/-journal and the storage workers' files (a umask is
 //   per process, so worker threads share it);
-// - explicit modes where the service creates files (workers/durable-fs.ts);
+// - explicit modes where the service creates files (shared/file-modes.ts);
 // - at start, a data dir made by an earlier version (0755/0644) is tightened
 //   and the start log names what was changed.
 
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Logger } from './log.js';
-import { PRIVATE_DIR_MODE } from '../workers/durable-fs.js';
+import { PRIVATE_DIR_MODE } from '../shared/file-modes.js';
 
 /** Strips group and other bits from every file the process creates from now on. */
 export const PROCESS_UMASK = 0o077;

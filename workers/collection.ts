@@ -12,19 +12,11 @@ import path from 'node:path';
 import { BadDayLogHeader, DayLog, dayLogName, type DayLogKind, type OpenFiles } from './day-file.js';
 import { makeDirsDurably, removeIfPresent, writeFileDurably } from './durable-fs.js';
 import { sealedFileName, type SealedIndex } from './sealed-file.js';
-import { collectionDir, collectionId, SCOPE_FIELDS, type CollectionScope } from './scope-path.js';
 import { badRequest, internal } from '../shared/errors.js';
+import type { CollectionRecord } from '../shared/protocol.js';
+import { SCOPE_FIELDS, type CollectionScope } from '../shared/scope.js';
+import { collectionDir, collectionId } from '../shared/scope-path.js';
 import { formatDay, parseDay } from './utc-day.js';
-
-export interface CollectionRecord {
-  organization: string;
-  site: string;
-  unit: string;
-  grid: string;
-  createdAt: number;
-  updatedAt: number;
-  [k: string]: unknown;
-}
 
 export type StoreLog = (obj: object, msg: string) => void;
 

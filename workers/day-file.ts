@@ -14,7 +14,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { crc32c } from './crc32.js';
-import { fsyncDir, PRIVATE_FILE_MODE, readFully, writeFully } from './durable-fs.js';
+import { fsyncDir, readFully, writeFully } from './durable-fs.js';
+import { PRIVATE_FILE_MODE } from '../shared/file-modes.js';
 import { internal, StorageError } from '../shared/errors.js';
 import { dayStartMs, DAY_MS } from './utc-day.js';
 

@@ -14,7 +14,8 @@ import path from 'node:path';
 import { compressSync, uncompressSync } from 'lz4-napi';
 import { ByteReader, ByteWriter, COLUMN_CODEC_VERSION, decodeTimestamps, decodeValues, encodeTimestamps, encodeValues, READABLE_COLUMN_CODEC_VERSIONS } from '../native-free-codecs/columns.js';
 import { crc32c } from './crc32.js';
-import { fsyncDir, PRIVATE_FILE_MODE, readFully, removeIfPresent, writeFully } from './durable-fs.js';
+import { fsyncDir, readFully, removeIfPresent, writeFully } from './durable-fs.js';
+import { PRIVATE_FILE_MODE } from '../shared/file-modes.js';
 import { internal } from '../shared/errors.js';
 import { dayStartMs, DAY_MS } from './utc-day.js';
 

@@ -17,20 +17,18 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { PointBatch } from '../native-free-codecs/points.js';
-import { Collection, META_FILE, tagNameProblem, type CollectionOpenResult, type CollectionRecord, type StoreLog } from './collection.js';
+import { Collection, META_FILE, tagNameProblem, type CollectionOpenResult, type StoreLog } from './collection.js';
+import type { CollectionRecord } from '../shared/protocol.js';
 import { BlockEncoder, OpenFiles, type DayLog } from './day-file.js';
 import { DayMerger } from './day-merge.js';
 import { DaySplitter } from './day-split.js';
 import { fsyncDir, removeIfPresent } from './durable-fs.js';
 import { SealedFileWriter, SealedIndex } from './sealed-file.js';
-import { collectionDir, decodeScopeName, parseCollectionId, validateScope, type CollectionScope } from './scope-path.js';
+import type { CollectionScope } from '../shared/scope.js';
+import { collectionDir, decodeScopeName, parseCollectionId, validateScope } from '../shared/scope-path.js';
 import { asStorageError, badRequest, notFound, StorageError } from '../shared/errors.js';
 import { dayEndMs, dayOf, dayStartMs } from './utc-day.js';
 
-export { StorageError } from '../shared/errors.js';
-export type { CollectionRecord } from './collection.js';
-export type { CollectionScope } from './scope-path.js';
-export { collectionDir, collectionId, decodeScopeName, encodeScopeName, parseCollectionId } from './scope-path.js';
 
 export type Durability = 'fsync' | 'os';
 

@@ -8,14 +8,15 @@
 
 import { workerData } from 'node:worker_threads';
 import { pack, unpack } from 'msgpackr';
-import { duplicateScopeKey, isComplete } from '../native-free-codecs/scope-peek.js';
+import { duplicateScopeKey } from '../native-free-codecs/scope-peek.js';
+import { isCompleteScope } from '../shared/scope.js';
 import { QueryMemory } from './series-buffer.js';
 import { QueryRunner } from './query-runner.js';
 import { decodeBinaryBatch, decodeJsonWriteBody, decodeWriteObject, encodeBinaryBatch, WriteBodyError, type PointBatch } from '../native-free-codecs/points.js';
 import { RingConsumer, RingProducer } from '../native-free-codecs/ring.js';
-import { CONTROL_TAGMAP_VERSION, FINAL_FRAME_BIT, OP, readWriteFrame, type WriteFrameHeader, type BufferStats, type StorageWorkerData, type StorageTask, type TaskReply, type WireError, type WriteMode, type WriteOutcome } from './protocol.js';
-import { collectionId as idOf } from './scope-path.js';
-import { shardOf } from './shard-hash.js';
+import { CONTROL_TAGMAP_VERSION, FINAL_FRAME_BIT, OP, readWriteFrame, type WriteFrameHeader, type BufferStats, type StorageWorkerData, type StorageTask, type TaskReply, type WireError, type WriteMode, type WriteOutcome } from '../shared/protocol.js';
+import { collectionId as idOf } from '../shared/scope-path.js';
+import { shardOf } from '../shared/shard-hash.js';
 import { ShardStore } from './shard-store.js';
 import { asStorageError, StorageError } from '../shared/errors.js';
 import { TagScopeReader } from './tag-scopes.js';
@@ -266,7 +267,7 @@ function decode(body: Uint8Array, contentType: string): PointBatch {
 
 /** Scope from the body when it names all four fields, otherwise per tag from the tag-to-scope map. */
 function resolveCollections(batch: PointBatch): Array<{ collectionId: string; batch: PointBatch }> {
-  if (isComplete(batch.scope)) return [{ collectionId: idOf(batch.scope), batch }];
+  if (isCompleteScope(batch.scope)) return [{ collectionId: idOf(batch.scope), batch }];
   const byCollection = new Map<string, number[]>();
   for (let t = 0; t < batch.tagNames.length; t++) {
     const collectionId = tagScopes.collectionOf(batch.tagNames[t]);

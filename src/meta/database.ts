@@ -5,7 +5,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
-import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from '../../workers/durable-fs.js';
+import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from '../../shared/file-modes.js';
 import { MIGRATIONS } from './migrations.js';
 
 export type Db = Database.Database;

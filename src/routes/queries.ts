@@ -11,7 +11,8 @@ import type { JsonSchema, Reply, Request, RouteDef } from '../http/route.js';
 import { Scope } from '../meta/scope.js';
 import { parseQueryBody, type QuerySpec } from '../storage/query-spec.js';
 import type { QueryGroup, StorageService } from '../storage/service.js';
-import type { ResultFormat, ScopeFields } from '../../workers/protocol.js';
+import type { ResultFormat } from '../../shared/protocol.js';
+import type { ScopeFields } from '../../shared/scope.js';
 import type { ServiceContext } from './context.js';
 import { MSGPACK, SCOPE_FIELDS, SCOPE_PROPS, wantsMsgpack } from './scope-params.js';
 

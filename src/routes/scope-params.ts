@@ -3,7 +3,7 @@
 
 import { S } from '../http/compile.js';
 import type { JsonSchema, Request } from '../http/route.js';
-import { SCOPE_FIELDS } from '../../workers/scope-path.js';
+import { SCOPE_FIELDS } from '../../shared/scope.js';
 
 export { SCOPE_FIELDS };
 

@@ -9,8 +9,8 @@ import { Scope } from '../meta/scope.js';
 import { checkBucketCount } from '../storage/query-spec.js';
 import type { QueryGroup, StorageService } from '../storage/service.js';
 import { collectionOfMapping, TagMappingStore, type TagMapping } from '../storage/tag-mappings.js';
-import { AggregatorError, parseAggregators } from '../../workers/aggregators.js';
-import type { SeriesRequest, WriteMode } from '../../workers/protocol.js';
+import { AggregatorError, parseAggregators } from '../../shared/aggregator-spec.js';
+import type { SeriesRequest, WriteMode } from '../../shared/protocol.js';
 import type { ServiceContext } from './context.js';
 import { MSGPACK, wantsMsgpack } from './scope-params.js';
 

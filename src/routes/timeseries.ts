@@ -7,8 +7,8 @@ import { badRequest } from '../http/errors.js';
 import type { JsonSchema, Request, RouteDef } from '../http/route.js';
 import { Scope } from '../meta/scope.js';
 import type { StorageService } from '../storage/service.js';
-import type { WriteMode } from '../../workers/protocol.js';
-import { collectionId as idOf, parseCollectionId } from '../../workers/scope-path.js';
+import type { WriteMode } from '../../shared/protocol.js';
+import { collectionId as idOf, parseCollectionId } from '../../shared/scope-path.js';
 import type { ServiceContext } from './context.js';
 import { SCOPE_FIELDS as SCOPE_NAMES, SCOPE_PROPS } from './scope-params.js';
 

@@ -7,7 +7,7 @@
 
 import type { Db } from '../meta/database.js';
 import type { Scope } from '../meta/scope.js';
-import type { CollectionRecord, ScopeFields } from '../../workers/protocol.js';
+import type { CollectionScope } from '../../shared/scope.js';
 
 export class CollectionAccess {
   private readonly unitsByNames;
@@ -35,7 +35,7 @@ export class CollectionAccess {
   }
 
   /** Unit entity ids bound to a collection scope (usually one). */
-  unitIds(scope: Pick<Required<ScopeFields>, 'organization' | 'site' | 'unit'>): number[] {
+  unitIds(scope: Pick<CollectionScope, 'organization' | 'site' | 'unit'>): number[] {
     return this.unitsByNames.all(scope.unit, scope.site, scope.organization);
   }
 
@@ -50,13 +50,13 @@ export class CollectionAccess {
     return rows.filter((r) => typeof r.org === 'string' && typeof r.site === 'string' && typeof r.unit === 'string').map((r) => `${r.org}/${r.site}/${r.unit}`);
   }
 
-  canAccess(scope: Scope, record: Pick<CollectionRecord, 'organization' | 'site' | 'unit'>): boolean {
+  canAccess(scope: Scope, record: Pick<CollectionScope, 'organization' | 'site' | 'unit'>): boolean {
     const granted = scope.grantedUnits();
     if (granted === null) return true;
     return this.unitIds(record).some((id) => granted.has(id));
   }
 
-  filter<T extends Pick<CollectionRecord, 'organization' | 'site' | 'unit'>>(scope: Scope, records: T[]): T[] {
+  filter<T extends Pick<CollectionScope, 'organization' | 'site' | 'unit'>>(scope: Scope, records: T[]): T[] {
     if (scope.isAdmin) return records;
     return records.filter((r) => this.canAccess(scope, r));
   }

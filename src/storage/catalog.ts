@@ -9,11 +9,10 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { Logger } from '../log.js';
 import { conflict } from '../http/errors.js';
-import { OP, type CollectionRecord, type ScopeFields } from '../../workers/protocol.js';
-import { collectionDir, encodeScopeName, collectionId as idOf, validateScopeName } from '../../workers/scope-path.js';
+import { OP, type CollectionRecord } from '../../shared/protocol.js';
+import type { CollectionScope } from '../../shared/scope.js';
+import { collectionDir, encodeScopeName, collectionId as idOf, validateScopeName } from '../../shared/scope-path.js';
 import type { ShardPool } from './shards.js';
-
-export type Scope4 = Required<ScopeFields>;
 
 /** Scope fields of the org, site and unit levels, outermost first. */
 const LEVELS = ['organization', 'site', 'unit'] as const;
@@ -62,7 +61,7 @@ export class CollectionCatalog {
     this.records.set(idOf(record), record);
   }
 
-  async create(scope: Scope4, extra: Record<string, unknown>): Promise<CollectionRecord> {
+  async create(scope: CollectionScope, extra: Record<string, unknown>): Promise<CollectionRecord> {
     const id = idOf(scope);
     const reply = await this.shards.shardFor(id).call({ op: OP.CREATE_COLLECTION, scope, extra });
     this.remember(reply.collection!);

@@ -5,9 +5,9 @@
 // before any worker is involved.
 
 import { badRequest } from '../http/errors.js';
-import { AggregatorError, isSamplingStep, parseAggregators, parseTimeUnit, relativeToAbsolute, type AggregatorSpec } from '../../workers/aggregators.js';
-import { UNIT_MS } from '../../workers/time-units.js';
-import type { ScopeFields } from '../../workers/protocol.js';
+import { AggregatorError, isSamplingStep, parseAggregators, parseTimeUnit, relativeToAbsolute, type AggregatorSpec } from '../../shared/aggregator-spec.js';
+import { SCOPE_FIELDS, type ScopeFields } from '../../shared/scope.js';
+import { UNIT_MS } from '../../shared/time-units.js';
 
 export interface MetricRequest {
   name: string;
@@ -22,7 +22,6 @@ export interface QuerySpec {
   metrics: MetricRequest[];
 }
 
-const SCOPE_KEYS = ['organization', 'site', 'unit', 'grid'] as const;
 const MAX_TIME = 9007199254740991;
 
 export function parseQueryBody(body: unknown, now = Date.now()): QuerySpec {
@@ -89,7 +88,7 @@ function time(b: Record<string, unknown>, which: 'start' | 'end', now: number): 
 
 function scopeOf(source: Record<string, unknown>, where: string): ScopeFields {
   const scope: ScopeFields = {};
-  for (const key of SCOPE_KEYS) {
+  for (const key of SCOPE_FIELDS) {
     const value = source[key];
     if (value === undefined) continue;
     if (typeof value !== 'string' || value.length === 0) throw badRequest(`${where} field ${key} must be a non-empty string`);
@@ -103,7 +102,7 @@ function metricScope(tags: unknown, path: string): ScopeFields {
   if (tags === undefined || tags === null) return {};
   if (typeof tags !== 'object' || Array.isArray(tags)) throw badRequest(`${path} must be an object of scope field to [name]`);
   const scope: ScopeFields = {};
-  for (const key of SCOPE_KEYS) {
+  for (const key of SCOPE_FIELDS) {
     const value = (tags as Record<string, unknown>)[key];
     if (value === undefined) continue;
     const name = Array.isArray(value) ? value[0] : value;

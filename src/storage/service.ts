@@ -13,12 +13,13 @@ import type { Db } from '../meta/database.js';
 import type { DeferredJob, Entity, EntityHooks } from '../meta/entities.js';
 import type { EntityDef } from '../meta/registry.js';
 import type { Scope } from '../meta/scope.js';
-import { isComplete, peekScope } from '../../native-free-codecs/scope-peek.js';
-import { OP, type BufferStats, type CollectionRecord, type ResultFormat, type ScopeFields, type SeriesRequest, type WriteMode, type WriteOutcome } from '../../workers/protocol.js';
+import { peekScope } from '../../native-free-codecs/scope-peek.js';
+import { OP, type BufferStats, type CollectionRecord, type ResultFormat, type SeriesRequest, type WriteMode, type WriteOutcome } from '../../shared/protocol.js';
+import { isCompleteScope, SCOPE_FIELDS, type CollectionScope, type ScopeFields } from '../../shared/scope.js';
 import type { MetricRequest } from './query-spec.js';
-import { collectionId as idOf, parseCollectionId, SCOPE_FIELDS as SCOPE_NAMES } from '../../workers/scope-path.js';
+import { collectionId as idOf, parseCollectionId } from '../../shared/scope-path.js';
 import { CollectionAccess } from './access.js';
-import { CollectionCatalog, type Scope4 } from './catalog.js';
+import { CollectionCatalog } from './catalog.js';
 import { ShardPool, type Shard } from './shards.js';
 import { TagScopes } from './tag-scopes.js';
 
@@ -121,13 +122,13 @@ export class StorageService {
     return record;
   }
 
-  async createCollection(scope: Scope, fields: Scope4, extra: Record<string, unknown>): Promise<CollectionRecord> {
+  async createCollection(scope: Scope, fields: CollectionScope, extra: Record<string, unknown>): Promise<CollectionRecord> {
     if (!this.access.canAccess(scope, fields)) throw forbidden('the collection\'s unit is outside your access grant');
     this.checkDisk();
     return this.catalog.create(fields, extra);
   }
 
-  async updateCollection(scope: Scope, fields: Scope4, extra: Record<string, unknown>): Promise<CollectionRecord> {
+  async updateCollection(scope: Scope, fields: CollectionScope, extra: Record<string, unknown>): Promise<CollectionRecord> {
     const id = idOf(fields);
     this.collection(scope, id);
     this.checkDisk();
@@ -155,7 +156,7 @@ export class StorageService {
     // peeks one way and decodes another (repeated or escaped keys) gains nothing.
     const allowedUnits = this.access.unitPaths(scope);
     let shard: Shard;
-    if (isComplete(peeked)) {
+    if (isCompleteScope(peeked)) {
       const id = idOf(peeked);
       parseCollectionId(id); // names that cannot be folders are a 400 here, before any worker sees them
       if (allowedUnits && !allowedUnits.includes(id.slice(0, id.lastIndexOf('/')))) throw forbidden(`collection ${id} is outside your access grant`);
@@ -240,12 +241,12 @@ export class StorageService {
   }
 
   private collectionFor(scope: Scope, fields: ScopeFields, tag: string): string {
-    const given = SCOPE_NAMES.filter((k) => fields[k] !== undefined);
+    const given = SCOPE_FIELDS.filter((k) => fields[k] !== undefined);
     let id: string | null;
     if (given.length > 0) {
-      const missing = SCOPE_NAMES.find((k) => fields[k] === undefined);
+      const missing = SCOPE_FIELDS.find((k) => fields[k] === undefined);
       if (missing) throw badRequest(`missing scope field '${missing}' (give all four scope fields, or none to use the tag map)`);
-      id = idOf(fields as Scope4);
+      id = idOf(fields as CollectionScope);
     } else {
       id = this.tagScopes.collectionOf(tag);
       // A tag of a collection the caller may not see is as unknown as one of no collection:

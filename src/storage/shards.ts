@@ -36,8 +36,8 @@ import {
   type TaskReply,
   type WireError,
   type WriteFrameHeader,
-} from '../../workers/protocol.js';
-import { shardOf } from '../../workers/shard-hash.js';
+} from '../../shared/protocol.js';
+import { shardOf } from '../../shared/shard-hash.js';
 
 const WORKER_FILE = fileURLToPath(new URL('../../workers/storage-worker.js', import.meta.url));
 

@@ -6,27 +6,20 @@
 import { badRequest, conflict, notFound } from '../http/errors.js';
 import type { Db } from '../meta/database.js';
 import { parseMeta } from '../meta/wire.js';
-import { collectionId as idOf, validateScope } from '../../workers/scope-path.js';
+import type { CollectionScope } from '../../shared/scope.js';
+import { collectionId as idOf, validateScope } from '../../shared/scope-path.js';
 
-export interface TagMapping {
+export interface TagMapping extends CollectionScope {
   id: string;
   external: string;
   tag: string;
-  organization: string;
-  site: string;
-  unit: string;
-  grid: string;
   [extra: string]: unknown;
 }
 
-interface Row {
+interface Row extends CollectionScope {
   id: number;
   external: string;
   tag: string;
-  organization: string;
-  site: string;
-  unit: string;
-  grid: string;
   meta_data: string;
 }
 

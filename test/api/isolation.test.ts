@@ -8,7 +8,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import Database from 'better-sqlite3';
-import { encodeScopeName } from '../../workers/scope-path.js';
+import { encodeScopeName } from '../../shared/scope-path.js';
 import { startService, type TestService } from './harness.js';
 
 const T0 = Date.UTC(2026, 0, 10);

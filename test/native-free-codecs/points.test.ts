@@ -10,11 +10,11 @@ import {
   type PointBatch,
   type WriteScope,
 } from '../../native-free-codecs/points.js';
+import { SCOPE_FIELDS } from '../../shared/scope.js';
 import { prng } from '../support/prng.js';
 
 const encoder = new TextEncoder();
 const lenientDecoder = new TextDecoder();
-const SCOPE_FIELDS = ['organization', 'site', 'unit', 'grid'] as const;
 
 // -- helpers ----------------------------------------------------------------------------------
 

@@ -2,18 +2,14 @@ import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import {
   AggregatorError,
-  BucketStream,
   parseAggregators,
   parseTimeUnit,
   relativeToAbsolute,
-  runPipeline,
-  streamableStep,
   type AggregatorSpec,
-  type Sampling,
   type SamplingStep,
-  type Series,
-} from '../../workers/aggregators.js';
-import { addMonthsUtc, BucketGrid } from '../../workers/time-units.js';
+} from '../../shared/aggregator-spec.js';
+import { addMonthsUtc, BucketGrid, type Sampling } from '../../shared/time-units.js';
+import { BucketStream, runPipeline, streamableStep, type Series } from '../../workers/aggregators.js';
 import { prng } from '../support/prng.js';
 
 // Every expectation below is worked out by hand in the comment next to it.

@@ -5,16 +5,10 @@ import os from 'node:os';
 import path from 'node:path';
 import type { PointBatch } from '../../native-free-codecs/points.js';
 import { crc32c } from '../../workers/crc32.js';
-import {
-  collectionDir,
-  collectionId,
-  decodeScopeName,
-  encodeScopeName,
-  parseCollectionId,
-  ShardStore,
-  StorageError,
-  type CollectionScope,
-} from '../../workers/shard-store.js';
+import { StorageError } from '../../shared/errors.js';
+import type { CollectionScope } from '../../shared/scope.js';
+import { collectionDir, collectionId, decodeScopeName, encodeScopeName, parseCollectionId } from '../../shared/scope-path.js';
+import { ShardStore } from '../../workers/shard-store.js';
 import { SEALED_BLOCK_POINTS, SealedIndex } from '../../workers/sealed-file.js';
 import { DAY_MS, formatDay, parseDay } from '../../workers/utc-day.js';
 

@@ -7,17 +7,8 @@
  */
 
 import path from 'node:path';
-import { badRequest } from '../shared/errors.js';
-
-export interface CollectionScope {
-  organization: string;
-  site: string;
-  unit: string;
-  grid: string;
-}
-
-export const SCOPE_FIELDS = ['organization', 'site', 'unit', 'grid'] as const;
-export type ScopeField = (typeof SCOPE_FIELDS)[number];
+import { badRequest } from './errors.js';
+import { SCOPE_FIELDS, type CollectionScope, type ScopeField } from './scope.js';
 
 export const MAX_SCOPE_NAME_BYTES = 200;
 

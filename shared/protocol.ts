@@ -3,10 +3,16 @@
 // travel in these messages: write bodies go through the shard's request ring
 // (the task names the frame by `seq`), query results come back through the
 // result ring (frames tagged with the task's `seq`).
+//
+// It lives in shared/ because it is the contract between the two threads:
+// src/storage/shards.ts writes what workers/storage-worker.ts reads, and
+// neither side owns it.
 
-import type { AggregatorSpec } from './aggregators.js';
-import type { CollectionRecord } from './collection.js';
-import type { WireError } from '../shared/errors.js';
+import type { AggregatorSpec } from './aggregator-spec.js';
+import type { WireError } from './errors.js';
+import type { CollectionScope } from './scope.js';
+
+export type { WireError } from './errors.js';
 
 export const OP = {
   CREATE_COLLECTION: 1,
@@ -90,15 +96,8 @@ export const QUERY_CREDIT_BYTES = 1 << 20;
 
 export type WriteMode = 'sync' | 'fast' | 'buffered';
 
-export interface ScopeFields {
-  organization?: string;
-  site?: string;
-  unit?: string;
-  grid?: string;
-}
-
 export type StorageTask =
-  | { op: typeof OP.CREATE_COLLECTION; scope: Required<ScopeFields>; extra: Record<string, unknown> }
+  | { op: typeof OP.CREATE_COLLECTION; scope: CollectionScope; extra: Record<string, unknown> }
   | { op: typeof OP.UPDATE_COLLECTION; id: string; fields: Record<string, unknown> }
   | {
       op: typeof OP.QUERY;
@@ -163,9 +162,12 @@ export function readWriteFrame(payload: Uint8Array): { header: WriteFrameHeader;
   return { header, body: payload.subarray((4 + length + 7) & ~7) };
 }
 
-export type { WireError } from '../shared/errors.js';
-
-export type { CollectionRecord } from './collection.js';
+/** A collection as meta.json records it and replies carry it: its scope, times, and the caller's fields. */
+export interface CollectionRecord extends CollectionScope {
+  createdAt: number;
+  updatedAt: number;
+  [k: string]: unknown;
+}
 
 export interface WriteOutcome {
   /** Accepted points; 0 when refused. */
