@@ -12,7 +12,7 @@ import { compileOrder, compileWhere, type Filter, type Where } from './filter.js
 import type { EntityDef, Registry, Relation } from './registry.js';
 import { rulesFor, type EntityRules, type WriteContext } from './rules.js';
 import { ident } from './schema.js';
-import type { Scope, ScopeSql } from './scope.js';
+import type { AccessGrant, GrantSql } from './access-grant.js';
 import { parseId, parseMeta, pickFields, splitEntity, toWire, type RowRecord, type SplitEntity } from './wire.js';
 
 export type Entity = Record<string, unknown>;
@@ -20,11 +20,11 @@ export type Entity = Record<string, unknown>;
 /**
  * Where other subsystems plug into entity changes (monitor rules from tagmeta
  * limits, collection folders following org/site/unit names). Called inside
- * the write transaction, with the caller's scope; throwing aborts the write.
+ * the write transaction, with the caller's access grant; throwing aborts the write.
  */
 export interface EntityHooks {
-  afterCreate?(def: EntityDef, entity: Entity, scope: Scope): void;
-  afterUpdate?(def: EntityDef, before: Entity, after: Entity, scope: Scope): void;
+  afterCreate?(def: EntityDef, entity: Entity, grant: AccessGrant): void;
+  afterUpdate?(def: EntityDef, before: Entity, after: Entity, grant: AccessGrant): void;
   /** Every row that is about to go, cascaded children included (children first). */
   beforeDelete?(def: EntityDef, entity: Entity): void;
 }
@@ -127,53 +127,53 @@ export class EntityStore {
 
   // ---- reads -------------------------------------------------------------
 
-  list(def: EntityDef, scope: Scope, filter: Filter = {}, extra?: Where): Entity[] {
-    const rows = this.selectRows(def, scope, 'read', combine(filter.where, extra), filter);
+  list(def: EntityDef, grant: AccessGrant, filter: Filter = {}, extra?: Where): Entity[] {
+    const rows = this.selectRows(def, grant, 'read', combine(filter.where, extra), filter);
     const entities = rows.map((row) => toWire(def, row));
-    if (filter.include?.length) this.expandIncludes(def, scope, entities, filter.include);
+    if (filter.include?.length) this.expandIncludes(def, grant, entities, filter.include);
     return filter.fields || filter.excludeFields ? entities.map((e) => pickFields(e, filter)) : entities;
   }
 
-  count(def: EntityDef, scope: Scope, where?: Where): number {
-    const { sql, params } = this.whereSql(def, scope, 'read', where);
+  count(def: EntityDef, grant: AccessGrant, where?: Where): number {
+    const { sql, params } = this.whereSql(def, grant, 'read', where);
     return this.db.prepare(`SELECT count(*) FROM ${ident(def.table)} WHERE ${sql}`).pluck().get(...params) as number;
   }
 
   /** One row by id: 404 "item not found" when missing, 403 when outside the grant. */
-  get(def: EntityDef, scope: Scope, rawId: unknown, filter: Filter = {}, extra?: Where): Entity {
+  get(def: EntityDef, grant: AccessGrant, rawId: unknown, filter: Filter = {}, extra?: Where): Entity {
     const id = parseId(def, rawId);
-    const row = this.readable(def, scope, id, extra);
+    const row = this.readable(def, grant, id, extra);
     const entity = toWire(def, row);
-    if (filter.include?.length) this.expandIncludes(def, scope, [entity], filter.include);
+    if (filter.include?.length) this.expandIncludes(def, grant, [entity], filter.include);
     return pickFields(entity, filter);
   }
 
-  findOne(def: EntityDef, scope: Scope, filter: Filter = {}, extra?: Where): Entity {
-    const [first] = this.list(def, scope, { ...filter, limit: 1 }, extra);
+  findOne(def: EntityDef, grant: AccessGrant, filter: Filter = {}, extra?: Where): Entity {
+    const [first] = this.list(def, grant, { ...filter, limit: 1 }, extra);
     if (!first) throw notFound('no matching record');
     return first;
   }
 
-  exists(def: EntityDef, scope: Scope, rawId: unknown): boolean {
+  exists(def: EntityDef, grant: AccessGrant, rawId: unknown): boolean {
     const id = parseId(def, rawId);
     const row = this.rowById(def, id);
     if (!row) return false;
-    if (!this.allowed(def, scope, 'read', id)) throw forbidden(`${def.urlNames[0]} ${id} is outside your access grant`);
+    if (!this.allowed(def, grant, 'read', id)) throw forbidden(`${def.urlNames[0]} ${id} is outside your access grant`);
     return true;
   }
 
   // ---- writes ------------------------------------------------------------
 
-  create(def: EntityDef, scope: Scope, body: unknown, injected?: Record<string, unknown>): Entity {
-    return this.tx(() => this.insertOne(def, scope, body, injected));
+  create(def: EntityDef, grant: AccessGrant, body: unknown, injected?: Record<string, unknown>): Entity {
+    return this.tx(() => this.insertOne(def, grant, body, injected));
   }
 
-  createMany(def: EntityDef, scope: Scope, bodies: unknown): Entity[] {
+  createMany(def: EntityDef, grant: AccessGrant, bodies: unknown): Entity[] {
     if (!Array.isArray(bodies)) throw badRequest('body must be a JSON array of objects');
     return this.tx(() =>
       bodies.map((body, i) => {
         try {
-          return this.insertOne(def, scope, body);
+          return this.insertOne(def, grant, body);
         } catch (err) {
           if (err instanceof HttpError) throw new HttpError(err.code, `item ${i}: ${err.message}`);
           throw err;
@@ -183,46 +183,46 @@ export class EntityStore {
   }
 
   /** PUT /{id}: real columns replaced where given, meta_data merged. */
-  merge(def: EntityDef, scope: Scope, rawId: unknown, body: unknown): Entity {
+  merge(def: EntityDef, grant: AccessGrant, rawId: unknown, body: unknown): Entity {
     const id = parseId(def, rawId);
-    return this.tx(() => this.updateOne(def, scope, id, splitEntity(def, body)));
+    return this.tx(() => this.updateOne(def, grant, id, splitEntity(def, body)));
   }
 
   /** PATCH: updates when the body has an id that exists, inserts otherwise. */
-  upsert(def: EntityDef, scope: Scope, body: unknown): Entity {
+  upsert(def: EntityDef, grant: AccessGrant, body: unknown): Entity {
     const split = splitEntity(def, body);
     return this.tx(() => {
-      if (split.id !== undefined && this.rowById(def, split.id)) return this.updateOne(def, scope, split.id, split);
-      return this.insertOne(def, scope, body);
+      if (split.id !== undefined && this.rowById(def, split.id)) return this.updateOne(def, grant, split.id, split);
+      return this.insertOne(def, grant, body);
     });
   }
 
   /** POST /update: merges `body` into every writable row matching `where`; returns how many. */
-  updateWhere(def: EntityDef, scope: Scope, where: Where | undefined, body: unknown): number {
+  updateWhere(def: EntityDef, grant: AccessGrant, where: Where | undefined, body: unknown): number {
     const split = splitEntity(def, body);
     if (split.id !== undefined) throw badRequest('id cannot be changed by update-all');
     return this.tx(() => {
-      const rows = this.selectRows(def, scope, 'write', where, {});
-      for (const row of rows) this.updateOne(def, scope, row.id, split, row);
+      const rows = this.selectRows(def, grant, 'write', where, {});
+      for (const row of rows) this.updateOne(def, grant, row.id, split, row);
       return rows.length;
     });
   }
 
   /** DELETE /{id}: 0 when missing, 403 outside the grant; cascades to children. */
-  deleteById(def: EntityDef, scope: Scope, rawId: unknown, extra?: Where): number {
+  deleteById(def: EntityDef, grant: AccessGrant, rawId: unknown, extra?: Where): number {
     const id = parseId(def, rawId);
     return this.tx(() => {
       const row = this.rowById(def, id, extra);
       if (!row) return 0;
-      if (!this.allowed(def, scope, 'write', id)) throw forbidden(`${def.urlNames[0]} ${id} is outside your access grant`);
+      if (!this.allowed(def, grant, 'write', id)) throw forbidden(`${def.urlNames[0]} ${id} is outside your access grant`);
       this.deleteCascade(def, [row]);
       return 1;
     });
   }
 
-  deleteWhere(def: EntityDef, scope: Scope, where: Where | undefined): number {
+  deleteWhere(def: EntityDef, grant: AccessGrant, where: Where | undefined): number {
     return this.tx(() => {
-      const rows = this.selectRows(def, scope, 'write', where, {});
+      const rows = this.selectRows(def, grant, 'write', where, {});
       this.deleteCascade(def, rows);
       return rows.length;
     });
@@ -230,14 +230,14 @@ export class EntityStore {
 
   // ---- internals ---------------------------------------------------------
 
-  private insertOne(def: EntityDef, scope: Scope, body: unknown, injected?: Record<string, unknown>): Entity {
+  private insertOne(def: EntityDef, grant: AccessGrant, body: unknown, injected?: Record<string, unknown>): Entity {
     const split = splitEntity(def, injected ? { ...(body as object), ...injected } : body);
     const rules = rulesFor(def.table);
     const ctx = writeContext(split, true);
-    if (rules.adminCreatesOnly && !scope.isAdmin) throw forbidden(`only an admin can create ${def.urlNames[0]}`);
-    this.checkAdminOnlyFields(rules, scope, split, null);
+    if (rules.adminCreatesOnly && !grant.isAdmin) throw forbidden(`only an admin can create ${def.urlNames[0]}`);
+    this.checkAdminOnlyFields(rules, grant, split, null);
     rules.prepare?.(split, ctx);
-    this.checkParents(def, scope, split, null);
+    this.checkParents(def, grant, split, null);
     if (def.textId && split.id === undefined) split.id = randomUUID();
     rules.validate?.(toWire(def, { id: split.id ?? 0, meta_data: JSON.stringify(split.meta), ...split.columns }), ctx);
     this.checkUniqueName(def, rules, split, null);
@@ -256,24 +256,24 @@ export class EntityStore {
     } catch (err) {
       throw translateSqliteError(err, def);
     }
-    if (!this.allowed(def, scope, 'write', id)) {
+    if (!this.allowed(def, grant, 'write', id)) {
       throw forbidden(`cannot create ${def.urlNames[0]} outside your access grant`);
     }
     const entity = toWire(def, this.rowById(def, id)!);
-    for (const h of this.hooks) h.afterCreate?.(def, entity, scope);
+    for (const h of this.hooks) h.afterCreate?.(def, entity, grant);
     return entity;
   }
 
-  private updateOne(def: EntityDef, scope: Scope, id: number | string, split: SplitEntity, known?: RowRecord): Entity {
+  private updateOne(def: EntityDef, grant: AccessGrant, id: number | string, split: SplitEntity, known?: RowRecord): Entity {
     const row = known ?? this.rowById(def, id);
     if (!row) throw notFound('item not found');
-    if (!known && !this.allowed(def, scope, 'write', id)) throw forbidden(`${def.urlNames[0]} ${id} is outside your access grant`);
+    if (!known && !this.allowed(def, grant, 'write', id)) throw forbidden(`${def.urlNames[0]} ${id} is outside your access grant`);
     const rules = rulesFor(def.table);
     const ctx = writeContext(split, false);
     const currentMeta = parseMeta(row.meta_data);
-    this.checkAdminOnlyFields(rules, scope, split, currentMeta);
+    this.checkAdminOnlyFields(rules, grant, split, currentMeta);
     rules.prepare?.(split, ctx);
-    this.checkParents(def, scope, split, row);
+    this.checkParents(def, grant, split, row);
     const meta = { ...currentMeta, ...split.meta };
     rules.validate?.(toWire(def, { ...row, ...split.columns, meta_data: JSON.stringify(meta) }), ctx);
     this.checkUniqueName(def, rules, split, row);
@@ -286,12 +286,12 @@ export class EntityStore {
     } catch (err) {
       throw translateSqliteError(err, def);
     }
-    if (!this.allowed(def, scope, 'write', id)) throw forbidden(`cannot move ${def.urlNames[0]} ${id} outside your access grant`);
+    if (!this.allowed(def, grant, 'write', id)) throw forbidden(`cannot move ${def.urlNames[0]} ${id} outside your access grant`);
     const stored = this.rowById(def, id)!;
     this.writing?.undo.push(() => this.restore(def, row, stored, split));
     const after = toWire(def, stored);
     const before = toWire(def, row);
-    for (const h of this.hooks) h.afterUpdate?.(def, before, after, scope);
+    for (const h of this.hooks) h.afterUpdate?.(def, before, after, grant);
     return after;
   }
 
@@ -340,8 +340,8 @@ export class EntityStore {
     this.db.prepare(`DELETE FROM ${ident(def.table)} WHERE id IN (SELECT value FROM json_each(?))`).run(ids);
   }
 
-  private checkAdminOnlyFields(rules: EntityRules, scope: Scope, split: SplitEntity, current: Record<string, unknown> | null): void {
-    if (scope.isAdmin) return;
+  private checkAdminOnlyFields(rules: EntityRules, grant: AccessGrant, split: SplitEntity, current: Record<string, unknown> | null): void {
+    if (grant.isAdmin) return;
     for (const field of rules.adminOnlyFields ?? []) {
       if (field in split.meta && JSON.stringify(split.meta[field]) !== JSON.stringify(current?.[field])) {
         throw forbidden(`only an admin can set ${field}`);
@@ -354,12 +354,12 @@ export class EntityStore {
    * name a parent inside the grant: the row predicate alone would let a row granted by id
    * (a unit) be moved under any parent.
    */
-  private checkParents(def: EntityDef, scope: Scope, split: SplitEntity, row: RowRecord | null): void {
-    if (scope.isAdmin) return;
+  private checkParents(def: EntityDef, grant: AccessGrant, split: SplitEntity, row: RowRecord | null): void {
+    if (grant.isAdmin) return;
     for (const { column, parent } of this.registry.parentsOf(def)) {
       const value = split.columns[column];
       if (value === null || value === undefined || (row && row[column] === value)) continue;
-      if (!this.allowed(parent, scope, 'write', value)) {
+      if (!this.allowed(parent, grant, 'write', value)) {
         throw forbidden(`cannot set ${column} to ${value}: ${parent.urlNames[0]} ${value} is outside your access grant`);
       }
     }
@@ -399,27 +399,27 @@ export class EntityStore {
     return this.db.prepare(`SELECT * FROM ${ident(def.table)} WHERE id = ? AND ${where.sql}`).get(id, ...where.params) as RowRecord | undefined;
   }
 
-  private readable(def: EntityDef, scope: Scope, id: number | string, extra?: Where): RowRecord {
+  private readable(def: EntityDef, grant: AccessGrant, id: number | string, extra?: Where): RowRecord {
     const row = this.rowById(def, id, extra);
     if (!row) throw notFound('item not found');
-    if (!this.allowed(def, scope, 'read', id)) throw forbidden(`${def.urlNames[0]} ${id} is outside your access grant`);
+    if (!this.allowed(def, grant, 'read', id)) throw forbidden(`${def.urlNames[0]} ${id} is outside your access grant`);
     return row;
   }
 
-  private allowed(def: EntityDef, scope: Scope, access: 'read' | 'write', id: number | string): boolean {
-    if (scope.isAdmin) return true;
-    const p = scope.predicate(def, access);
+  private allowed(def: EntityDef, grant: AccessGrant, access: 'read' | 'write', id: number | string): boolean {
+    if (grant.isAdmin) return true;
+    const p = grant.predicate(def, access);
     return this.db.prepare(`SELECT 1 FROM ${ident(def.table)} WHERE id = ? AND ${p.sql}`).get(id, ...p.params) !== undefined;
   }
 
-  private whereSql(def: EntityDef, scope: Scope, access: 'read' | 'write', where: Where | undefined): ScopeSql {
+  private whereSql(def: EntityDef, grant: AccessGrant, access: 'read' | 'write', where: Where | undefined): GrantSql {
     const compiled = compileWhere(where, { columns: this.registry.realColumns(def) });
-    const p = scope.predicate(def, access);
+    const p = grant.predicate(def, access);
     return { sql: `(${compiled.sql}) AND ${p.sql}`, params: [...compiled.params, ...p.params] };
   }
 
-  private selectRows(def: EntityDef, scope: Scope, access: 'read' | 'write', where: Where | undefined, filter: Filter): RowRecord[] {
-    const { sql, params } = this.whereSql(def, scope, access, where);
+  private selectRows(def: EntityDef, grant: AccessGrant, access: 'read' | 'write', where: Where | undefined, filter: Filter): RowRecord[] {
+    const { sql, params } = this.whereSql(def, grant, access, where);
     const order = compileOrder(filter.order, { columns: this.registry.realColumns(def) });
     const limit = Math.min(filter.limit ?? this.maxListRows, this.maxListRows);
     return this.db
@@ -428,20 +428,20 @@ export class EntityStore {
   }
 
   /** `include`: children as arrays, parents as one-element arrays; scoping applies to both. */
-  private expandIncludes(def: EntityDef, scope: Scope, entities: Entity[], include: readonly string[]): void {
+  private expandIncludes(def: EntityDef, grant: AccessGrant, entities: Entity[], include: readonly string[]): void {
     const relations = this.registry.relationNames(def);
     for (const name of include) {
       const found = relations.get(name);
       if (!found) throw badRequest(`unknown relation '${name}' for ${def.urlNames[0]}; known: ${[...relations.keys()].join(', ')}`);
       const { relation, direction } = found;
-      if (direction === 'children') this.includeChildren(relation, scope, entities, name);
-      else this.includeParent(relation, scope, entities, name);
+      if (direction === 'children') this.includeChildren(relation, grant, entities, name);
+      else this.includeParent(relation, grant, entities, name);
     }
   }
 
-  private includeChildren(relation: Relation, scope: Scope, entities: Entity[], name: string): void {
+  private includeChildren(relation: Relation, grant: AccessGrant, entities: Entity[], name: string): void {
     const ids = entities.map((e) => Number(e.id));
-    const children = this.list(relation.child, scope, { where: { [relation.column]: { inq: ids } } });
+    const children = this.list(relation.child, grant, { where: { [relation.column]: { inq: ids } } });
     const byParent = new Map<string, Entity[]>();
     for (const child of children) {
       const key = String(child[relation.column]);
@@ -452,9 +452,9 @@ export class EntityStore {
     for (const entity of entities) entity[name] = byParent.get(String(entity.id)) ?? [];
   }
 
-  private includeParent(relation: Relation, scope: Scope, entities: Entity[], name: string): void {
+  private includeParent(relation: Relation, grant: AccessGrant, entities: Entity[], name: string): void {
     const ids = [...new Set(entities.map((e) => e[relation.column]).filter((v) => v !== null && v !== undefined).map(Number))];
-    const parents = ids.length ? this.list(relation.parent, scope, { where: { id: { inq: ids } } }) : [];
+    const parents = ids.length ? this.list(relation.parent, grant, { where: { id: { inq: ids } } }) : [];
     const byId = new Map(parents.map((p) => [String(p.id), p]));
     for (const entity of entities) {
       const parent = byId.get(String(entity[relation.column]));

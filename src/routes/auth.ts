@@ -19,7 +19,7 @@ import { normalizeEmail } from '../auth/users.js';
 import { S } from '../http/compile.js';
 import { HttpError, badRequest, notFound } from '../http/errors.js';
 import type { Request, RouteDef } from '../http/route.js';
-import { Scope } from '../meta/scope.js';
+import { AccessGrant } from '../meta/access-grant.js';
 import type { ServiceContext } from './context.js';
 
 const INVALID_CREDENTIALS = 'invalid username or password';
@@ -139,7 +139,7 @@ export function authRoutes(ctx: ServiceContext): RouteDef[] {
       method: 'GET', path: '/svcapi/me/details', auth: 'jwt', tag: 'Authentication',
       summary: "Whether the caller's unit has a configured collection",
       responses: { 200: { description: 'details', schema: S.object({ unitConfigured: S.boolean() }, ['unitConfigured']) } },
-      handler: (req) => ({ body: { unitConfigured: ctx.storage.unitConfigured(Scope.of(ctx.db, ctx.entities.registry, req.user!)) } }),
+      handler: (req) => ({ body: { unitConfigured: ctx.storage.unitConfigured(AccessGrant.of(ctx.db, ctx.entities.registry, req.user!)) } }),
     },
     {
       method: 'POST', path: '/svcapi/admin/user/delete', auth: 'admin', tag: 'Authentication',

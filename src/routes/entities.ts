@@ -10,7 +10,7 @@ import type { JsonSchema, Reply, Request, RouteDef } from '../http/route.js';
 import type { EntityStore } from '../meta/entities.js';
 import { parseFilterQuery, type Filter } from '../meta/filter.js';
 import type { EntityDef, Relation } from '../meta/registry.js';
-import { Scope } from '../meta/scope.js';
+import { AccessGrant } from '../meta/access-grant.js';
 import type { ServiceContext } from './context.js';
 
 const ENTITY: JsonSchema = { type: 'object', additionalProperties: true };
@@ -31,7 +31,7 @@ const ID_PARAMS = S.object({ id: ID }, ['id']);
 
 export function entityRoutes(ctx: ServiceContext, store: EntityStore): RouteDef[] {
   const { registry } = store;
-  const scopeOf = (req: Request) => Scope.of(store.db, registry, req.user!);
+  const grantOf = (req: Request) => AccessGrant.of(store.db, registry, req.user!);
   const filterOf = (req: Request): Filter => parseFilterQuery(req.rawQuery);
   const routes: RouteDef[] = [];
   const settled = (body: unknown) => settleThen(store, body);
@@ -61,60 +61,60 @@ export function entityRoutes(ctx: ServiceContext, store: EntityStore): RouteDef[
         {
           ...common, method: 'GET', path: base, summary: `List ${name} (filter: where, fields, include, limit, skip, order)`,
           query: FILTER_QUERY, responses: { 200: { description: 'entities', schema: ENTITY_LIST } },
-          handler: (req) => ({ body: store.list(def, scopeOf(req), filterOf(req)) }),
+          handler: (req) => ({ body: store.list(def, grantOf(req), filterOf(req)) }),
         },
         {
           ...common, method: 'PATCH', path: base, summary: `Update ${name} by the body's id, or insert when it has none`,
           body: OBJECT_BODY, responses: { 200: { description: 'entity', schema: ENTITY } },
-          handler: async (req) => settled(store.upsert(def, scopeOf(req), await prepare(def, req.body))),
+          handler: async (req) => settled(store.upsert(def, grantOf(req), await prepare(def, req.body))),
         },
         {
           ...common, method: 'DELETE', path: base, summary: `Delete every ${name} row matching where (send where={} for all)`,
           query: FILTER_QUERY, responses: { 200: { description: 'count', schema: COUNT } },
           handler: (req) => {
             if (!/(^|&)(where|filter)([=[%])/.test(req.rawQuery)) throw badRequest('where is required (send where={} to delete every row)');
-            return settled({ count: store.deleteWhere(def, scopeOf(req), filterOf(req).where) });
+            return settled({ count: store.deleteWhere(def, grantOf(req), filterOf(req).where) });
           },
         },
         {
           ...common, method: 'POST', path: `${base}/bulk`, summary: `Create several ${name} (all or nothing)`,
           body: ARRAY_BODY, responses: { 200: { description: 'created entities', schema: ENTITY_LIST } },
-          handler: async (req) => settled(store.createMany(def, scopeOf(req), await prepare(def, req.body))),
+          handler: async (req) => settled(store.createMany(def, grantOf(req), await prepare(def, req.body))),
         },
         {
           ...common, method: 'GET', path: `${base}/count`, summary: `Count ${name} matching where`,
           query: FILTER_QUERY, responses: { 200: { description: 'count', schema: COUNT } },
-          handler: (req) => ({ body: { count: store.count(def, scopeOf(req), filterOf(req).where) } }),
+          handler: (req) => ({ body: { count: store.count(def, grantOf(req), filterOf(req).where) } }),
         },
         {
           ...common, method: 'GET', path: `${base}/findOne`, summary: `First ${name} matching the filter`,
           query: FILTER_QUERY, responses: { 200: { description: 'entity', schema: ENTITY }, 404: { description: 'no matching record' } },
-          handler: (req) => ({ body: store.findOne(def, scopeOf(req), filterOf(req)) }),
+          handler: (req) => ({ body: store.findOne(def, grantOf(req), filterOf(req)) }),
         },
         ...(['POST', 'PUT'] as const).map((method): RouteDef => ({
           ...common, method, path: `${base}/update`, summary: `Merge the body into every ${name} matching where`,
           query: FILTER_QUERY, body: OBJECT_BODY, responses: { 200: { description: 'count', schema: COUNT } },
-          handler: async (req) => settled({ count: store.updateWhere(def, scopeOf(req), filterOf(req).where, await prepare(def, req.body)) }),
+          handler: async (req) => settled({ count: store.updateWhere(def, grantOf(req), filterOf(req).where, await prepare(def, req.body)) }),
         })),
         {
           ...common, ...withId, method: 'GET', path: `${base}/{id}`, summary: `One ${name} (filter may carry include and fields)`,
           query: FILTER_QUERY, responses: { 200: { description: 'entity', schema: ENTITY }, 404: { description: 'item not found' } },
-          handler: (req) => ({ body: store.get(def, scopeOf(req), req.params.id, filterOf(req)) }),
+          handler: (req) => ({ body: store.get(def, grantOf(req), req.params.id, filterOf(req)) }),
         },
         {
           ...common, ...withId, method: 'PUT', path: `${base}/{id}`, summary: `Update one ${name}; fields merge into meta_data`,
           body: OBJECT_BODY, responses: { 200: { description: 'entity', schema: ENTITY }, 404: { description: 'item not found' } },
-          handler: async (req) => settled(store.merge(def, scopeOf(req), req.params.id, await prepare(def, req.body))),
+          handler: async (req) => settled(store.merge(def, grantOf(req), req.params.id, await prepare(def, req.body))),
         },
         {
           ...common, ...withId, method: 'DELETE', path: `${base}/{id}`, summary: `Delete one ${name} and, recursively, its children`,
           responses: { 200: { description: 'count', schema: COUNT } },
-          handler: (req) => settled({ count: store.deleteById(def, scopeOf(req), req.params.id) }),
+          handler: (req) => settled({ count: store.deleteById(def, grantOf(req), req.params.id) }),
         },
         {
           ...common, ...withId, method: 'GET', path: `${base}/{id}/exists`, summary: `Whether one ${name} exists`,
           responses: { 200: { description: 'exists', schema: EXISTS } },
-          handler: (req) => ({ body: { exists: store.exists(def, scopeOf(req), req.params.id) } }),
+          handler: (req) => ({ body: { exists: store.exists(def, grantOf(req), req.params.id) } }),
         },
       );
       // The notification issue mounts its own create (admin, 201); every other entity uses the generic one.
@@ -122,13 +122,13 @@ export function entityRoutes(ctx: ServiceContext, store: EntityStore): RouteDef[
         routes.push({
           ...common, method: 'POST', path: base, summary: `Create one ${name} (HTTP 200)`,
           body: OBJECT_BODY, responses: { 200: { description: 'created entity', schema: ENTITY } },
-          handler: async (req) => settled(store.create(def, scopeOf(req), await prepare(def, req.body))),
+          handler: async (req) => settled(store.create(def, grantOf(req), await prepare(def, req.body))),
         });
       }
     }
   }
 
-  routes.push(...nestedRoutes(store, scopeOf, filterOf, prepare));
+  routes.push(...nestedRoutes(store, grantOf, filterOf, prepare));
   routes.push(...introspectionRoutes(store));
   return routes;
 }
@@ -139,7 +139,7 @@ async function settleThen(store: EntityStore, body: unknown): Promise<Reply> {
   return { body };
 }
 
-type ScopeOf = (req: Request) => Scope;
+type GrantOf = (req: Request) => AccessGrant;
 type FilterOf = (req: Request) => Filter;
 type Prepare = (def: EntityDef, body: unknown) => Promise<unknown>;
 
@@ -148,7 +148,7 @@ type Prepare = (def: EntityDef, body: unknown) => Promise<unknown>;
  * list, count, create (parent key injected), get one and delete one, each
  * only where the whole chain of ids matches.
  */
-function nestedRoutes(store: EntityStore, scopeOf: ScopeOf, filterOf: FilterOf, prepare: Prepare): RouteDef[] {
+function nestedRoutes(store: EntityStore, grantOf: GrantOf, filterOf: FilterOf, prepare: Prepare): RouteDef[] {
   const { registry } = store;
   const settled = (body: unknown) => settleThen(store, body);
   const routes: RouteDef[] = [];
@@ -161,7 +161,7 @@ function nestedRoutes(store: EntityStore, scopeOf: ScopeOf, filterOf: FilterOf, 
   };
 
   /** One level of nesting: children of `relation.parent` row `parentId`. */
-  const level = (prefix: string, parentParam: string, childParam: string, relation: Relation, checkChain: (req: Request, scope: Scope) => void, paramNames: string[], tag: string) => {
+  const level = (prefix: string, parentParam: string, childParam: string, relation: Relation, checkChain: (req: Request, grant: AccessGrant) => void, paramNames: string[], tag: string) => {
     const { child, column } = relation;
     const url = child.urlNames[0];
     const path = `${prefix}/${url}`;
@@ -172,9 +172,9 @@ function nestedRoutes(store: EntityStore, scopeOf: ScopeOf, filterOf: FilterOf, 
         summary: `List ${url} of one ${relation.parent.urlNames[0]}`,
         responses: { 200: { description: 'entities', schema: ENTITY_LIST } },
         handler: (req) => {
-          const scope = scopeOf(req);
-          checkChain(req, scope);
-          return { body: store.list(child, scope, filterOf(req), pin(req)) };
+          const grant = grantOf(req);
+          checkChain(req, grant);
+          return { body: store.list(child, grant, filterOf(req), pin(req)) };
         },
       },
       {
@@ -182,10 +182,10 @@ function nestedRoutes(store: EntityStore, scopeOf: ScopeOf, filterOf: FilterOf, 
         summary: `Count ${url} of one ${relation.parent.urlNames[0]}`,
         responses: { 200: { description: 'count', schema: COUNT } },
         handler: (req) => {
-          const scope = scopeOf(req);
-          checkChain(req, scope);
+          const grant = grantOf(req);
+          checkChain(req, grant);
           const where = filterOf(req).where;
-          return { body: { count: store.count(child, scope, where ? { and: [where, pin(req)] } : pin(req)) } };
+          return { body: { count: store.count(child, grant, where ? { and: [where, pin(req)] } : pin(req)) } };
         },
       },
       {
@@ -193,9 +193,9 @@ function nestedRoutes(store: EntityStore, scopeOf: ScopeOf, filterOf: FilterOf, 
         summary: `Create a ${url} under one ${relation.parent.urlNames[0]} (its key is set from the path)`,
         responses: { 200: { description: 'created entity', schema: ENTITY } },
         handler: async (req) => {
-          const scope = scopeOf(req);
-          checkChain(req, scope);
-          return settled(store.create(child, scope, await prepare(child, req.body), pin(req)));
+          const grant = grantOf(req);
+          checkChain(req, grant);
+          return settled(store.create(child, grant, await prepare(child, req.body), pin(req)));
         },
       },
       {
@@ -203,9 +203,9 @@ function nestedRoutes(store: EntityStore, scopeOf: ScopeOf, filterOf: FilterOf, 
         summary: `One ${url} of one ${relation.parent.urlNames[0]}`,
         responses: { 200: { description: 'entity', schema: ENTITY }, 404: { description: 'item not found' } },
         handler: (req) => {
-          const scope = scopeOf(req);
-          checkChain(req, scope);
-          return { body: store.get(child, scope, req.params[childParam], filterOf(req), pin(req)) };
+          const grant = grantOf(req);
+          checkChain(req, grant);
+          return { body: store.get(child, grant, req.params[childParam], filterOf(req), pin(req)) };
         },
       },
       {
@@ -213,9 +213,9 @@ function nestedRoutes(store: EntityStore, scopeOf: ScopeOf, filterOf: FilterOf, 
         summary: `Delete one ${url} only where it belongs to the ${relation.parent.urlNames[0]} in the path`,
         responses: { 200: { description: 'count', schema: COUNT } },
         handler: (req) => {
-          const scope = scopeOf(req);
-          checkChain(req, scope);
-          return settled({ count: store.deleteById(child, scope, req.params[childParam], pin(req)) });
+          const grant = grantOf(req);
+          checkChain(req, grant);
+          return settled({ count: store.deleteById(child, grant, req.params[childParam], pin(req)) });
         },
       },
     );
@@ -227,15 +227,15 @@ function nestedRoutes(store: EntityStore, scopeOf: ScopeOf, filterOf: FilterOf, 
       const tag = `Entity: ${first.parent.urlNames[0]}`;
       const prefix = `/svcapi/${parentUrl}/{id}`;
       // The parent must exist and be readable (404 / 403).
-      const checkParent = (req: Request, scope: Scope) => void store.get(first.parent, scope, req.params.id);
+      const checkParent = (req: Request, grant: AccessGrant) => void store.get(first.parent, grant, req.params.id);
       level(prefix, 'id', 'childId', first, checkParent, ['id'], tag);
 
       for (const second of registry.childrenOf(first.child)) {
         if (second.child.table === 'notifications') continue;
         const prefix2 = `${prefix}/${first.child.urlNames[0]}/{childId}`;
-        const checkChain = (req: Request, scope: Scope) => {
-          checkParent(req, scope);
-          store.get(first.child, scope, req.params.childId, {}, { [first.column]: req.params.id });
+        const checkChain = (req: Request, grant: AccessGrant) => {
+          checkParent(req, grant);
+          store.get(first.child, grant, req.params.childId, {}, { [first.column]: req.params.id });
         };
         level(prefix2, 'childId', 'grandchildId', second, checkChain, ['id', 'childId'], tag);
       }
@@ -252,8 +252,8 @@ function nestedRoutes(store: EntityStore, scopeOf: ScopeOf, filterOf: FilterOf, 
       if (!def) throw notFound(`unknown model ${req.params.model}`);
       const found = registry.relationNames(def).get(req.params.relationship);
       if (!found) throw notFound(`${req.params.model} has no relationship ${req.params.relationship}`);
-      const scope = scopeOf(req);
-      const entity = store.get(def, scope, req.params.id, { include: [req.params.relationship] });
+      const grant = grantOf(req);
+      const entity = store.get(def, grant, req.params.id, { include: [req.params.relationship] });
       return { body: entity[req.params.relationship] as unknown[] };
     },
   });

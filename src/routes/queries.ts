@@ -8,7 +8,7 @@ import { pack } from 'msgpackr';
 import { S } from '../http/compile.js';
 import { badRequest } from '../http/errors.js';
 import type { JsonSchema, Reply, Request, RouteDef } from '../http/route.js';
-import { Scope } from '../meta/scope.js';
+import { AccessGrant } from '../meta/access-grant.js';
 import { parseQueryBody, type QuerySpec } from '../storage/query-spec.js';
 import type { QueryGroup, StorageService } from '../storage/service.js';
 import type { ResultFormat } from '../../shared/protocol.js';
@@ -44,18 +44,18 @@ const SENSOR_BODY: JsonSchema = {
 const JSON_OR_MSGPACK = 'JSON map `{tag: [[ts, value], ...]}`; msgpack of the same map when Accept asks for application/msgpack';
 
 export function queryRoutes(ctx: ServiceContext, storage: StorageService): RouteDef[] {
-  const scopeOf = (req: Request) => Scope.of(ctx.db, ctx.entities.registry, req.user!);
+  const grantOf = (req: Request) => AccessGrant.of(ctx.db, ctx.entities.registry, req.user!);
   const tag = 'Time series queries';
 
   /** GET parameters as a query: every tag raw, scope from parameters or the tag map. */
   const fromParams = (req: Request): { groups: QueryGroup[]; start: number; end: number } => {
     const q = req.query as unknown as { tags: string[]; start: number; end: number } & ScopeFields;
     if (q.end < q.start) throw badRequest('query parameter end must not be before start');
-    return { groups: storage.resolve(scopeOf(req), q, q.tags), start: q.start, end: q.end };
+    return { groups: storage.resolve(grantOf(req), q, q.tags), start: q.start, end: q.end };
   };
   const fromBody = (req: Request): { groups: QueryGroup[]; start: number; end: number } => {
     const spec: QuerySpec = parseQueryBody(req.body);
-    return { groups: storage.resolveMetrics(scopeOf(req), spec.metrics), start: spec.start, end: spec.end };
+    return { groups: storage.resolveMetrics(grantOf(req), spec.metrics), start: spec.start, end: spec.end };
   };
   const streamed = (req: Request, format: ResultFormat, q: { groups: QueryGroup[]; start: number; end: number }): Reply => ({
     contentType: format === 'json' ? 'application/json; charset=utf-8' : format === 'msgpack' ? MSGPACK : 'application/octet-stream',
@@ -75,7 +75,7 @@ export function queryRoutes(ctx: ServiceContext, storage: StorageService): Route
     }
   };
   const lastReply = async (req: Request, fields: ScopeFields, tags: string[]): Promise<Reply> => {
-    const values = await storage.lastValues(storage.resolve(scopeOf(req), fields, tags));
+    const values = await storage.lastValues(storage.resolve(grantOf(req), fields, tags));
     return wantsMsgpack(req) ? { contentType: MSGPACK, body: pack(values) } : { body: values };
   };
 
@@ -147,7 +147,7 @@ export function queryRoutes(ctx: ServiceContext, storage: StorageService): Route
         const body = req.body as { metrics?: Array<{ name: string }>; tags?: string[] };
         const names = body.metrics?.map((m) => m.name) ?? body.tags ?? [];
         if (names.length === 0) throw badRequest('body needs metrics [{name}] or tags [name, ...]');
-        const values = await storage.lastValues(storage.resolve(scopeOf(req), {}, names));
+        const values = await storage.lastValues(storage.resolve(grantOf(req), {}, names));
         const results = names.map((name) => ({ name, tags: {}, values: values[name] ? [values[name]] : [] }));
         const sampleSize = results.reduce((n, r) => n + r.values.length, 0);
         const shaped = { queries: [{ sample_size: sampleSize, results }] };

@@ -5,7 +5,7 @@
 import { S } from '../http/compile.js';
 import { badRequest, forbidden } from '../http/errors.js';
 import type { JsonSchema, Request, RouteDef } from '../http/route.js';
-import { Scope } from '../meta/scope.js';
+import { AccessGrant } from '../meta/access-grant.js';
 import { checkBucketCount } from '../storage/query-spec.js';
 import type { QueryGroup, StorageService } from '../storage/service.js';
 import { collectionOfMapping, TagMappingStore, type TagMapping } from '../storage/tag-mappings.js';
@@ -46,14 +46,14 @@ const OUTCOME = S.object({ success: S.boolean(), points: S.integer(), error: S.s
 
 export function tagMappingRoutes(ctx: ServiceContext, storage: StorageService): RouteDef[] {
   const mappings = new TagMappingStore(ctx.db);
-  const scopeOf = (req: Request) => Scope.of(ctx.db, ctx.entities.registry, req.user!);
+  const grantOf = (req: Request) => AccessGrant.of(ctx.db, ctx.entities.registry, req.user!);
   const tag = 'Tag mappings';
   const id = { params: S.object({ id: S.string({ pattern: '^[0-9]+$' }) }, ['id']) };
 
   /** Non-admins may only map into (and use mappings of) collections they can reach. */
   const checkAccess = (req: Request, list: TagMapping[]) => {
-    const scope = scopeOf(req);
-    for (const m of list) if (!storage.access.canAccess(scope, m)) throw forbidden(`mapping "${m.external}" points outside your access grant`);
+    const grant = grantOf(req);
+    for (const m of list) if (!storage.access.canAccess(grant, m)) throw forbidden(`mapping "${m.external}" points outside your access grant`);
   };
 
   return [
@@ -63,8 +63,8 @@ export function tagMappingRoutes(ctx: ServiceContext, storage: StorageService): 
       query: S.object(Object.fromEntries(['external', 'tag', 'organization', 'site', 'unit', 'grid'].map((k) => [k, S.string()]))),
       responses: { 200: { description: 'mappings', schema: S.array(MAPPING) } },
       handler: (req) => {
-        const scope = scopeOf(req);
-        return { body: mappings.list(req.query as Record<string, string>).filter((m) => storage.access.canAccess(scope, m)) };
+        const grant = grantOf(req);
+        return { body: mappings.list(req.query as Record<string, string>).filter((m) => storage.access.canAccess(grant, m)) };
       },
     },
     {
@@ -128,7 +128,7 @@ export function tagMappingRoutes(ctx: ServiceContext, storage: StorageService): 
         let points = 0;
         for (const { scope, tags } of byCollection.values()) {
           const bytes = Buffer.from(JSON.stringify({ organization: scope.organization, site: scope.site, unit: scope.unit, grid: scope.grid, tags }));
-          const result = await storage.write(scopeOf(req), bytes, 'application/json', body.mode ?? 'sync', req.signal);
+          const result = await storage.write(grantOf(req), bytes, 'application/json', body.mode ?? 'sync', req.signal);
           if (!result.success) return { body: result };
           points += result.points;
         }
@@ -161,7 +161,7 @@ export function tagMappingRoutes(ctx: ServiceContext, storage: StorageService): 
           series.push({ tag: m.tag, pipeline, label: external });
         }
         const list: QueryGroup[] = [...groups].map(([collectionId, series]) => ({ collectionId, series }));
-        for (const g of list) storage.collection(scopeOf(req), g.collectionId);
+        for (const g of list) storage.collection(grantOf(req), g.collectionId);
         const format = body.format === 'binary' ? 'binary1' : wantsMsgpack(req) ? 'msgpack' : 'json';
         return {
           contentType: format === 'json' ? 'application/json; charset=utf-8' : format === 'msgpack' ? MSGPACK : 'application/octet-stream',

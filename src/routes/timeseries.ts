@@ -5,7 +5,7 @@
 import { S } from '../http/compile.js';
 import { badRequest } from '../http/errors.js';
 import type { JsonSchema, Request, RouteDef } from '../http/route.js';
-import { Scope } from '../meta/scope.js';
+import { AccessGrant } from '../meta/access-grant.js';
 import type { StorageService } from '../storage/service.js';
 import type { WriteMode } from '../../shared/protocol.js';
 import { collectionId as idOf, parseCollectionId } from '../../shared/scope-path.js';
@@ -26,7 +26,7 @@ const OUTCOME: JsonSchema = S.object(
 const WRITE_TYPES = ['application/json', 'application/msgpack', 'application/octet-stream'];
 
 export function timeseriesRoutes(ctx: ServiceContext, storage: StorageService): RouteDef[] {
-  const scopeOf = (req: Request) => Scope.of(ctx.db, ctx.entities.registry, req.user!);
+  const grantOf = (req: Request) => AccessGrant.of(ctx.db, ctx.entities.registry, req.user!);
   const tag = 'Time series';
 
   const writeRoute = (path: string, mode: WriteMode, summary: string, durability: string): RouteDef => ({
@@ -38,7 +38,7 @@ export function timeseriesRoutes(ctx: ServiceContext, storage: StorageService): 
     responses: { 200: { description: '`{success: true, points}` or `{success: false, error}`', schema: OUTCOME } },
     handler: async (req) => {
       const contentType = (req.headers['content-type'] ?? 'application/json').toLowerCase();
-      const result = await storage.write(scopeOf(req), req.rawBody!, contentType, mode, req.signal);
+      const result = await storage.write(grantOf(req), req.rawBody!, contentType, mode, req.signal);
       return { body: result };
     },
   });
@@ -83,7 +83,7 @@ export function timeseriesRoutes(ctx: ServiceContext, storage: StorageService): 
       handler: async (req) => {
         const { scope, extra } = splitCollectionBody(req.body as Record<string, unknown>);
         if (storage.catalog.get(idOf(scope))) return { body: { success: false, error: `collection ${idOf(scope)} already exists` } };
-        const collection = await storage.createCollection(scopeOf(req), scope, extra);
+        const collection = await storage.createCollection(grantOf(req), scope, extra);
         return { body: { success: true, message: `collection ${idOf(scope)} created`, collection } };
       },
     },
@@ -94,7 +94,7 @@ export function timeseriesRoutes(ctx: ServiceContext, storage: StorageService): 
       handler: async (req) => {
         const { scope, extra } = splitCollectionBody(req.body as Record<string, unknown>);
         if (!storage.catalog.get(idOf(scope))) return { body: { success: false, error: `collection ${idOf(scope)} not found` } };
-        const collection = await storage.updateCollection(scopeOf(req), scope, extra);
+        const collection = await storage.updateCollection(grantOf(req), scope, extra);
         return { body: { success: true, message: `collection ${idOf(scope)} updated`, collection } };
       },
     },
@@ -102,14 +102,14 @@ export function timeseriesRoutes(ctx: ServiceContext, storage: StorageService): 
       method: 'GET', path: '/svcapi/collection', auth: 'jwt', tag,
       summary: 'Collections found in the data dir (those the caller may reach)',
       responses: { 200: { description: 'collection records', schema: S.array(COLLECTION) } },
-      handler: (req) => ({ body: storage.visibleCollections(scopeOf(req)) }),
+      handler: (req) => ({ body: storage.visibleCollections(grantOf(req)) }),
     },
     {
       method: 'GET', path: '/svcapi/collection/{id}', auth: 'jwt', tag,
       summary: 'One collection; id is organization/site/unit/grid, URL-encoded',
       params: S.object({ id: S.string() }, ['id']),
       responses: { 200: { description: 'collection record', schema: COLLECTION }, 404: { description: 'no such collection' } },
-      handler: (req) => ({ body: storage.collection(scopeOf(req), req.params.id) }),
+      handler: (req) => ({ body: storage.collection(grantOf(req), req.params.id) }),
     },
     writeRoute('/svcapi/write', 'sync', 'Write points; answered after they are fsynced', 'Durable: answered after the block is appended and fsynced (concurrent writers share fsyncs).'),
     writeRoute('/svcapi/write_fast', 'fast', 'Write points; answered once handed to the OS', 'Answered after the block is handed to the OS: survives a process kill, not a power loss of the last second.'),
@@ -136,7 +136,7 @@ export function timeseriesRoutes(ctx: ServiceContext, storage: StorageService): 
           for (const k of SCOPE_NAMES) if (!fields[k]) throw badRequest(`missing body field '${k}' (name all four, a collection id, or nothing to seal everything)`);
           id = idOf(fields as Record<(typeof SCOPE_NAMES)[number], string>);
         }
-        const sealedDays = await storage.seal(scopeOf(req), id);
+        const sealedDays = await storage.seal(grantOf(req), id);
         return { body: { success: true, message: `sealed ${sealedDays} day file(s)`, sealedDays } };
       },
     },

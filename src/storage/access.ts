@@ -6,7 +6,7 @@
 // grant sees no data.
 
 import type { Db } from '../meta/database.js';
-import type { Scope } from '../meta/scope.js';
+import type { AccessGrant } from '../meta/access-grant.js';
 import type { CollectionScope } from '../../shared/scope.js';
 
 export class CollectionAccess {
@@ -43,21 +43,21 @@ export class CollectionAccess {
    * The units inside the caller's grant as `organization/site/unit` names (collection ids
    * without their grid), or null for admins: what a storage worker checks a write against.
    */
-  unitPaths(scope: Scope): string[] | null {
-    const granted = scope.grantedUnits();
+  unitPaths(grant: AccessGrant): string[] | null {
+    const granted = grant.grantedUnits();
     if (granted === null) return null;
     const rows = this.namesOfUnits.all(JSON.stringify([...granted])) as Array<{ org: unknown; site: unknown; unit: unknown }>;
     return rows.filter((r) => typeof r.org === 'string' && typeof r.site === 'string' && typeof r.unit === 'string').map((r) => `${r.org}/${r.site}/${r.unit}`);
   }
 
-  canAccess(scope: Scope, record: Pick<CollectionScope, 'organization' | 'site' | 'unit'>): boolean {
-    const granted = scope.grantedUnits();
+  canAccess(grant: AccessGrant, record: Pick<CollectionScope, 'organization' | 'site' | 'unit'>): boolean {
+    const granted = grant.grantedUnits();
     if (granted === null) return true;
     return this.unitIds(record).some((id) => granted.has(id));
   }
 
-  filter<T extends Pick<CollectionScope, 'organization' | 'site' | 'unit'>>(scope: Scope, records: T[]): T[] {
-    if (scope.isAdmin) return records;
-    return records.filter((r) => this.canAccess(scope, r));
+  filter<T extends Pick<CollectionScope, 'organization' | 'site' | 'unit'>>(grant: AccessGrant, records: T[]): T[] {
+    if (grant.isAdmin) return records;
+    return records.filter((r) => this.canAccess(grant, r));
   }
 }

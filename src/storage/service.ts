@@ -12,7 +12,7 @@ import type { Logger } from '../log.js';
 import type { Db } from '../meta/database.js';
 import type { DeferredJob, Entity, EntityHooks } from '../meta/entities.js';
 import type { EntityDef } from '../meta/registry.js';
-import type { Scope } from '../meta/scope.js';
+import type { AccessGrant } from '../meta/access-grant.js';
 import { peekScope } from '../../native-free-codecs/scope-peek.js';
 import { OP, type BufferStats, type CollectionRecord, type ResultFormat, type SeriesRequest, type WriteMode, type WriteOutcome } from '../../shared/protocol.js';
 import { isCompleteScope, SCOPE_FIELDS, type CollectionScope, type ScopeFields } from '../../shared/scope.js';
@@ -111,50 +111,50 @@ export class StorageService {
 
   // ---- collections ---------------------------------------------------------
 
-  visibleCollections(scope: Scope): CollectionRecord[] {
-    return this.access.filter(scope, this.catalog.list());
+  visibleCollections(grant: AccessGrant): CollectionRecord[] {
+    return this.access.filter(grant, this.catalog.list());
   }
 
   /** One collection the caller may see; 404 alike for a missing one and one outside the grant. */
-  collection(scope: Scope, id: string): CollectionRecord {
+  collection(grant: AccessGrant, id: string): CollectionRecord {
     const record = this.catalog.get(id);
-    if (!record || !this.access.canAccess(scope, record)) throw notFound(`collection ${id} not found`);
+    if (!record || !this.access.canAccess(grant, record)) throw notFound(`collection ${id} not found`);
     return record;
   }
 
-  async createCollection(scope: Scope, fields: CollectionScope, extra: Record<string, unknown>): Promise<CollectionRecord> {
-    if (!this.access.canAccess(scope, fields)) throw forbidden('the collection\'s unit is outside your access grant');
+  async createCollection(grant: AccessGrant, scope: CollectionScope, extra: Record<string, unknown>): Promise<CollectionRecord> {
+    if (!this.access.canAccess(grant, scope)) throw forbidden('the collection\'s unit is outside your access grant');
     this.checkDisk();
-    return this.catalog.create(fields, extra);
+    return this.catalog.create(scope, extra);
   }
 
-  async updateCollection(scope: Scope, fields: CollectionScope, extra: Record<string, unknown>): Promise<CollectionRecord> {
-    const id = idOf(fields);
-    this.collection(scope, id);
+  async updateCollection(grant: AccessGrant, scope: CollectionScope, extra: Record<string, unknown>): Promise<CollectionRecord> {
+    const id = idOf(scope);
+    this.collection(grant, id);
     this.checkDisk();
     return this.catalog.update(id, extra);
   }
 
-  private visible(scope: Scope, id: string): boolean {
+  private visible(grant: AccessGrant, id: string): boolean {
     const record = this.catalog.get(id);
-    return record !== undefined && this.access.canAccess(scope, record);
+    return record !== undefined && this.access.canAccess(grant, record);
   }
 
   /** Whether one of the caller's granted units (any unit, for admins) has a collection. */
-  unitConfigured(scope: Scope): boolean {
-    return this.visibleCollections(scope).length > 0;
+  unitConfigured(grant: AccessGrant): boolean {
+    return this.visibleCollections(grant).length > 0;
   }
 
   // ---- writes --------------------------------------------------------------
 
-  async write(scope: Scope, body: Uint8Array, contentType: string, mode: WriteMode, signal: AbortSignal): Promise<WriteResult> {
+  async write(grant: AccessGrant, body: Uint8Array, contentType: string, mode: WriteMode, signal: AbortSignal): Promise<WriteResult> {
     this.checkDisk();
     const peeked = peekScope(body, contentType);
     const autoCreate = this.config.storage.autoCreateCollections;
     // The peeked scope only picks the shard (and turns a plain 403 away early): the worker
     // decodes the scope itself and checks it against the caller's units, so a body that
     // peeks one way and decodes another (repeated or escaped keys) gains nothing.
-    const allowedUnits = this.access.unitPaths(scope);
+    const allowedUnits = this.access.unitPaths(grant);
     let shard: Shard;
     if (isCompleteScope(peeked)) {
       const id = idOf(peeked);
@@ -220,16 +220,16 @@ export class StorageService {
   // ---- reads ---------------------------------------------------------------
 
   /** Groups tags by collection: the explicit scope, else the tag-to-scope map. */
-  resolve(scope: Scope, fields: ScopeFields, tags: string[]): QueryGroup[] {
-    return this.resolveMetrics(scope, [...new Set(tags)].map((name) => ({ name, scope: fields, pipeline: [] })));
+  resolve(grant: AccessGrant, fields: ScopeFields, tags: string[]): QueryGroup[] {
+    return this.resolveMetrics(grant, [...new Set(tags)].map((name) => ({ name, scope: fields, pipeline: [] })));
   }
 
   /** Each metric's collection (its scope, else the tag map), grouped by collection; a repeated name keeps its last request. */
-  resolveMetrics(scope: Scope, metrics: MetricRequest[]): QueryGroup[] {
+  resolveMetrics(grant: AccessGrant, metrics: MetricRequest[]): QueryGroup[] {
     const byName = new Map<string, { collectionId: string; request: SeriesRequest }>();
     for (const metric of metrics) {
       byName.delete(metric.name);
-      byName.set(metric.name, { collectionId: this.collectionFor(scope, metric.scope, metric.name), request: { tag: metric.name, pipeline: metric.pipeline } });
+      byName.set(metric.name, { collectionId: this.collectionFor(grant, metric.scope, metric.name), request: { tag: metric.name, pipeline: metric.pipeline } });
     }
     const groups = new Map<string, SeriesRequest[]>();
     for (const { collectionId, request } of byName.values()) {
@@ -240,7 +240,7 @@ export class StorageService {
     return [...groups].map(([collectionId, series]) => ({ collectionId, series }));
   }
 
-  private collectionFor(scope: Scope, fields: ScopeFields, tag: string): string {
+  private collectionFor(grant: AccessGrant, fields: ScopeFields, tag: string): string {
     const given = SCOPE_FIELDS.filter((k) => fields[k] !== undefined);
     let id: string | null;
     if (given.length > 0) {
@@ -251,9 +251,9 @@ export class StorageService {
       id = this.tagScopes.collectionOf(tag);
       // A tag of a collection the caller may not see is as unknown as one of no collection:
       // naming that collection would tell another tenant's names (and that the tag exists).
-      if (!id || !this.visible(scope, id)) throw badRequest(`unknown tag "${tag}": it is in no collection you can read; give organization, site, unit and grid`);
+      if (!id || !this.visible(grant, id)) throw badRequest(`unknown tag "${tag}": it is in no collection you can read; give organization, site, unit and grid`);
     }
-    this.collection(scope, id);
+    this.collection(grant, id);
     return id;
   }
 
@@ -309,15 +309,15 @@ export class StorageService {
    * Seals finished days now: of one collection the caller may see (404 otherwise), or, with
    * null, of every collection for an admin and of the caller's own collections for others.
    */
-  async seal(scope: Scope, collectionId: string | null): Promise<number> {
+  async seal(grant: AccessGrant, collectionId: string | null): Promise<number> {
     let replies;
     if (collectionId !== null) {
-      this.collection(scope, collectionId);
+      this.collection(grant, collectionId);
       replies = [await this.shards.shardFor(collectionId).call({ op: OP.SEAL, collectionId, force: true })];
-    } else if (scope.isAdmin) {
+    } else if (grant.isAdmin) {
       replies = await Promise.all(this.shards.shards.map((s) => s.call({ op: OP.SEAL, collectionId: null, force: true })));
     } else {
-      const ids = this.visibleCollections(scope).map((r) => idOf(r));
+      const ids = this.visibleCollections(grant).map((r) => idOf(r));
       replies = await Promise.all(ids.map((id) => this.shards.shardFor(id).call({ op: OP.SEAL, collectionId: id, force: true })));
     }
     return replies.reduce((n, r) => n + (r.sealedDays ?? 0), 0);
@@ -342,9 +342,9 @@ export class StorageService {
   entityHooks(defer: (job: DeferredJob) => void): EntityHooks {
     const isScopeTable = (def: EntityDef) => def.table === 'orgs' || def.table === 'sites' || def.table === 'units';
     return {
-      afterCreate: (def, entity, scope) => this.mapDataTag(def, entity, null, scope, defer),
-      afterUpdate: (def, before, after, scope) => {
-        this.mapDataTag(def, after, before, scope, defer);
+      afterCreate: (def, entity, grant) => this.mapDataTag(def, entity, null, grant, defer),
+      afterUpdate: (def, before, after, grant) => {
+        this.mapDataTag(def, after, before, grant, defer);
         if (isScopeTable(def)) this.followRename(def, before, after, defer);
       },
       beforeDelete: (def, entity) => {
@@ -431,7 +431,7 @@ export class StorageService {
    * Binds a tagmeta row's dataTagId to its unit's collection (when the unit has exactly one).
    * A tag another collection owns is not re-bound: 409, naming that collection to admins only.
    */
-  private mapDataTag(def: EntityDef, entity: Entity, before: Entity | null, scope: Scope, defer: (job: DeferredJob) => void): void {
+  private mapDataTag(def: EntityDef, entity: Entity, before: Entity | null, grant: AccessGrant, defer: (job: DeferredJob) => void): void {
     if (def.table !== 'tagmeta' || typeof entity.dataTagId !== 'string' || !entity.unitsId) return;
     if (before && before.dataTagId === entity.dataTagId && before.unitsId === entity.unitsId) return; // binding unchanged
     const unit = this.db.prepare(
@@ -443,7 +443,7 @@ export class StorageService {
     if (matches.length !== 1) return;
     const { owner, changed } = this.tagScopes.claim(idOf(matches[0]!), entity.dataTagId);
     if (owner !== null) {
-      const named = scope.isAdmin ? ` (${owner})` : '';
+      const named = grant.isAdmin ? ` (${owner})` : '';
       throw conflict(`DUPLICATE: tag ${JSON.stringify(entity.dataTagId)} already belongs to another collection${named}; a tag is in one collection only`);
     }
     // Workers re-read the map once the binding is committed, not before.

@@ -16,7 +16,7 @@ import { EntityStore } from '../../src/meta/entities.js';
 import { registerSqlFunctions } from '../../src/meta/filter.js';
 import { Registry } from '../../src/meta/registry.js';
 import { syncEntitySchema } from '../../src/meta/schema.js';
-import { Scope } from '../../src/meta/scope.js';
+import { AccessGrant } from '../../src/meta/access-grant.js';
 
 describe('AccountStore.current', () => {
   let dir: string;
@@ -24,7 +24,7 @@ describe('AccountStore.current', () => {
   let registry: Registry;
   let entities: EntityStore;
   let accounts: AccountStore;
-  let admin: Scope;
+  let admin: AccessGrant;
 
   before(() => {
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'historian-accounts-'));
@@ -35,7 +35,7 @@ describe('AccountStore.current', () => {
     entities = new EntityStore(db, registry, 1000);
     accounts = new AccountStore(db, crypto.randomBytes(48));
     entities.addHooks(accounts.entityHooks());
-    admin = Scope.of(db, registry, { sub: 'admin@localhost', role: 'admin', orgs_id: [], sites_id: [], units_id: [] });
+    admin = AccessGrant.of(db, registry, { sub: 'admin@localhost', role: 'admin', orgs_id: [], sites_id: [], units_id: [] });
   });
   after(() => {
     db.close();

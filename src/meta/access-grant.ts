@@ -1,4 +1,6 @@
-// Row-level scoping, applied inside the entity store so no route can skip it.
+// The caller's access grant: row-level access, applied inside the entity store
+// so no route can skip it. ("Scope" is the four names of a time series,
+// shared/scope.ts; this is what a caller may reach.)
 //
 // A caller's grant (token claims `orgs_id`, `sites_id`, `units_id`) covers
 // the granted orgs, the sites of granted orgs and the granted sites, and the
@@ -23,14 +25,14 @@ import { ident } from './schema.js';
 
 export type Access = 'read' | 'write';
 
-export interface ScopeSql {
+export interface GrantSql {
   sql: string;
   params: unknown[];
 }
 
-const EVERYTHING: ScopeSql = { sql: '1', params: [] };
+const EVERYTHING: GrantSql = { sql: '1', params: [] };
 
-export class Scope {
+export class AccessGrant {
   readonly isAdmin: boolean;
   readonly subject: string;
   private readonly sets: { orgs: string; sites: string; units: string; readOrgs: string; readSites: string } | null;
@@ -45,8 +47,8 @@ export class Scope {
     this.sets = this.isAdmin || !db ? null : expandGrant(db, claims);
   }
 
-  static of(db: Db, registry: Registry, claims: Pick<Claims, 'sub' | 'role' | 'orgs_id' | 'sites_id' | 'units_id'>): Scope {
-    return new Scope(registry, claims, db);
+  static of(db: Db, registry: Registry, claims: Pick<Claims, 'sub' | 'role' | 'orgs_id' | 'sites_id' | 'units_id'>): AccessGrant {
+    return new AccessGrant(registry, claims, db);
   }
 
   /** Units inside the grant (orgs and sites expanded); null for admins, who reach everything. */
@@ -56,15 +58,15 @@ export class Scope {
   }
 
   /** Boolean SQL over columns of `def.table` that is true for rows the caller may read or change. */
-  predicate(def: EntityDef, access: Access): ScopeSql {
+  predicate(def: EntityDef, access: Access): GrantSql {
     if (this.isAdmin || !this.sets) return EVERYTHING;
     return this.rowPredicate(def, access, 0);
   }
 
-  private rowPredicate(def: EntityDef, access: Access, depth: number): ScopeSql {
+  private rowPredicate(def: EntityDef, access: Access, depth: number): GrantSql {
     const sets = this.sets!;
     const t = ident(def.table);
-    const inSet = (column: string, set: string): ScopeSql => ({
+    const inSet = (column: string, set: string): GrantSql => ({
       sql: `${t}.${ident(column)} IN (SELECT value FROM json_each(?))`,
       params: [set],
     });
