@@ -128,7 +128,7 @@ export type StorageTask =
  * A write in the request ring: frame tag = sequence number, payload = u32
  * header length, the header as UTF-8 JSON, zero padding to a multiple of 8
  * (so an HSW1 body stays 8-byte aligned), then the body bytes. The answer is
- * one frame on the result ring with the same tag: a msgpack TaskReply.
+ * one frame on the result ring with the same tag: a msgpack WriteReply.
  */
 export interface WriteFrameHeader {
   mode: WriteMode;
@@ -195,9 +195,39 @@ export interface BufferStats {
   ringUsedBytes: number;
 }
 
-export type TaskReply =
-  | { ok: true; collection?: CollectionRecord; write?: WriteOutcome; points?: number; last?: Array<[number, number] | null>; sealedDays?: number; stats?: BufferStats }
-  | { ok: false; error: WireError };
+export type StorageOp = StorageTask['op'];
+export type TaskOf<Op extends StorageOp> = Extract<StorageTask, { op: Op }>;
+
+/** What a task answers when it succeeds, by opcode (a missing opcode fails to compile at ReplyOf). */
+interface ReplyValues {
+  [OP.CREATE_COLLECTION]: CollectionRecord;
+  [OP.UPDATE_COLLECTION]: CollectionRecord;
+  /** Points sent. */
+  [OP.QUERY]: number;
+  /** Points sent. */
+  [OP.QUERY_TABLE]: number;
+  /** Per requested tag, in order: its last [ts, value], or null. */
+  [OP.LAST_VALUES]: Array<[number, number] | null>;
+  /** Days sealed. */
+  [OP.SEAL]: number;
+  [OP.BUFFER_STATS]: BufferStats;
+  [OP.FLUSH]: null;
+  [OP.CLOSE_COLLECTION]: null;
+  [OP.OPEN_COLLECTION]: null;
+  [OP.REMOVE_COLLECTION]: null;
+  [OP.PING]: null;
+}
+
+export type ReplyOf<Op extends StorageOp> = ReplyValues[Op];
+
+/** A worker's answer: the value, or the error that crosses threads in its place. */
+export type Reply<T> = { ok: true; value: T } | { ok: false; error: WireError };
+
+/** The answer of any task, as piscina carries it (Shard.call gives it its opcode's type back). */
+export type TaskReply = Reply<ReplyOf<StorageOp>>;
+
+/** The answer of a write frame, on the result ring. */
+export type WriteReply = Reply<WriteOutcome>;
 
 /**
  * Result-ring frames carry the task's sequence number as their tag (below 2^31).

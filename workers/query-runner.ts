@@ -17,14 +17,14 @@ import { MsgpackPointWriter } from '../native-free-codecs/msgpack-points.js';
 import { encodeFormat2, Format1Writer } from '../native-free-codecs/query-formats.js';
 import type { RingProducer } from '../native-free-codecs/ring.js';
 import type { AggregatorSpec } from '../shared/aggregator-spec.js';
-import { OP, QUERY_CANCELLED, QUERY_CREDIT, QUERY_SEQ, querySlotWord, type ResultFormat, type StorageTask } from '../shared/protocol.js';
+import { OP, QUERY_CANCELLED, QUERY_CREDIT, QUERY_SEQ, querySlotWord, type ResultFormat, type TaskOf } from '../shared/protocol.js';
 import { BucketStream, PointLimitError, runPipeline, streamableStep } from './aggregators.js';
 import { type QueryAllowance, type QueryMemory, SeriesBuffer } from './series-buffer.js';
 import type { ShardStore } from './shard-store.js';
 import { StorageError } from '../shared/errors.js';
 
-type QueryTask = Extract<StorageTask, { op: typeof OP.QUERY }>;
-type TableTask = Extract<StorageTask, { op: typeof OP.QUERY_TABLE }>;
+type QueryTask = TaskOf<typeof OP.QUERY>;
+type TableTask = TaskOf<typeof OP.QUERY_TABLE>;
 
 /** A result frame's size: large enough to amortise a wake-up, small next to the ring. */
 const CHUNK_BYTES = 1 << 18;

@@ -14,7 +14,7 @@ import { QueryMemory } from './series-buffer.js';
 import { QueryRunner } from './query-runner.js';
 import { decodeBinaryBatch, decodeJsonWriteBody, decodeWriteObject, encodeBinaryBatch, WriteBodyError, type PointBatch } from '../native-free-codecs/points.js';
 import { RingConsumer, RingProducer } from '../native-free-codecs/ring.js';
-import { CONTROL_TAGMAP_VERSION, FINAL_FRAME_BIT, OP, readWriteFrame, type WriteFrameHeader, type BufferStats, type StorageWorkerData, type StorageTask, type TaskReply, type WireError, type WriteMode, type WriteOutcome } from '../shared/protocol.js';
+import { CONTROL_TAGMAP_VERSION, FINAL_FRAME_BIT, OP, readWriteFrame, type WriteFrameHeader, type BufferStats, type StorageWorkerData, type StorageOp, type StorageTask, type TaskOf, type ReplyOf, type TaskReply, type WireError, type WriteReply, type WriteMode, type WriteOutcome } from '../shared/protocol.js';
 import { collectionId as idOf } from '../shared/scope-path.js';
 import { shardOf } from '../shared/shard-hash.js';
 import { ShardStore } from './shard-store.js';
@@ -65,44 +65,44 @@ function flushBuffer(): void {
   lastFlushMs = Date.now();
 }
 
+/** One handler per opcode, typed by it: what each returns is what ReplyOf says its caller gets. */
+const handlers: { [Op in StorageOp]: (task: TaskOf<Op>) => ReplyOf<Op> | Promise<ReplyOf<Op>> } = {
+  [OP.PING]: () => null,
+  [OP.CREATE_COLLECTION]: (task) => store.createCollection(task.scope, task.extra),
+  [OP.UPDATE_COLLECTION]: (task) => store.updateCollection(task.id, task.fields),
+  [OP.QUERY]: (task) => queries.query(task),
+  [OP.QUERY_TABLE]: (task) => queries.queryTable(task),
+  [OP.LAST_VALUES]: (task) => task.tags.map((tag) => store.lastValue(task.collectionId, tag)),
+  [OP.SEAL]: (task) => {
+    flushBuffer();
+    return store.seal({ collectionId: task.collectionId ?? undefined, now: Date.now(), graceMs: data.sealGraceMs, force: task.force }).sealedDays;
+  },
+  [OP.BUFFER_STATS]: () => bufferStats(),
+  [OP.FLUSH]: () => {
+    flushBuffer();
+    store.syncPending();
+    return null;
+  },
+  [OP.CLOSE_COLLECTION]: (task) => {
+    flushBuffer();
+    store.closeCollection(task.id);
+    return null;
+  },
+  [OP.OPEN_COLLECTION]: (task) => {
+    store.openCollection(task.id);
+    return null;
+  },
+  [OP.REMOVE_COLLECTION]: (task) => {
+    buffer.drop(task.id);
+    store.closeCollection(task.id);
+    return null;
+  },
+};
+
 export default async function handle(task: StorageTask): Promise<TaskReply> {
   try {
-    switch (task.op) {
-      case OP.PING:
-        return { ok: true };
-      case OP.CREATE_COLLECTION:
-        return { ok: true, collection: store.createCollection(task.scope, task.extra) };
-      case OP.UPDATE_COLLECTION:
-        return { ok: true, collection: store.updateCollection(task.id, task.fields) };
-      case OP.QUERY:
-        return { ok: true, points: await queries.query(task) };
-      case OP.QUERY_TABLE:
-        return { ok: true, points: await queries.queryTable(task) };
-      case OP.LAST_VALUES:
-        return { ok: true, last: task.tags.map((tag) => store.lastValue(task.collectionId, tag)) };
-      case OP.SEAL: {
-        flushBuffer();
-        const { sealedDays } = store.seal({ collectionId: task.collectionId ?? undefined, now: Date.now(), graceMs: data.sealGraceMs, force: task.force });
-        return { ok: true, sealedDays };
-      }
-      case OP.BUFFER_STATS:
-        return { ok: true, stats: bufferStats() };
-      case OP.FLUSH:
-        flushBuffer();
-        store.syncPending();
-        return { ok: true };
-      case OP.CLOSE_COLLECTION:
-        flushBuffer();
-        store.closeCollection(task.id);
-        return { ok: true };
-      case OP.OPEN_COLLECTION:
-        store.openCollection(task.id);
-        return { ok: true };
-      case OP.REMOVE_COLLECTION:
-        buffer.drop(task.id);
-        store.closeCollection(task.id);
-        return { ok: true };
-    }
+    const run = handlers[task.op] as (task: StorageTask) => ReplyOf<StorageOp> | Promise<ReplyOf<StorageOp>>;
+    return { ok: true, value: await run(task) };
   } catch (err) {
     return { ok: false, error: toWireError(err) };
   }
@@ -126,17 +126,17 @@ async function serveWrites(): Promise<void> {
       if ((await requests.waitForDataAsync(60_000)) === 'closed') return;
       continue;
     }
-    const awaitingSync: Array<{ seq: number; reply: TaskReply }> = [];
+    const awaitingSync: Array<{ seq: number; reply: WriteReply }> = [];
     while (frame) {
       const seq = frame.tag;
       const { mode, reply } = handleWriteFrame(frame.payload);
       requests.release();
-      if (mode === 'sync' && reply.ok && (reply.write?.points ?? 0) > 0) awaitingSync.push({ seq, reply });
+      if (mode === 'sync' && reply.ok && reply.value.points > 0) awaitingSync.push({ seq, reply });
       else answer(seq, reply);
       frame = requests.tryRead();
     }
     if (awaitingSync.length === 0) continue;
-    let failure: TaskReply | null = null;
+    let failure: WriteReply | null = null;
     try {
       store.syncPending();
     } catch (err) {
@@ -147,7 +147,7 @@ async function serveWrites(): Promise<void> {
 }
 
 /** The reply as msgpack: one final frame, or chunks and an empty end frame when it is large. */
-function answer(seq: number, reply: TaskReply): void {
+function answer(seq: number, reply: WriteReply): void {
   try {
     const bytes = pack(reply);
     if (bytes.length <= FRAME_BYTES) {
@@ -161,7 +161,7 @@ function answer(seq: number, reply: TaskReply): void {
   }
 }
 
-function handleWriteFrame(payload: Uint8Array): { mode: WriteMode; reply: TaskReply } {
+function handleWriteFrame(payload: Uint8Array): { mode: WriteMode; reply: WriteReply } {
   let header: WriteFrameHeader;
   let body: Uint8Array;
   try {
@@ -170,8 +170,8 @@ function handleWriteFrame(payload: Uint8Array): { mode: WriteMode; reply: TaskRe
     return { mode: 'fast', reply: { ok: false, error: { code: 'INTERNAL', message: `bad write frame: ${(err as Error).message}` } } };
   }
   try {
-    const write = header.collectionId ? writeDecoded(header, body) : writeBody(header, body);
-    return { mode: header.mode, reply: { ok: true, write } };
+    const outcome = header.collectionId ? writeDecoded(header, body) : writeBody(header, body);
+    return { mode: header.mode, reply: { ok: true, value: outcome } };
   } catch (err) {
     return { mode: header.mode, reply: { ok: false, error: toWireError(err) } };
   }

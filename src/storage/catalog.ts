@@ -63,15 +63,15 @@ export class CollectionCatalog {
 
   async create(scope: CollectionScope, extra: Record<string, unknown>): Promise<CollectionRecord> {
     const id = idOf(scope);
-    const reply = await this.shards.shardFor(id).call({ op: OP.CREATE_COLLECTION, scope, extra });
-    this.remember(reply.collection!);
-    return reply.collection!;
+    const record = await this.shards.shardFor(id).call({ op: OP.CREATE_COLLECTION, scope, extra });
+    this.remember(record);
+    return record;
   }
 
   async update(id: string, fields: Record<string, unknown>): Promise<CollectionRecord> {
-    const reply = await this.shards.shardFor(id).call({ op: OP.UPDATE_COLLECTION, id, fields });
-    this.remember(reply.collection!);
-    return reply.collection!;
+    const record = await this.shards.shardFor(id).call({ op: OP.UPDATE_COLLECTION, id, fields });
+    this.remember(record);
+    return record;
   }
 
   /** Collections under an org (`names` = [org]), a site ([org, site]) or a unit ([org, site, unit]). */

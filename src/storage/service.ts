@@ -165,8 +165,8 @@ export class StorageService {
       // No scope in the body: a worker resolves tags through the tag map and forwards what it does not own.
       shard = this.shards.shards[this.roundRobin++ % this.shards.shards.length];
     }
-    const reply = await shard.write(body, { mode, contentType, autoCreate, allowedUnits });
-    return this.settle(reply.write!, mode, autoCreate);
+    const outcome = await shard.write(body, { mode, contentType, autoCreate, allowedUnits });
+    return this.settle(outcome, mode, autoCreate);
   }
 
   private async settle(outcome: WriteOutcome, mode: WriteMode, autoCreate: boolean): Promise<WriteResult> {
@@ -176,8 +176,7 @@ export class StorageService {
     let points = outcome.points;
     for (const { collectionId, body } of outcome.forward) {
       const owner = this.shards.shardFor(collectionId);
-      const reply = await owner.write(body, { mode, contentType: 'application/octet-stream', autoCreate, allowedUnits: null, collectionId });
-      const forwarded = reply.write!;
+      const forwarded = await owner.write(body, { mode, contentType: 'application/octet-stream', autoCreate, allowedUnits: null, collectionId });
       if (forwarded.error) throw HttpError.fromWire(forwarded.error);
       if (forwarded.refused) return { success: false, error: forwarded.refused };
       this.absorb(forwarded);
@@ -301,7 +300,7 @@ export class StorageService {
     );
     // Keys in request order, whichever shard answered first.
     const result: Record<string, [number, number] | null> = {};
-    groups.forEach(({ series }, g) => series.forEach((s, i) => (result[s.label ?? s.tag] = replies[g].last![i])));
+    groups.forEach(({ series }, g) => series.forEach((s, i) => (result[s.label ?? s.tag] = replies[g][i])));
     return result;
   }
 
@@ -310,7 +309,7 @@ export class StorageService {
    * null, of every collection for an admin and of the caller's own collections for others.
    */
   async seal(grant: AccessGrant, collectionId: string | null): Promise<number> {
-    let replies;
+    let replies: number[];
     if (collectionId !== null) {
       this.collection(grant, collectionId);
       replies = [await this.shards.shardFor(collectionId).call({ op: OP.SEAL, collectionId, force: true })];
@@ -320,11 +319,11 @@ export class StorageService {
       const ids = this.visibleCollections(grant).map((r) => idOf(r));
       replies = await Promise.all(ids.map((id) => this.shards.shardFor(id).call({ op: OP.SEAL, collectionId: id, force: true })));
     }
-    return replies.reduce((n, r) => n + (r.sealedDays ?? 0), 0);
+    return replies.reduce((n, days) => n + days, 0);
   }
 
   async bufferStats(): Promise<BufferStats[]> {
-    return Promise.all(this.shards.shards.map(async (s) => (await s.call({ op: OP.BUFFER_STATS })).stats!));
+    return Promise.all(this.shards.shards.map((s) => s.call({ op: OP.BUFFER_STATS })));
   }
 
   // ---- metadata side effects ----------------------------------------------

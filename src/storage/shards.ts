@@ -31,11 +31,15 @@ import {
   QUERY_SLOTS,
   querySlotWord,
   writeFrameHead,
+  type ReplyOf,
   type StorageTask,
   type StorageWorkerData,
+  type TaskOf,
   type TaskReply,
   type WireError,
   type WriteFrameHeader,
+  type WriteOutcome,
+  type WriteReply,
 } from '../../shared/protocol.js';
 import { shardOf } from '../../shared/shard-hash.js';
 
@@ -146,11 +150,12 @@ export class Shard {
     }
   }
 
-  /** Runs a task and turns a worker-side error into an HttpError. */
-  async call(task: StorageTask, signal?: AbortSignal): Promise<Extract<TaskReply, { ok: true }>> {
+  /** Runs a task and gives back what its opcode answers; a worker-side error becomes an HttpError. */
+  async call<T extends StorageTask>(task: T, signal?: AbortSignal): Promise<ReplyOf<T['op']>> {
     const reply = await this.run(task, signal);
     if (!reply.ok) throw fromWire(reply.error);
-    return reply;
+    // piscina carries any task's reply; the worker's handler table answers T's opcode with ReplyOf<T['op']>.
+    return reply.value as ReplyOf<T['op']>;
   }
 
   /**
@@ -159,14 +164,14 @@ export class Shard {
    * once; a worker that dies leaves unreleased frames for its successor, which
    * answers them; no answer within storage.writeTimeoutMs is a 503.
    */
-  async write(body: Uint8Array, header: WriteFrameHeader): Promise<Extract<TaskReply, { ok: true }>> {
+  async write(body: Uint8Array, header: WriteFrameHeader): Promise<WriteOutcome> {
     if (this.closed) throw new HttpError('UNAVAILABLE', 'storage is shutting down');
     const head = writeFrameHead(header);
     if (head.length + body.length > this.requests.maxPayloadBytes) {
       throw new HttpError('PAYLOAD_TOO_LARGE', `body of ${body.length} bytes is larger than the shard ring allows (${this.requests.maxPayloadBytes - head.length} bytes; storage.requestRingBytes)`);
     }
     const seq = this.nextSeq();
-    const reply = new Promise<TaskReply>((resolve, reject) => {
+    const reply = new Promise<WriteReply>((resolve, reject) => {
       const timer = setTimeout(() => {
         this.listeners.delete(seq);
         reject(new HttpError('UNAVAILABLE', `storage shard ${this.index} did not answer in time; retry the request`));
@@ -178,7 +183,7 @@ export class Shard {
           clearTimeout(timer);
           this.listeners.delete(seq);
           try {
-            resolve(unpack(parts.length === 1 ? parts[0] : Buffer.concat(parts)) as TaskReply);
+            resolve(unpack(parts.length === 1 ? parts[0] : Buffer.concat(parts)) as WriteReply);
           } catch (err) {
             reject(err);
           }
@@ -192,7 +197,7 @@ export class Shard {
     this.drain();
     const answer = await reply;
     if (!answer.ok) throw fromWire(answer.error);
-    return answer;
+    return answer.value;
   }
 
   /**
@@ -202,11 +207,11 @@ export class Shard {
    * and at `deadline` (epoch ms), also while it waits for a free control slot.
    */
   async stream(
-    makeTask: (seq: number, slot: number) => StorageTask,
+    makeTask: (seq: number, slot: number) => TaskOf<typeof OP.QUERY> | TaskOf<typeof OP.QUERY_TABLE>,
     out: ResponseStream,
     signal: AbortSignal,
     deadline: number,
-  ): Promise<Extract<TaskReply, { ok: true }>> {
+  ): Promise<number> {
     const slot = await this.acquireSlot(signal, deadline);
     const seq = this.nextSeq();
     const control = this.control;
@@ -230,9 +235,9 @@ export class Shard {
     if (signal.aborted) cancel();
     this.drain();
     try {
-      const reply = await this.call(makeTask(seq, slot));
+      const points = await this.call(makeTask(seq, slot));
       await endSeen;
-      return reply;
+      return points;
     } finally {
       signal.removeEventListener('abort', cancel);
       stopGranting();
