@@ -49,24 +49,44 @@ function pad8(n: number): number {
 // ---------------------------------------------------------------------------------------------
 // Format 1
 
+/** "HSB1" and the u32 tag count. */
+const FORMAT1_HEADER_BYTES = 8;
+
+/** The header of a format 1 body of `tagCount` tags; the tags follow it. */
+export function format1Header(tagCount: number): Uint8Array {
+  if (!Number.isInteger(tagCount) || tagCount < 0 || tagCount > MAX_U32) throw new RangeError(`format1Header: tag count ${tagCount} is not a u32`);
+  const header = new Uint8Array(FORMAT1_HEADER_BYTES);
+  const view = new DataView(header.buffer);
+  view.setUint32(0, MAGIC_1, true);
+  view.setUint32(4, tagCount, true);
+  return header;
+}
+
 /**
- * Streaming encoder for format 1, for the storage worker: beginTag, then exactly pointCount
- * points (point or pointsFrom), repeated; finish() patches the tag count and returns a view of
- * the internal buffer. reset() reuses that buffer, so consume the previous result first.
+ * Streaming encoder for format 1: beginTag, then exactly pointCount points (point or
+ * pointsFrom), repeated; finish() patches the tag count and returns a view of the internal
+ * buffer. reset() reuses that buffer, so consume the previous result first.
+ *
+ * With `{ header: false }` it writes tags only, for a producer whose tags are one part of a body
+ * that someone else heads (format1Header, or resultHead in result-envelope.ts): the storage
+ * worker streams them with take(), and finish() is not available.
  */
 export class Format1Writer extends GrowableBytes {
   private tagCount = 0;
   /** Points the current tag still expects; writing more or fewer is a caller bug. */
   private pending = 0;
+  /** Where the tags start: after the header, or at 0. */
+  private readonly start: number;
 
-  constructor(initialCapacity = 4096) {
+  constructor(initialCapacity = 4096, options: { header?: boolean } = {}) {
     super(Math.max(64, initialCapacity));
+    this.start = options.header === false ? 0 : FORMAT1_HEADER_BYTES;
     this.reset();
   }
 
   override reset(): void {
-    this.view.setUint32(0, MAGIC_1, true);
-    this.len = 8;
+    if (this.start > 0) this.view.setUint32(0, MAGIC_1, true);
+    this.len = this.start;
     this.tagCount = 0;
     this.pending = 0;
   }
@@ -123,18 +143,19 @@ export class Format1Writer extends GrowableBytes {
   }
 
   /**
-   * For a producer that streams a large result: the bytes written after the 8-byte header
-   * since the previous call (a view, valid until the next write), keeping the current tag's
-   * state so its points can go on. The header itself is the caller's to send.
+   * For a producer that streams a large result: the tag bytes written since the previous call
+   * (a view, valid until the next write), keeping the current tag's state so its points can go
+   * on. The header, if any, is not part of it.
    */
-  takeBody(): Uint8Array {
-    const body = this.buf.subarray(8, this.len);
-    this.len = 8;
-    return body;
+  take(): Uint8Array {
+    const tags = this.buf.subarray(this.start, this.len);
+    this.len = this.start;
+    return tags;
   }
 
   /** The finished body: a view of the internal buffer, valid until reset or the next write. */
   finish(): Uint8Array {
+    if (this.start === 0) throw new Error('Format1Writer: a writer without a header has no finished body; use take()');
     if (this.pending !== 0) throw new Error(`Format1Writer: last tag is missing ${this.pending} points`);
     this.view.setUint32(4, this.tagCount, true);
     return this.buf.subarray(0, this.len);

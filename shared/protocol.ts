@@ -8,6 +8,7 @@
 // src/storage/shards.ts writes what workers/storage-worker.ts reads, and
 // neither side owns it.
 
+import type { ResultFormat } from '../native-free-codecs/result-envelope.js';
 import type { AggregatorSpec } from './aggregator-spec.js';
 import type { WireError } from './errors.js';
 import type { CollectionScope } from './scope.js';
@@ -41,8 +42,8 @@ export interface SeriesRequest {
   label?: string;
 }
 
-/** How the result frames of a QUERY are encoded (fragments: the main thread writes the envelope). */
-export type ResultFormat = 'json' | 'msgpack' | 'binary1';
+/** How the result frames of a QUERY are encoded (fragments: the main thread writes the envelope, native-free-codecs/result-envelope.ts). */
+export type { ResultFormat } from '../native-free-codecs/result-envelope.js';
 
 /** What each storage worker is started with (piscina workerData). */
 export interface StorageWorkerData {

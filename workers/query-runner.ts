@@ -203,16 +203,16 @@ export class QueryRunner {
   }
 
   private async format1Fragment(flow: ResultFlow, key: string, series: SeriesBuffer): Promise<void> {
-    const w = this.idleFormat1.pop() ?? new Format1Writer(1 << 16);
+    const w = this.idleFormat1.pop() ?? new Format1Writer(1 << 16, { header: false });
     try {
       w.reset();
       w.beginTag(key, series.count);
       for (let from = 0; from < series.count; from += POINTS_PER_STEP) {
         flow.check();
         w.pointsFrom(series.timestamps, series.values, from, Math.min(series.count, from + POINTS_PER_STEP));
-        if (w.length >= CHUNK_BYTES) await flow.send(w.takeBody());
+        if (w.length >= CHUNK_BYTES) await flow.send(w.take());
       }
-      await flow.send(w.takeBody());
+      await flow.send(w.take());
     } finally {
       w.reset();
       if (this.idleFormat1.length < MAX_IDLE_WRITERS && w.capacity <= 4 * CHUNK_BYTES) this.idleFormat1.push(w);

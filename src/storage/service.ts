@@ -13,6 +13,7 @@ import type { Db } from '../meta/database.js';
 import type { DeferredJob, Entity, EntityHooks } from '../meta/entities.js';
 import type { EntityDef } from '../meta/registry.js';
 import type { AccessGrant } from '../meta/access-grant.js';
+import { resultHead, resultTail } from '../../native-free-codecs/result-envelope.js';
 import { peekScope } from '../../native-free-codecs/scope-peek.js';
 import { OP, type BufferStats, type CollectionRecord, type ResultFormat, type SeriesRequest, type WriteMode, type WriteOutcome } from '../../shared/protocol.js';
 import { isCompleteScope, SCOPE_FIELDS, type CollectionScope, type ScopeFields } from '../../shared/scope.js';
@@ -29,19 +30,9 @@ export interface QueryGroup {
 }
 
 
-/** What precedes the shards' fragments: `{`, a msgpack map header, or the HSB1 header. */
-function envelopeStart(format: ResultFormat, seriesCount: number): Uint8Array | string {
-  if (format === 'json') return '{';
-  if (format === 'msgpack') return Uint8Array.of(0xdf, seriesCount >>> 24, (seriesCount >>> 16) & 0xff, (seriesCount >>> 8) & 0xff, seriesCount & 0xff);
-  const header = new Uint8Array(8);
-  header.set([0x48, 0x53, 0x42, 0x31]);
-  new DataView(header.buffer).setUint32(4, seriesCount, true);
-  return header;
-}
-
 /** `out`, with `prefix` sent just before the first chunk written to it. */
-function afterPrefix(out: ResponseStream, prefix: Uint8Array | string): ResponseStream {
-  let pending: Uint8Array | string | null = prefix;
+function afterPrefix(out: ResponseStream, prefix: Uint8Array): ResponseStream {
+  let pending: Uint8Array | null = prefix;
   return {
     write(chunk) {
       if (pending !== null) {
@@ -266,7 +257,7 @@ export class StorageService {
     const total = groups.reduce((n, g) => n + g.series.length, 0);
     // The envelope waits for the first result bytes: a query refused before it produced any
     // (too much memory, a bad collection) is then still a clean error reply, not a cut stream.
-    const body = afterPrefix(out, envelopeStart(format, total));
+    const body = afterPrefix(out, resultHead(format, total));
     let first = true;
     for (const { collectionId, series } of groups) {
       await this.shards.shardFor(collectionId).stream(
@@ -277,7 +268,7 @@ export class StorageService {
       );
       first = false;
     }
-    body.write(format === 'json' ? '}' : '');
+    body.write(resultTail(format));
   }
 
   /** Binary format 2 for one collection, built by its shard. */

@@ -1,0 +1,34 @@
+// The envelope of a streamed query result: the shards each produce their series as fragments
+// (json-points.ts, msgpack-points.ts, query-formats.ts Format1Writer without a header), and the
+// main thread sends what goes around them, built here with the same codecs:
+//
+//   json     `{`  fragments `"tag":[[ts,value],...]` joined by `,`  `}`
+//   msgpack  a map header of the series count, then key and value per series
+//   binary1  "HSB1" and the u32 series count (format1Header), then the tags
+//
+// Pure TypeScript: runs in a browser.
+
+import { MsgpackPointWriter } from './msgpack-points.js';
+import { format1Header } from './query-formats.js';
+
+/** How a query's result is encoded: JSON, msgpack, or binary format 1 (WIRE.md). */
+export type ResultFormat = 'json' | 'msgpack' | 'binary1';
+
+const OPEN_OBJECT = 0x7b;
+const CLOSE_OBJECT = 0x7d;
+
+/** What precedes the series fragments of a result holding `seriesCount` series. */
+export function resultHead(format: ResultFormat, seriesCount: number): Uint8Array {
+  if (format === 'json') return Uint8Array.of(OPEN_OBJECT);
+  if (format === 'msgpack') {
+    const w = new MsgpackPointWriter(8);
+    w.mapHeader(seriesCount);
+    return w.bytes();
+  }
+  return format1Header(seriesCount);
+}
+
+/** What follows the last series fragment (nothing but JSON's closing brace). */
+export function resultTail(format: ResultFormat): Uint8Array {
+  return format === 'json' ? Uint8Array.of(CLOSE_OBJECT) : new Uint8Array(0);
+}
