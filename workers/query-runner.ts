@@ -17,17 +17,18 @@ import { MsgpackPointWriter } from '../native-free-codecs/msgpack-points.js';
 import { encodeFormat2, Format1Writer } from '../native-free-codecs/query-formats.js';
 import type { RingProducer } from '../native-free-codecs/ring.js';
 import type { AggregatorSpec } from '../shared/aggregator-spec.js';
-import { OP, QUERY_CANCELLED, QUERY_CREDIT, QUERY_SEQ, querySlotWord, type ResultFormat, type TaskOf } from '../shared/protocol.js';
+import { OP, QUERY_CANCELLED, QUERY_CREDIT, QUERY_SEQ, querySlotWord, type TaskOf } from '../shared/protocol.js';
 import { BucketStream, PointLimitError, runPipeline, streamableStep } from './aggregators.js';
 import { type QueryAllowance, type QueryMemory, SeriesBuffer } from './series-buffer.js';
 import type { ShardStore } from './shard-store.js';
 import { StorageError } from '../shared/errors.js';
+import { RESULT_CHUNK_BYTES, resultFrameBytes } from './answers.js';
 
 type QueryTask = TaskOf<typeof OP.QUERY>;
 type TableTask = TaskOf<typeof OP.QUERY_TABLE>;
 
-/** A result frame's size: large enough to amortise a wake-up, small next to the ring. */
-const CHUNK_BYTES = 1 << 18;
+/** Bytes an encoder gathers before they go out as a frame. */
+const CHUNK_BYTES = RESULT_CHUNK_BYTES;
 /** Points encoded between checks of the cancel flag and the writer's size. */
 const POINTS_PER_STEP = 4096;
 /** Idle encoders kept per format for the next queries. */
@@ -48,8 +49,7 @@ export class QueryRunner {
   private readonly idleFormat1: Format1Writer[] = [];
 
   constructor(private readonly opts: QueryRunnerOptions) {
-    // Frames of at most half the ring, so one frame never needs the whole ring free.
-    this.frameBytes = Math.min(CHUNK_BYTES, opts.results.maxPayloadBytes >>> 1);
+    this.frameBytes = resultFrameBytes(opts.results);
   }
 
   /** Encodes each requested series as a fragment of the chosen format; the main thread writes the envelope. */

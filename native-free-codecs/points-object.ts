@@ -1,0 +1,132 @@
+/**
+ * The decoder of write bodies another parser already decoded (msgpack): the same two shapes,
+ * rules and errors as the JSON scanner (points.ts). Pure TypeScript: runs in a browser.
+ */
+
+import { BatchBuilder, entriesOf, field, isTimestamp, malformed, q, scopeOf, timestampProblem, type PointBatch, type WriteScope } from './points-batch.js';
+
+const MAX_TIMESTAMP_BIGINT = 9007199254740991n;
+
+function isList(x: unknown): x is ArrayLike<unknown> {
+  return Array.isArray(x) || (ArrayBuffer.isView(x) && !(x instanceof DataView));
+}
+
+function describe(x: unknown): string {
+  if (x === null) return 'null';
+  if (Array.isArray(x)) return 'an array';
+  switch (typeof x) {
+    case 'string':
+      return 'a string';
+    case 'boolean':
+      return 'a boolean';
+    case 'number':
+      return String(x);
+    case 'bigint':
+      return `${x}n`;
+    case 'undefined':
+      return 'undefined';
+    default:
+      return 'an object';
+  }
+}
+
+/** A decoded timestamp as a number, or NaN when it is not a valid timestamp. */
+function objectTimestamp(x: unknown): number {
+  let t = NaN;
+  if (typeof x === 'number') t = x;
+  else if (typeof x === 'bigint') t = x >= 0n && x <= MAX_TIMESTAMP_BIGINT ? Number(x) : NaN;
+  else if (x instanceof Date) t = x.getTime(); // msgpack's timestamp extension decodes to Date
+  return isTimestamp(t) ? t + 0 : NaN;
+}
+
+/** A decoded value as a number (a bigint rounded to the nearest), or NaN when it is not finite. */
+function objectValue(x: unknown): number {
+  if (typeof x === 'number') return x - x === 0 ? x : NaN;
+  return typeof x === 'bigint' ? Number(x) : NaN;
+}
+
+// Rejection messages are built only on failure: no string work per point.
+function rejectTimestamp(out: BatchBuilder, where: string, x: unknown): void {
+  out.reject(`${where}: ${timestampProblem(x instanceof Date ? String(x.getTime()) : describe(x))}`);
+}
+
+function rejectValue(out: BatchBuilder, where: string, x: unknown, nullAllowed: boolean): void {
+  out.reject(`${where}: value must be a finite number${nullAllowed ? ' or null' : ''}, got ${describe(x)}`);
+}
+
+/**
+ * Decodes a write body already parsed by another decoder (msgpack): the same two shapes, rules
+ * and errors as decodeJsonWriteBody. Maps may be plain objects or Maps with string keys;
+ * timestamps and values may be numbers or bigints, timestamps also Dates. Tag order is the
+ * object's key order.
+ */
+export function decodeWriteObject(obj: unknown): PointBatch {
+  const body = entriesOf(obj);
+  if (body === null) malformed('a write body must be an object');
+  const scope = scopeOf(body, '');
+  const tags = field(body, 'tags');
+  const timestamps = field(body, 'timestamps');
+  const columns = field(body, 'columns');
+  if (tags !== undefined && (timestamps !== undefined || columns !== undefined)) {
+    malformed('a body has either "tags" or "timestamps" and "columns", not both');
+  }
+  if (tags !== undefined) return decodeTagObject(tags, scope);
+  if (timestamps === undefined && columns === undefined) malformed('a write body needs "tags", or "timestamps" and "columns"');
+  if (columns === undefined) malformed('"columns" is missing (a body with "timestamps" is columnar)');
+  if (timestamps === undefined) malformed('"timestamps" is missing (a body with "columns" is columnar)');
+  return decodeColumnObject(timestamps, columns, scope);
+}
+
+function decodeTagObject(tags: unknown, scope: WriteScope): PointBatch {
+  const entries = entriesOf(tags);
+  if (entries === null) malformed('"tags" must be an object mapping tag names to [[timestamp, value], …]');
+  let total = 0;
+  for (const [, points] of entries) if (isList(points)) total += points.length;
+  const out = new BatchBuilder(total);
+  for (const [name, points] of entries) {
+    out.openTag(name);
+    if (!isList(points)) malformed(`tag ${q(name)} must be an array of [timestamp, value] points`);
+    for (let i = 0; i < points.length; i++) {
+      const point = points[i];
+      if (!isList(point) || point.length !== 2) malformed(`tag ${q(name)} point ${i} must be a [timestamp, value] array`);
+      const t = objectTimestamp(point[0]);
+      const v = objectValue(point[1]);
+      if (t !== t) rejectTimestamp(out, `tag ${q(name)} point ${i}`, point[0]);
+      if (v !== v) rejectValue(out, `tag ${q(name)} point ${i}`, point[1], false);
+      out.timestamps[out.count] = t;
+      out.values[out.count] = v;
+      out.count++;
+    }
+  }
+  return out.finish(scope);
+}
+
+function decodeColumnObject(timestamps: unknown, columns: unknown, scope: WriteScope): PointBatch {
+  if (!isList(timestamps)) malformed('"timestamps" must be an array');
+  const entries = entriesOf(columns);
+  if (entries === null) malformed('"columns" must be an object mapping tag names to value arrays');
+  const rows = timestamps.length;
+  for (const [name, column] of entries) {
+    if (!isList(column)) malformed(`column ${q(name)} must be an array of values`);
+    if (column.length !== rows) malformed(`column ${q(name)} has ${column.length} values but "timestamps" has ${rows}`);
+  }
+  const out = new BatchBuilder(rows * entries.length);
+  const rowTs = new Float64Array(rows);
+  for (let r = 0; r < rows; r++) {
+    rowTs[r] = objectTimestamp(timestamps[r]);
+    if (rowTs[r] !== rowTs[r]) rejectTimestamp(out, `timestamps index ${r}`, timestamps[r]);
+  }
+  for (const [name, column] of entries as Array<[string, ArrayLike<unknown>]>) {
+    out.openTag(name);
+    for (let r = 0; r < rows; r++) {
+      const x = column[r];
+      if (x === null) continue;
+      out.timestamps[out.count] = rowTs[r];
+      const v = objectValue(x);
+      if (v !== v) rejectValue(out, `tag ${q(name)} row ${r}`, x, true);
+      out.values[out.count] = v;
+      out.count++;
+    }
+  }
+  return out.finish(scope);
+}

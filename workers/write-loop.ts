@@ -1,0 +1,227 @@
+// Writes, served straight from the shard's request ring.
+//
+// Write bodies never travel as piscina tasks: the main thread puts a frame
+// (header + body, see shared/protocol.ts) into the request ring and this loop
+// takes every frame there is, decodes and appends each, fsyncs once for all
+// the sync writes among them (group commit), then answers each on the result
+// ring under the frame's sequence number. A frame is released only once its
+// points are appended, so a worker that dies mid-way leaves it for the next
+// worker, which appends it again (harmless: the last write wins per
+// timestamp) and answers it.
+//
+// A body is decoded here (never on the main thread), checked against the
+// caller's units with the scope decoded here, and written all or nothing;
+// points of collections another shard owns go back to the main thread as
+// HSW1 bodies for it to forward.
+
+import { unpack } from 'msgpackr';
+import { decodeBinaryBatch, decodeJsonWriteBody, decodeWriteObject, encodeBinaryBatch, WriteBodyError, type PointBatch } from '../native-free-codecs/points.js';
+import type { RingConsumer } from '../native-free-codecs/ring.js';
+import { duplicateScopeKey } from '../native-free-codecs/scope-peek.js';
+import { StorageError } from '../shared/errors.js';
+import { readWriteFrame, type WriteFrameHeader, type WriteMode, type WriteOutcome, type WriteReply } from '../shared/protocol.js';
+import { isCompleteScope } from '../shared/scope.js';
+import { collectionId as idOf } from '../shared/scope-path.js';
+import { shardOf } from '../shared/shard-hash.js';
+import { toWireError, type WriteAnswers } from './answers.js';
+import type { StoreLog } from './collection.js';
+import type { ShardStore } from './shard-store.js';
+import type { TagScopeReader } from './tag-scopes.js';
+import type { WriteBuffer } from './write-buffer.js';
+
+export interface WriteLoopOptions {
+  shardIndex: number;
+  shardCount: number;
+  requests: RingConsumer;
+  answers: WriteAnswers;
+  store: ShardStore;
+  /** The memory buffer of /write_buffered. */
+  buffer: WriteBuffer;
+  tagScopes: TagScopeReader;
+  log: StoreLog;
+}
+
+export class WriteLoop {
+  constructor(private readonly opts: WriteLoopOptions) {}
+
+  /** Serves write frames until the request ring is closed. */
+  async run(): Promise<void> {
+    const { requests, answers, store } = this.opts;
+    for (;;) {
+      let frame = requests.tryRead();
+      if (!frame) {
+        if ((await requests.waitForDataAsync(60_000)) === 'closed') return;
+        continue;
+      }
+      const awaitingSync: Array<{ seq: number; reply: WriteReply }> = [];
+      while (frame) {
+        const seq = frame.tag;
+        const { mode, reply } = this.handleFrame(frame.payload);
+        requests.release();
+        if (mode === 'sync' && reply.ok && reply.value.points > 0) awaitingSync.push({ seq, reply });
+        else answers.send(seq, reply);
+        frame = requests.tryRead();
+      }
+      if (awaitingSync.length === 0) continue;
+      let failure: WriteReply | null = null;
+      try {
+        store.syncPending();
+      } catch (err) {
+        failure = { ok: false, error: toWireError(err, this.opts.log) };
+      }
+      for (const { seq, reply } of awaitingSync) answers.send(seq, failure ?? reply);
+    }
+  }
+
+  private handleFrame(payload: Uint8Array): { mode: WriteMode; reply: WriteReply } {
+    let header: WriteFrameHeader;
+    let body: Uint8Array;
+    try {
+      ({ header, body } = readWriteFrame(payload));
+    } catch (err) {
+      return { mode: 'fast', reply: { ok: false, error: { code: 'INTERNAL', message: `bad write frame: ${(err as Error).message}` } } };
+    }
+    try {
+      const outcome = header.collectionId ? this.writeDecoded(header, body) : this.writeBody(header, body);
+      return { mode: header.mode, reply: { ok: true, value: outcome } };
+    } catch (err) {
+      return { mode: header.mode, reply: { ok: false, error: toWireError(err, this.opts.log) } };
+    }
+  }
+
+  private writeBody(header: WriteFrameHeader, body: Uint8Array): WriteOutcome {
+    const outcome: WriteOutcome = { points: 0, learned: [], created: [], forward: [] };
+    // msgpack maps and the HSW1 scope object keep the last of two equal keys without a word.
+    const repeated = isJson(header.contentType) ? null : duplicateScopeKey(body, header.contentType);
+    if (repeated) return { ...outcome, error: { code: 'BAD_REQUEST', message: `"${repeated}" appears more than once` } };
+    let batch: PointBatch;
+    try {
+      batch = decode(body, header.contentType);
+    } catch (err) {
+      if (err instanceof WriteBodyError) {
+        if (err.kind === 'rejected') return { ...outcome, refused: err.message };
+        return { ...outcome, error: { code: 'BAD_REQUEST', message: err.message } };
+      }
+      throw err;
+    }
+    try {
+      const groups = this.resolveCollections(batch);
+      const allowed = header.allowedUnits ? new Set(header.allowedUnits) : null;
+      // Validate everything before writing anything (all or nothing per request).
+      for (const { collectionId } of groups) {
+        if (allowed && !allowed.has(collectionId.slice(0, collectionId.lastIndexOf('/')))) {
+          return { ...outcome, error: { code: 'FORBIDDEN', message: `collection ${collectionId} is outside your access grant` } };
+        }
+        if (this.isLocal(collectionId) && !header.autoCreate && !this.opts.store.getCollection(collectionId)) {
+          return { ...outcome, refused: `collection ${collectionId} does not exist (create it first, or enable storage.autoCreateCollections)` };
+        }
+      }
+      for (const { collectionId, batch: part } of groups) {
+        if (this.isLocal(collectionId)) this.appendLocal(collectionId, part, header.mode, header.autoCreate, outcome);
+        else outcome.forward.push({ collectionId, body: toBinary(collectionId, part) });
+      }
+    } catch (err) {
+      if (err instanceof StorageError && err.code === 'BAD_REQUEST') return { ...outcome, refused: err.message };
+      throw err;
+    }
+    return outcome;
+  }
+
+  /** Points another shard decoded (and the main thread forwarded), as an HSW1 body. */
+  private writeDecoded(header: WriteFrameHeader, body: Uint8Array): WriteOutcome {
+    const outcome: WriteOutcome = { points: 0, learned: [], created: [], forward: [] };
+    this.appendLocal(header.collectionId!, decodeBinaryBatch(body), header.mode, header.autoCreate, outcome);
+    return outcome;
+  }
+
+  private appendLocal(collectionId: string, batch: PointBatch, mode: WriteMode, autoCreate: boolean, outcome: WriteOutcome): void {
+    if (!this.opts.store.getCollection(collectionId)) {
+      if (!autoCreate) throw new StorageError('BAD_REQUEST', `collection ${collectionId} does not exist`);
+      const [organization, site, unit, grid] = collectionId.split('/');
+      outcome.created.push(this.opts.store.createCollection({ organization, site, unit, grid }, {}));
+    }
+    if (mode === 'buffered') {
+      if (!this.opts.buffer.add(collectionId, batch)) {
+        throw new StorageError('UNAVAILABLE', `write buffer of shard ${this.opts.shardIndex} is full (${this.opts.buffer.pendingPoints} of ${this.opts.buffer.capacityPoints} points); retry after the next flush`);
+      }
+      outcome.points += batch.pointCount;
+      const known = new Set(this.opts.store.tagNames(collectionId));
+      const fresh = batch.tagNames.filter((t) => !known.has(t));
+      if (fresh.length > 0) outcome.learned.push({ collectionId, tags: fresh });
+      return;
+    }
+    const { points, newTags } = this.opts.store.append(collectionId, batch, mode === 'sync' ? 'fsync' : 'os');
+    outcome.points += points;
+    if (newTags.length > 0) outcome.learned.push({ collectionId, tags: newTags });
+  }
+
+  /** Scope from the body when it names all four fields, otherwise per tag from the tag-to-scope map. */
+  private resolveCollections(batch: PointBatch): Array<{ collectionId: string; batch: PointBatch }> {
+    if (isCompleteScope(batch.scope)) return [{ collectionId: idOf(batch.scope), batch }];
+    const byCollection = new Map<string, number[]>();
+    for (let t = 0; t < batch.tagNames.length; t++) {
+      const collectionId = this.opts.tagScopes.collectionOf(batch.tagNames[t]);
+      if (!collectionId) {
+        throw new StorageError('BAD_REQUEST', `unknown tag "${batch.tagNames[t]}": no scope in the body and the tag is in no collection yet; send organization, site, unit and grid`);
+      }
+      let tags = byCollection.get(collectionId);
+      if (!tags) byCollection.set(collectionId, (tags = []));
+      tags.push(t);
+    }
+    if (byCollection.size === 1) return [{ collectionId: [...byCollection.keys()][0], batch }];
+    return [...byCollection].map(([collectionId, tagIndexes]) => ({ collectionId, batch: selectTags(batch, tagIndexes) }));
+  }
+
+  private isLocal(collectionId: string): boolean {
+    return shardOf(collectionId, this.opts.shardCount) === this.opts.shardIndex;
+  }
+}
+
+function isJson(contentType: string): boolean {
+  return !contentType.startsWith('application/octet-stream') && !contentType.startsWith('application/msgpack') && !contentType.startsWith('application/x-msgpack');
+}
+
+function decode(body: Uint8Array, contentType: string): PointBatch {
+  if (contentType.startsWith('application/octet-stream')) return decodeBinaryBatch(body);
+  if (contentType.startsWith('application/msgpack') || contentType.startsWith('application/x-msgpack')) {
+    let value: unknown;
+    try {
+      value = unpack(body);
+    } catch (err) {
+      throw new WriteBodyError('malformed', `malformed msgpack body: ${(err as Error).message}`);
+    }
+    return decodeWriteObject(value);
+  }
+  return decodeJsonWriteBody(body);
+}
+
+function selectTags(batch: PointBatch, tagIndexes: number[]): PointBatch {
+  const total = tagIndexes.reduce((n, t) => n + batch.tagStart[t + 1] - batch.tagStart[t], 0);
+  const timestamps = new Float64Array(total);
+  const values = new Float64Array(total);
+  const tagStart = new Uint32Array(tagIndexes.length + 1);
+  let at = 0;
+  tagIndexes.forEach((t, i) => {
+    tagStart[i] = at;
+    const from = batch.tagStart[t];
+    const to = batch.tagStart[t + 1];
+    timestamps.set(batch.timestamps.subarray(from, to), at);
+    values.set(batch.values.subarray(from, to), at);
+    at += to - from;
+  });
+  tagStart[tagIndexes.length] = at;
+  return { scope: batch.scope, tagNames: tagIndexes.map((t) => batch.tagNames[t]), tagStart, timestamps, values, pointCount: total };
+}
+
+/** One collection's points as an HSW1 body (one row per point, NaN elsewhere) for the owning shard. */
+function toBinary(collectionId: string, batch: PointBatch): Uint8Array {
+  const [organization, site, unit, grid] = collectionId.split('/');
+  const rows = batch.pointCount;
+  const timestamps = batch.timestamps.slice(0, rows);
+  const columns = batch.tagNames.map((name, t) => {
+    const values = new Float64Array(rows).fill(NaN);
+    for (let i = batch.tagStart[t]; i < batch.tagStart[t + 1]; i++) values[i] = batch.values[i];
+    return { name, values };
+  });
+  return encodeBinaryBatch({ organization, site, unit, grid }, timestamps, columns);
+}
