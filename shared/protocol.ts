@@ -60,6 +60,8 @@ export interface StorageWorkerData {
   resultStallTimeoutMs: number;
   /** Bytes of materialised query series (pipelines, binary and msgpack results) a shard holds at once. */
   queryMemoryBytes: number;
+  /** The log.level setting (pino level name): the worker writes no line below it. */
+  logLevel: string;
 }
 
 /**

@@ -9,7 +9,7 @@ import type { RingProducer } from '../native-free-codecs/ring.js';
 import { WriteBodyError } from '../native-free-codecs/points.js';
 import { asStorageError, StorageError, type WireError } from '../shared/errors.js';
 import { FINAL_FRAME_BIT, type WriteReply } from '../shared/protocol.js';
-import type { StoreLog } from './collection.js';
+import type { WorkerLog } from './worker-log.js';
 
 /** A result frame's largest size: big enough to amortise a wake-up, small next to the ring. */
 export const RESULT_CHUNK_BYTES = 1 << 18;
@@ -20,14 +20,14 @@ export function resultFrameBytes(results: RingProducer): number {
 }
 
 /** What a task or write failed with, as it crosses to the main thread; anything unexpected is logged. */
-export function toWireError(err: unknown, log: StoreLog): WireError {
+export function toWireError(err: unknown, log: WorkerLog): WireError {
   if (err instanceof WriteBodyError) return { code: 'BAD_REQUEST', message: err.message };
   const mapped = asStorageError(err);
   if (mapped instanceof StorageError) {
-    if (mapped.cause !== undefined) log({ err: String(mapped.cause) }, mapped.message);
+    if (mapped.cause !== undefined) log.error({ err: String(mapped.cause) }, mapped.message);
     return mapped.toWire();
   }
-  log({ err: String((err as Error)?.stack ?? err) }, 'storage task failed');
+  log.error({ err: String((err as Error)?.stack ?? err) }, 'storage task failed');
   return { code: 'INTERNAL', message: 'storage error' };
 }
 
@@ -38,7 +38,7 @@ export class WriteAnswers {
   constructor(
     private readonly results: RingProducer,
     private readonly stallTimeoutMs: number,
-    private readonly log: StoreLog,
+    private readonly log: WorkerLog,
   ) {
     this.frameBytes = resultFrameBytes(results);
   }
@@ -54,7 +54,7 @@ export class WriteAnswers {
         this.emitFrame(seq, new Uint8Array(0));
       }
     } catch (err) {
-      this.log({ err: String(err), seq }, 'could not answer a write');
+      this.log.error({ err: String(err), seq }, 'could not answer a write');
     }
   }
 

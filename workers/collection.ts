@@ -17,8 +17,7 @@ import type { CollectionRecord } from '../shared/protocol.js';
 import { SCOPE_FIELDS, type CollectionScope } from '../shared/scope.js';
 import { collectionDir, collectionId } from '../shared/scope-path.js';
 import { formatDay, parseDay } from './utc-day.js';
-
-export type StoreLog = (obj: object, msg: string) => void;
+import type { WorkerLog } from './worker-log.js';
 
 export const META_FILE = 'meta.json';
 export const META_VERSION = 1;
@@ -101,7 +100,7 @@ export class Collection {
    * Loads meta.json, removes temporary files a crash left behind, opens the day logs (cutting
    * torn tails) and rebuilds block indexes and last values.
    */
-  static open(dataDir: string, scope: CollectionScope, files: OpenFiles, log: StoreLog): CollectionOpenResult {
+  static open(dataDir: string, scope: CollectionScope, files: OpenFiles, log: WorkerLog): CollectionOpenResult {
     const dir = collectionDir(dataDir, scope);
     const { record, tags } = readMeta(path.join(dir, META_FILE), scope);
     const collection = new Collection(dir, scope, record, tags);
@@ -111,7 +110,7 @@ export class Collection {
       if (name.endsWith('.tmp')) {
         // A seal or meta.json rewrite that crashed before its rename: the originals are intact.
         removeIfPresent(path.join(dir, name));
-        log({ event: 'tmp-file-removed', collection: collection.id, file: name }, 'removed a temporary file left by a crash');
+        log.info({ event: 'tmp-file-removed', collection: collection.id, file: name }, 'removed a temporary file left by a crash');
         continue;
       }
       const sealed = SEALED.exec(name);
@@ -137,19 +136,19 @@ export class Collection {
         blocks += opened.blocks;
         bytesCut += opened.bytesCut;
         if (opened.bytesCut > 0) {
-          log({ event: 'torn-tail-cut', collection: collection.id, file: name, bytesCut: opened.bytesCut, blocksKept: opened.blocks }, `cut ${opened.bytesCut} bytes of torn tail`);
+          log.warn({ event: 'torn-tail-cut', collection: collection.id, file: name, bytesCut: opened.bytesCut, blocksKept: opened.blocks }, `cut ${opened.bytesCut} bytes of torn tail`);
         }
         if (kind === 'active' && collection.sealedBytes.has(day)) {
           // A seal that crashed after its rename: the sealed file holds these points already.
           // Merging them again at the next seal is harmless, so the file is kept, not trusted away.
-          log({ event: 'active-after-seal', collection: collection.id, file: name }, 'day log of a sealed day will be merged again at the next seal');
+          log.info({ event: 'active-after-seal', collection: collection.id, file: name }, 'day log of a sealed day will be merged again at the next seal');
         }
       } catch (err) {
         if (!(err instanceof BadDayLogHeader)) throw err;
         // Not a file we wrote: set it aside rather than cut or overwrite it.
         const aside = `${file}.bad-${Date.now()}`;
         fs.renameSync(file, aside);
-        log({ event: 'day-log-quarantined', collection: collection.id, file: name, movedTo: path.basename(aside), reason: err.message }, 'moved aside a day log with a bad header');
+        log.warn({ event: 'day-log-quarantined', collection: collection.id, file: name, movedTo: path.basename(aside), reason: err.message }, 'moved aside a day log with a bad header');
       }
     }
     return { collection, blocks, bytesCut };

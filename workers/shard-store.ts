@@ -17,7 +17,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { PointBatch } from '../native-free-codecs/points.js';
-import { Collection, META_FILE, tagNameProblem, type CollectionOpenResult, type StoreLog } from './collection.js';
+import { Collection, META_FILE, tagNameProblem, type CollectionOpenResult } from './collection.js';
 import type { CollectionRecord } from '../shared/protocol.js';
 import { BlockEncoder, OpenFiles, type DayLog } from './day-file.js';
 import { DayMerger } from './day-merge.js';
@@ -28,6 +28,7 @@ import type { CollectionScope } from '../shared/scope.js';
 import { collectionDir, decodeScopeName, parseCollectionId, validateScope } from '../shared/scope-path.js';
 import { asStorageError, badRequest, notFound, StorageError } from '../shared/errors.js';
 import { dayEndMs, dayOf, dayStartMs } from './utc-day.js';
+import { silentLog, type WorkerLog } from './worker-log.js';
 
 
 export type Durability = 'fsync' | 'os';
@@ -36,7 +37,7 @@ export interface ShardStoreOptions {
   dataDir: string;
   /** True for the collections this shard owns; the others are never opened. */
   owns: (collectionId: string) => boolean;
-  log?: StoreLog;
+  log?: WorkerLog;
   /** Most day-log descriptors kept open at once (default 256). */
   maxOpenFiles?: number;
   /** Most sealed-file footers kept in memory at once (default 1024). */
@@ -63,7 +64,7 @@ const MAX_TIMESTAMP = 2 ** 53 - 1;
 export class ShardStore {
   private readonly dataDir: string;
   private readonly owns: (collectionId: string) => boolean;
-  private readonly log: StoreLog;
+  private readonly log: WorkerLog;
   private readonly collections = new Map<string, Collection>();
   private readonly files: OpenFiles;
   /** Day logs written with 'fsync' durability since the last syncPending(). */
@@ -80,7 +81,7 @@ export class ShardStore {
   constructor(opts: ShardStoreOptions) {
     this.dataDir = path.resolve(opts.dataDir);
     this.owns = opts.owns;
-    this.log = opts.log ?? (() => {});
+    this.log = opts.log ?? silentLog;
     this.files = new OpenFiles(opts.maxOpenFiles ?? 256);
     this.maxCachedFooters = opts.maxCachedFooters ?? 1024;
   }
@@ -104,7 +105,7 @@ export class ShardStore {
           bytesCut += opened.bytesCut;
         } catch (err) {
           // One damaged collection must not keep the rest of the shard offline; its files stay as they are.
-          this.log({ event: 'collection-open-failed', collection: id, err }, `cannot open collection: ${(err as Error).message}`);
+          this.log.error({ event: 'collection-open-failed', collection: id, err }, `cannot open collection: ${(err as Error).message}`);
         }
       }
       return { collections: this.collections.size, blocks, bytesCut };
@@ -406,7 +407,7 @@ export class ShardStore {
         try {
           scopes.push(validateScope({ organization: names[0], site: names[1], unit: names[2], grid: names[3] }));
         } catch (err) {
-          this.log({ event: 'collection-folder-ignored', dir, reason: (err as Error).message }, 'folder is not a valid collection');
+          this.log.warn({ event: 'collection-folder-ignored', dir, reason: (err as Error).message }, 'folder is not a valid collection');
         }
         return;
       }
@@ -423,7 +424,7 @@ export class ShardStore {
         try {
           name = decodeScopeName(entry.name);
         } catch {
-          this.log({ event: 'collection-folder-ignored', dir: path.join(dir, entry.name) }, 'folder name is not an encoded scope name');
+          this.log.warn({ event: 'collection-folder-ignored', dir: path.join(dir, entry.name) }, 'folder name is not an encoded scope name');
           continue;
         }
         walk(path.join(dir, entry.name), [...names, name]);
@@ -543,7 +544,7 @@ export class ShardStore {
       removeIfPresent(dayLog.path);
     }
     fsyncDir(collection.dir);
-    this.log(
+    this.log.info(
       { event: 'day-sealed', collection: collection.id, day: path.basename(index.path), tags: index.entryCount, points, bytes: index.fileBytes, ms: Math.round(performance.now() - started) },
       'sealed a day',
     );

@@ -19,12 +19,13 @@ import { ShardStore } from './shard-store.js';
 import { TagScopeReader } from './tag-scopes.js';
 import { WriteBuffer } from './write-buffer.js';
 import { WriteLoop } from './write-loop.js';
+import { workerLog } from './worker-log.js';
 
 const data = workerData as StorageWorkerData;
 const control = new Int32Array(data.control);
 const requests = new RingConsumer(data.requestRing);
 const results = new RingProducer(data.resultRing);
-const log = (obj: object, msg: string) => process.stdout.write(`${JSON.stringify({ level: 30, time: Date.now(), shard: data.shardIndex, ...obj, msg })}\n`);
+const log = workerLog(data.logLevel, { shard: data.shardIndex });
 
 const store = new ShardStore({
   dataDir: data.dataDir,
@@ -32,7 +33,7 @@ const store = new ShardStore({
   log,
 });
 const recovered = store.recover();
-log({ ...recovered }, 'shard recovered');
+log.info({ ...recovered }, 'shard recovered');
 
 const queries = new QueryRunner({ store, results, control, stallTimeoutMs: data.resultStallTimeoutMs, memory: new QueryMemory(data.queryMemoryBytes) });
 
@@ -40,7 +41,7 @@ const tagScopes = new TagScopeReader(data.dataDir, () => Atomics.load(control, C
 const buffer = new WriteBuffer(
   data.bufferCapacityPoints,
   (collectionId, batch) => store.append(collectionId, batch, 'os'),
-  (err, collectionId, points) => log({ err: String(err), collectionId, points }, 'buffered points could not be written at flush'),
+  (err, collectionId, points) => log.error({ err: String(err), collectionId, points }, 'buffered points could not be written at flush'),
 );
 const flushTimer = setInterval(() => flushBuffer(), data.flushIntervalMs);
 flushTimer.unref();
@@ -48,7 +49,7 @@ const sealTimer = setInterval(() => {
   try {
     store.seal({ now: Date.now(), graceMs: data.sealGraceMs, force: false });
   } catch (err) {
-    log({ err: String(err) }, 'background seal failed');
+    log.error({ err: String(err) }, 'background seal failed');
   }
 }, Math.min(60_000, Math.max(1000, data.sealGraceMs / 4)));
 sealTimer.unref();
@@ -131,6 +132,6 @@ process.on('exit', () => {
 const writes = new WriteLoop({ shardIndex: data.shardIndex, shardCount: data.shardCount, requests, answers: new WriteAnswers(results, data.resultStallTimeoutMs, log), store, buffer, tagScopes, log });
 void writes.run().catch((err) => {
   // The loop never ends on its own; a failure here is a bug: crash so piscina starts a fresh worker.
-  log({ err: String((err as Error)?.stack ?? err) }, 'write loop failed');
+  log.fatal({ err: String((err as Error)?.stack ?? err) }, 'write loop failed');
   process.exit(70);
 });

@@ -24,10 +24,10 @@ import { isCompleteScope } from '../shared/scope.js';
 import { collectionId as idOf } from '../shared/scope-path.js';
 import { shardOf } from '../shared/shard-hash.js';
 import { toWireError, type WriteAnswers } from './answers.js';
-import type { StoreLog } from './collection.js';
 import type { ShardStore } from './shard-store.js';
 import type { TagScopeReader } from './tag-scopes.js';
 import type { WriteBuffer } from './write-buffer.js';
+import type { WorkerLog } from './worker-log.js';
 
 export interface WriteLoopOptions {
   shardIndex: number;
@@ -38,7 +38,7 @@ export interface WriteLoopOptions {
   /** The memory buffer of /write_buffered. */
   buffer: WriteBuffer;
   tagScopes: TagScopeReader;
-  log: StoreLog;
+  log: WorkerLog;
 }
 
 export class WriteLoop {

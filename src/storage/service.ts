@@ -81,6 +81,7 @@ export class StorageService {
       queryMemoryBytes: s.queryMemoryBytes,
       workerYoungGenerationMb: 6,
       log,
+      logLevel: config.log.level,
     });
     this.catalog = new CollectionCatalog(config.dataDir, this.shards, log);
     this.tagScopes = new TagScopes(db, () => this.shards.tagMapChanged(), (id) => this.catalog.get(id) !== undefined);

@@ -58,6 +58,8 @@ export interface ShardPoolOptions {
   queryMemoryBytes: number;
   workerYoungGenerationMb: number;
   log: Logger;
+  /** log.level, for the workers' own lines. */
+  logLevel: string;
 }
 
 /** Queries that may wait for a free control slot of one shard before more are refused (503). */
@@ -103,6 +105,7 @@ export class Shard {
       sealGraceMs: opts.sealGraceMs,
       resultStallTimeoutMs: opts.resultStallTimeoutMs,
       queryMemoryBytes: opts.queryMemoryBytes,
+      logLevel: opts.logLevel,
     };
     this.pool = new Piscina({
       filename: WORKER_FILE,

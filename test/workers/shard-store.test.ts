@@ -9,6 +9,7 @@ import { StorageError } from '../../shared/errors.js';
 import type { CollectionScope } from '../../shared/scope.js';
 import { collectionDir, collectionId, decodeScopeName, encodeScopeName, parseCollectionId } from '../../shared/scope-path.js';
 import { ShardStore } from '../../workers/shard-store.js';
+import { workerLog } from '../../workers/worker-log.js';
 import { SEALED_BLOCK_POINTS, SealedIndex } from '../../workers/sealed-file.js';
 import { DAY_MS, formatDay, parseDay } from '../../workers/utc-day.js';
 
@@ -31,7 +32,7 @@ const SCOPE: CollectionScope = { organization: 'acme', site: 'north', unit: 'boi
 const ID = 'acme/north/boiler-1/main';
 
 function openStore(dataDir: string, owns: (id: string) => boolean = () => true): ShardStore {
-  const store = new ShardStore({ dataDir, owns, log: () => {} });
+  const store = new ShardStore({ dataDir, owns });
   store.recover();
   return store;
 }
@@ -456,7 +457,7 @@ test('a day log with a foreign header is set aside, not cut', () => {
   const foreign = dayFile(dataDir, 'active', DAY0);
   fs.writeFileSync(foreign, 'this is not a day log, but it is someone\'s data');
   const logged: object[] = [];
-  const again = new ShardStore({ dataDir, owns: () => true, log: (obj) => logged.push(obj) });
+  const again = new ShardStore({ dataDir, owns: () => true, log: workerLog('info', {}, (line) => logged.push(JSON.parse(line) as object)) });
   assert.equal(again.recover().collections, 1);
   assert.equal(fs.existsSync(foreign), false);
   assert.equal(fs.readdirSync(dirOf(dataDir)).filter((f) => f.startsWith(`${path.basename(foreign)}.bad-`)).length, 1);
