@@ -48,11 +48,32 @@ export function q(name: string): string {
   return JSON.stringify(name.length > 64 ? `${name.slice(0, 64)}…` : name);
 }
 
-export function isTimestamp(t: number): boolean {
-  return t >= 0 && t <= MAX_TIMESTAMP && Math.floor(t) === t;
+/** What a decoder accepts beyond the rules of the formats. */
+export interface DecodeLimits {
+  /**
+   * The smallest timestamp accepted (the service's storage.minTimestampMs, named in the
+   * rejection); 0, the default, accepts every timestamp the formats allow.
+   */
+  minTimestampMs?: number;
 }
 
-export function timestampProblem(got: string): string {
+/** An integer in minTimestampMs..2^53-1. */
+export function isTimestamp(t: number, minTimestampMs: number): boolean {
+  return t >= minTimestampMs && t <= MAX_TIMESTAMP && Math.floor(t) === t;
+}
+
+/**
+ * Below this, a timestamp under the minimum reads as epoch seconds (up to the year 5138) rather
+ * than as old milliseconds: the usual mistake of clients used to seconds (Influx line protocol).
+ */
+const SECONDS_BELOW = 1e11;
+
+/** Why `got` (a number, or what was there instead, described) is not an accepted timestamp. */
+export function timestampProblem(got: number | string, minTimestampMs: number): string {
+  if (typeof got === 'number' && got >= 0 && got < minTimestampMs && Math.floor(got) === got) {
+    const hint = got < SECONDS_BELOW && got * 1000 >= minTimestampMs ? '; it looks like epoch seconds, send milliseconds' : '';
+    return `timestamp ${got} is before storage.minTimestampMs (${minTimestampMs})${hint}`;
+  }
   return `timestamp must be an integer in 0..2^53-1, got ${got}`;
 }
 
@@ -131,12 +152,15 @@ export class BatchBuilder {
   readonly segStart: number[] = [];
   /** First reason to reject the body, kept so the rest is still checked for shape. */
   rejection: string | null = null;
+  /** DecodeLimits.minTimestampMs, 0 when not given. */
+  readonly minTimestampMs: number;
   private readonly tagIds = new Map<string, number>();
   private repeated = false;
 
-  constructor(capacity: number) {
+  constructor(capacity: number, limits: DecodeLimits = {}) {
     this.timestamps = new Float64Array(capacity);
     this.values = new Float64Array(capacity);
+    this.minTimestampMs = limits.minTimestampMs ?? 0;
   }
 
   reject(message: string): void {

@@ -4,7 +4,7 @@
  */
 
 import { SCOPE_FIELDS } from '../shared/scope.js';
-import { BatchBuilder, entriesOf, isTimestamp, malformed, q, scopeOf, timestampProblem, utf8Encoder, utf8String, WriteBodyError, type PointBatch, type WriteScope } from './points-batch.js';
+import { BatchBuilder, entriesOf, isTimestamp, malformed, q, scopeOf, timestampProblem, utf8Encoder, utf8String, WriteBodyError, type DecodeLimits, type PointBatch, type WriteScope } from './points-batch.js';
 
 /** Typed-array views read the host's byte order; only a little-endian host may view in place. */
 const HOST_LE = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
@@ -42,7 +42,7 @@ function binaryScope(bytes: Uint8Array): WriteScope {
  * Decodes an `application/octet-stream` write body ("HSW1"). NaN values are gaps; ±Infinity and
  * invalid timestamps are rejected; wrong lengths (truncated or trailing bytes) are malformed.
  */
-export function decodeBinaryBatch(bytes: Uint8Array): PointBatch {
+export function decodeBinaryBatch(bytes: Uint8Array, limits: DecodeLimits = {}): PointBatch {
   // The format pads every f64 array to a multiple of 8 from the body's start, so one aligned
   // copy of a misaligned body lets every array be viewed in place.
   // (new Uint8Array(view) copies; a Node Buffer's slice() would not.)
@@ -88,10 +88,10 @@ export function decodeBinaryBatch(bytes: Uint8Array): PointBatch {
   }
   if (off !== len) malformed(`binary batch: ${len - off} bytes after the last tag`);
 
-  const out = new BatchBuilder(tagCount * rowCount);
+  const out = new BatchBuilder(tagCount * rowCount, limits);
   for (let r = 0; r < rowCount; r++) {
-    if (!isTimestamp(rowTs[r])) {
-      out.reject(`timestamps index ${r}: ${timestampProblem(String(rowTs[r]))}`);
+    if (!isTimestamp(rowTs[r], out.minTimestampMs)) {
+      out.reject(`timestamps index ${r}: ${timestampProblem(rowTs[r], out.minTimestampMs)}`);
       break;
     }
   }

@@ -6,7 +6,7 @@
  */
 
 import { SCOPE_FIELDS, type ScopeField } from '../shared/scope.js';
-import { BatchBuilder, isTimestamp, malformed, q, timestampProblem, utf8Encoder, utf8String, type PointBatch, type WriteScope } from './points-batch.js';
+import { BatchBuilder, isTimestamp, malformed, q, timestampProblem, utf8Encoder, utf8String, type DecodeLimits, type PointBatch, type WriteScope } from './points-batch.js';
 
 const TWO_POW_53 = 9007199254740992;
 
@@ -93,9 +93,9 @@ class JsonScanner extends BatchBuilder {
   private strStart = 0;
   private strEnd = 0;
 
-  constructor(bytes: Uint8Array) {
+  constructor(bytes: Uint8Array, limits: DecodeLimits) {
     // Tag-keyed points take about 16..25 bytes each ("[1700000000000,12.34],").
-    super(Math.max(16, bytes.length >>> 4));
+    super(Math.max(16, bytes.length >>> 4), limits);
     this.b = bytes;
   }
 
@@ -181,6 +181,7 @@ class JsonScanner extends BatchBuilder {
     let ts = this.timestamps;
     let vs = this.values;
     let n = this.count;
+    const minTs = this.minTimestampMs;
     for (let i = 0; ; i++) {
       if (c !== LBRACKET) this.pointShape(name, i, "'['");
       this.p++;
@@ -188,10 +189,10 @@ class JsonScanner extends BatchBuilder {
       let t = 0;
       if (c === MINUS || (c >= D0 && c <= D9)) {
         t = this.number();
-        if (!isTimestamp(t)) this.reject(`tag ${q(name)} point ${i}: ${timestampProblem(String(t))}`);
+        if (!isTimestamp(t, minTs)) this.reject(`tag ${q(name)} point ${i}: ${timestampProblem(t, minTs)}`);
       } else {
         if (c === RBRACKET || c === COMMA) this.pointShape(name, i, 'a timestamp');
-        this.reject(`tag ${q(name)} point ${i}: ${timestampProblem(this.kindHere())}`);
+        this.reject(`tag ${q(name)} point ${i}: ${timestampProblem(this.kindHere(), minTs)}`);
         this.skipValue();
       }
       if (this.ws() !== COMMA) this.pointShape(name, i, "','");
@@ -242,10 +243,10 @@ class JsonScanner extends BatchBuilder {
         let t = 0;
         if (c === MINUS || (c >= D0 && c <= D9)) {
           t = this.number();
-          if (!isTimestamp(t)) this.reject(`timestamps index ${n}: ${timestampProblem(String(t))}`);
+          if (!isTimestamp(t, this.minTimestampMs)) this.reject(`timestamps index ${n}: ${timestampProblem(t, this.minTimestampMs)}`);
         } else {
           if (c === RBRACKET || c === COMMA) this.failAt(`a timestamp at timestamps index ${n}`);
-          this.reject(`timestamps index ${n}: ${timestampProblem(this.kindHere())}`);
+          this.reject(`timestamps index ${n}: ${timestampProblem(this.kindHere(), this.minTimestampMs)}`);
           this.skipValue();
         }
         if (n === rows.length) {
@@ -620,6 +621,6 @@ function hexValue(b: Uint8Array, i: number): number {
  * Decodes a JSON write body (either shape of WIRE.md) from its UTF-8 bytes.
  * Throws WriteBodyError: `malformed` for bad JSON or shape, `rejected` for unacceptable content.
  */
-export function decodeJsonWriteBody(bytes: Uint8Array): PointBatch {
-  return new JsonScanner(bytes).decode();
+export function decodeJsonWriteBody(bytes: Uint8Array, limits: DecodeLimits = {}): PointBatch {
+  return new JsonScanner(bytes, limits).decode();
 }

@@ -3,7 +3,7 @@
  * rules and errors as the JSON scanner (points.ts). Pure TypeScript: runs in a browser.
  */
 
-import { BatchBuilder, entriesOf, field, isTimestamp, malformed, q, scopeOf, timestampProblem, type PointBatch, type WriteScope } from './points-batch.js';
+import { BatchBuilder, entriesOf, field, isTimestamp, malformed, q, scopeOf, timestampProblem, type DecodeLimits, type PointBatch, type WriteScope } from './points-batch.js';
 
 const MAX_TIMESTAMP_BIGINT = 9007199254740991n;
 
@@ -30,13 +30,18 @@ function describe(x: unknown): string {
   }
 }
 
-/** A decoded timestamp as a number, or NaN when it is not a valid timestamp. */
-function objectTimestamp(x: unknown): number {
-  let t = NaN;
-  if (typeof x === 'number') t = x;
-  else if (typeof x === 'bigint') t = x >= 0n && x <= MAX_TIMESTAMP_BIGINT ? Number(x) : NaN;
-  else if (x instanceof Date) t = x.getTime(); // msgpack's timestamp extension decodes to Date
-  return isTimestamp(t) ? t + 0 : NaN;
+/** A decoded timestamp as a number (NaN when it is none: not a number, or a bigint out of range). */
+function asTimestampNumber(x: unknown): number {
+  if (typeof x === 'number') return x;
+  if (typeof x === 'bigint') return x >= 0n && x <= MAX_TIMESTAMP_BIGINT ? Number(x) : NaN;
+  if (x instanceof Date) return x.getTime(); // msgpack's timestamp extension decodes to Date
+  return NaN;
+}
+
+/** A decoded timestamp as a number, or NaN when it is not an accepted timestamp. */
+function objectTimestamp(x: unknown, minTimestampMs: number): number {
+  const t = asTimestampNumber(x);
+  return isTimestamp(t, minTimestampMs) ? t + 0 : NaN;
 }
 
 /** A decoded value as a number (a bigint rounded to the nearest), or NaN when it is not finite. */
@@ -47,7 +52,8 @@ function objectValue(x: unknown): number {
 
 // Rejection messages are built only on failure: no string work per point.
 function rejectTimestamp(out: BatchBuilder, where: string, x: unknown): void {
-  out.reject(`${where}: ${timestampProblem(x instanceof Date ? String(x.getTime()) : describe(x))}`);
+  const t = asTimestampNumber(x);
+  out.reject(`${where}: ${timestampProblem(t === t ? t : describe(x), out.minTimestampMs)}`);
 }
 
 function rejectValue(out: BatchBuilder, where: string, x: unknown, nullAllowed: boolean): void {
@@ -60,7 +66,7 @@ function rejectValue(out: BatchBuilder, where: string, x: unknown, nullAllowed: 
  * timestamps and values may be numbers or bigints, timestamps also Dates. Tag order is the
  * object's key order.
  */
-export function decodeWriteObject(obj: unknown): PointBatch {
+export function decodeWriteObject(obj: unknown, limits: DecodeLimits = {}): PointBatch {
   const body = entriesOf(obj);
   if (body === null) malformed('a write body must be an object');
   const scope = scopeOf(body, '');
@@ -70,26 +76,26 @@ export function decodeWriteObject(obj: unknown): PointBatch {
   if (tags !== undefined && (timestamps !== undefined || columns !== undefined)) {
     malformed('a body has either "tags" or "timestamps" and "columns", not both');
   }
-  if (tags !== undefined) return decodeTagObject(tags, scope);
+  if (tags !== undefined) return decodeTagObject(tags, scope, limits);
   if (timestamps === undefined && columns === undefined) malformed('a write body needs "tags", or "timestamps" and "columns"');
   if (columns === undefined) malformed('"columns" is missing (a body with "timestamps" is columnar)');
   if (timestamps === undefined) malformed('"timestamps" is missing (a body with "columns" is columnar)');
-  return decodeColumnObject(timestamps, columns, scope);
+  return decodeColumnObject(timestamps, columns, scope, limits);
 }
 
-function decodeTagObject(tags: unknown, scope: WriteScope): PointBatch {
+function decodeTagObject(tags: unknown, scope: WriteScope, limits: DecodeLimits): PointBatch {
   const entries = entriesOf(tags);
   if (entries === null) malformed('"tags" must be an object mapping tag names to [[timestamp, value], …]');
   let total = 0;
   for (const [, points] of entries) if (isList(points)) total += points.length;
-  const out = new BatchBuilder(total);
+  const out = new BatchBuilder(total, limits);
   for (const [name, points] of entries) {
     out.openTag(name);
     if (!isList(points)) malformed(`tag ${q(name)} must be an array of [timestamp, value] points`);
     for (let i = 0; i < points.length; i++) {
       const point = points[i];
       if (!isList(point) || point.length !== 2) malformed(`tag ${q(name)} point ${i} must be a [timestamp, value] array`);
-      const t = objectTimestamp(point[0]);
+      const t = objectTimestamp(point[0], out.minTimestampMs);
       const v = objectValue(point[1]);
       if (t !== t) rejectTimestamp(out, `tag ${q(name)} point ${i}`, point[0]);
       if (v !== v) rejectValue(out, `tag ${q(name)} point ${i}`, point[1], false);
@@ -101,7 +107,7 @@ function decodeTagObject(tags: unknown, scope: WriteScope): PointBatch {
   return out.finish(scope);
 }
 
-function decodeColumnObject(timestamps: unknown, columns: unknown, scope: WriteScope): PointBatch {
+function decodeColumnObject(timestamps: unknown, columns: unknown, scope: WriteScope, limits: DecodeLimits): PointBatch {
   if (!isList(timestamps)) malformed('"timestamps" must be an array');
   const entries = entriesOf(columns);
   if (entries === null) malformed('"columns" must be an object mapping tag names to value arrays');
@@ -110,10 +116,10 @@ function decodeColumnObject(timestamps: unknown, columns: unknown, scope: WriteS
     if (!isList(column)) malformed(`column ${q(name)} must be an array of values`);
     if (column.length !== rows) malformed(`column ${q(name)} has ${column.length} values but "timestamps" has ${rows}`);
   }
-  const out = new BatchBuilder(rows * entries.length);
+  const out = new BatchBuilder(rows * entries.length, limits);
   const rowTs = new Float64Array(rows);
   for (let r = 0; r < rows; r++) {
-    rowTs[r] = objectTimestamp(timestamps[r]);
+    rowTs[r] = objectTimestamp(timestamps[r], out.minTimestampMs);
     if (rowTs[r] !== rowTs[r]) rejectTimestamp(out, `timestamps index ${r}`, timestamps[r]);
   }
   for (const [name, column] of entries as Array<[string, ArrayLike<unknown>]>) {

@@ -17,7 +17,9 @@
  *
  * Rules shared by all decoders:
  * - scope fields (organization, site, unit, grid) are strings, else malformed;
- * - a timestamp is an integer in 0..2^53-1 (-0 is stored as 0), a value a finite number;
+ * - a timestamp is an integer in 0..2^53-1 (-0 is stored as 0), and not below
+ *   DecodeLimits.minTimestampMs when given (rejected, with a hint when it looks like epoch
+ *   seconds); a value is a finite number;
  * - a tag name is 1..256 bytes of UTF-8, with no control character (Unicode Cc: U+0000..U+001F,
  *   U+007F..U+009F) and no unpaired surrogate;
  * - a tag named twice (a repeated JSON key, a repeated binary name) has its points merged,
@@ -28,7 +30,7 @@
  * a browser (TextDecoder/TextEncoder are the only globals used beyond the language).
  */
 
-export { WriteBodyError, type PointBatch, type WriteScope } from './points-batch.js';
+export { WriteBodyError, type DecodeLimits, type PointBatch, type WriteScope } from './points-batch.js';
 export { decodeJsonWriteBody } from './points-json.js';
 export { decodeWriteObject } from './points-object.js';
 export { decodeBinaryBatch, encodeBinaryBatch } from './points-hsw1.js';

@@ -62,6 +62,8 @@ export interface StorageWorkerData {
   queryMemoryBytes: number;
   /** The log.level setting (pino level name): the worker writes no line below it. */
   logLevel: string;
+  /** storage.minTimestampMs: writes with an earlier timestamp are refused. */
+  minTimestampMs: number;
 }
 
 /**

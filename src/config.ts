@@ -44,6 +44,7 @@ export interface Config {
     readonly flushIntervalMs: number;
     readonly sealGraceMs: number;
     readonly minFreeBytes: number;
+    readonly minTimestampMs: number;
     readonly resultStallTimeoutMs: number;
     readonly writeTimeoutMs: number;
     readonly queryTimeoutMs: number;

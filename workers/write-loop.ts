@@ -15,7 +15,7 @@
 // HSW1 bodies for it to forward.
 
 import { unpack } from 'msgpackr';
-import { decodeBinaryBatch, decodeJsonWriteBody, decodeWriteObject, encodeBinaryBatch, WriteBodyError, type PointBatch } from '../native-free-codecs/points.js';
+import { decodeBinaryBatch, decodeJsonWriteBody, decodeWriteObject, encodeBinaryBatch, WriteBodyError, type DecodeLimits, type PointBatch } from '../native-free-codecs/points.js';
 import type { RingConsumer } from '../native-free-codecs/ring.js';
 import { duplicateScopeKey } from '../native-free-codecs/scope-peek.js';
 import { StorageError } from '../shared/errors.js';
@@ -39,6 +39,8 @@ export interface WriteLoopOptions {
   buffer: WriteBuffer;
   tagScopes: TagScopeReader;
   log: WorkerLog;
+  /** What the body decoders accept (storage.minTimestampMs). */
+  limits: DecodeLimits;
 }
 
 export class WriteLoop {
@@ -96,7 +98,7 @@ export class WriteLoop {
     if (repeated) return { ...outcome, error: { code: 'BAD_REQUEST', message: `"${repeated}" appears more than once` } };
     let batch: PointBatch;
     try {
-      batch = decode(body, header.contentType);
+      batch = decode(body, header.contentType, this.opts.limits);
     } catch (err) {
       if (err instanceof WriteBodyError) {
         if (err.kind === 'rejected') return { ...outcome, refused: err.message };
@@ -130,7 +132,7 @@ export class WriteLoop {
   /** Points another shard decoded (and the main thread forwarded), as an HSW1 body. */
   private writeDecoded(header: WriteFrameHeader, body: Uint8Array): WriteOutcome {
     const outcome: WriteOutcome = { points: 0, learned: [], created: [], forward: [] };
-    this.appendLocal(header.collectionId!, decodeBinaryBatch(body), header.mode, header.autoCreate, outcome);
+    this.appendLocal(header.collectionId!, decodeBinaryBatch(body, this.opts.limits), header.mode, header.autoCreate, outcome);
     return outcome;
   }
 
@@ -181,8 +183,8 @@ function isJson(contentType: string): boolean {
   return !contentType.startsWith('application/octet-stream') && !contentType.startsWith('application/msgpack') && !contentType.startsWith('application/x-msgpack');
 }
 
-function decode(body: Uint8Array, contentType: string): PointBatch {
-  if (contentType.startsWith('application/octet-stream')) return decodeBinaryBatch(body);
+function decode(body: Uint8Array, contentType: string, limits: DecodeLimits): PointBatch {
+  if (contentType.startsWith('application/octet-stream')) return decodeBinaryBatch(body, limits);
   if (contentType.startsWith('application/msgpack') || contentType.startsWith('application/x-msgpack')) {
     let value: unknown;
     try {
@@ -190,9 +192,9 @@ function decode(body: Uint8Array, contentType: string): PointBatch {
     } catch (err) {
       throw new WriteBodyError('malformed', `malformed msgpack body: ${(err as Error).message}`);
     }
-    return decodeWriteObject(value);
+    return decodeWriteObject(value, limits);
   }
-  return decodeJsonWriteBody(body);
+  return decodeJsonWriteBody(body, limits);
 }
 
 function selectTags(batch: PointBatch, tagIndexes: number[]): PointBatch {

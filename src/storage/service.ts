@@ -82,6 +82,7 @@ export class StorageService {
       workerYoungGenerationMb: 6,
       log,
       logLevel: config.log.level,
+      minTimestampMs: s.minTimestampMs,
     });
     this.catalog = new CollectionCatalog(config.dataDir, this.shards, log);
     this.tagScopes = new TagScopes(db, () => this.shards.tagMapChanged(), (id) => this.catalog.get(id) !== undefined);

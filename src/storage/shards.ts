@@ -60,6 +60,7 @@ export interface ShardPoolOptions {
   log: Logger;
   /** log.level, for the workers' own lines. */
   logLevel: string;
+  minTimestampMs: number;
 }
 
 /** Queries that may wait for a free control slot of one shard before more are refused (503). */
@@ -106,6 +107,7 @@ export class Shard {
       resultStallTimeoutMs: opts.resultStallTimeoutMs,
       queryMemoryBytes: opts.queryMemoryBytes,
       logLevel: opts.logLevel,
+      minTimestampMs: opts.minTimestampMs,
     };
     this.pool = new Piscina({
       filename: WORKER_FILE,

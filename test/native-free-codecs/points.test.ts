@@ -705,3 +705,34 @@ describe('binary batch', () => {
     assert.throws(() => encodeBinaryBatch({}, [1, 2], [{ name: 'a', values: [1] }]), RangeError);
   });
 });
+
+describe('minTimestampMs (storage.minTimestampMs)', () => {
+  const MIN = 100_000_000_000;
+  const limits = { minTimestampMs: MIN };
+  const SECONDS_HINT = `timestamp 1700000000 is before storage.minTimestampMs (${MIN}); it looks like epoch seconds, send milliseconds`;
+  const json = (body: unknown) => encoder.encode(JSON.stringify(body));
+
+  test('every format rejects a timestamp below it, saying it looks like seconds', () => {
+    assertWriteError(() => decodeJsonWriteBody(json({ tags: { 'TI-101': [[1700000000, 1]] } }), limits), 'rejected', `tag "TI-101" point 0: ${SECONDS_HINT}`);
+    assertWriteError(() => decodeJsonWriteBody(json({ timestamps: [MIN, 1700000000], columns: { a: [1, 2] } }), limits), 'rejected', `timestamps index 1: ${SECONDS_HINT}`);
+    assertWriteError(() => decodeWriteObject({ tags: { 'TI-101': [[1700000000, 1]] } }, limits), 'rejected', `tag "TI-101" point 0: ${SECONDS_HINT}`);
+    assertWriteError(() => decodeWriteObject({ tags: { 'TI-101': [[1700000000n, 1]] } }, limits), 'rejected', SECONDS_HINT);
+    assertWriteError(() => decodeWriteObject({ timestamps: [new Date(1700000000)], columns: { a: [1] } }, limits), 'rejected', `timestamps index 0: ${SECONDS_HINT}`);
+    assertWriteError(() => decodeBinaryBatch(encodeBinaryBatch({}, [1700000000], [{ name: 'a', values: [1] }]), limits), 'rejected', `timestamps index 0: ${SECONDS_HINT}`);
+  });
+
+  test('the minimum itself is accepted, and without limits every timestamp is', () => {
+    assert.deepEqual([...decodeJsonWriteBody(json({ tags: { a: [[MIN, 1]] } }), limits).timestamps], [MIN]);
+    assert.deepEqual([...decodeWriteObject({ tags: { a: [[MIN, 1]] } }, limits).timestamps], [MIN]);
+    assert.deepEqual([...decodeBinaryBatch(encodeBinaryBatch({}, [MIN], [{ name: 'a', values: [1] }]), limits).timestamps], [MIN]);
+    assert.deepEqual([...decodeJsonWriteBody(json({ tags: { a: [[0, 1], [1700000000, 2]] } })).timestamps], [0, 1700000000]);
+  });
+
+  test('a small number that cannot be seconds gets no hint; a bad timestamp keeps its own message', () => {
+    assertWriteError(() => decodeJsonWriteBody(json({ tags: { a: [[5, 1]] } }), limits), 'rejected', `tag "a" point 0: timestamp 5 is before storage.minTimestampMs (${MIN})`);
+    assert.throws(() => decodeJsonWriteBody(json({ tags: { a: [[5, 1]] } }), limits), (err: Error) => !err.message.includes('seconds'));
+    // Above the minimum but older than it as seconds would be: old milliseconds, not seconds.
+    assert.throws(() => decodeJsonWriteBody(json({ tags: { a: [[1_500_000_000_000, 1]] } }), { minTimestampMs: 1_600_000_000_000 }), (err: Error) => !err.message.includes('seconds'));
+    assertWriteError(() => decodeJsonWriteBody(json({ tags: { a: [[-1, 1]] } }), limits), 'rejected', 'timestamp must be an integer in 0..2^53-1, got -1');
+  });
+});
