@@ -6,7 +6,6 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import https from 'node:https';
 import type { IncomingHttpHeaders } from 'node:http';
-import net from 'node:net';
 import tls, { type TLSSocket } from 'node:tls';
 import os from 'node:os';
 import path from 'node:path';
@@ -303,17 +302,7 @@ export async function waitForQuiet(maxSeconds: number): Promise<void> {
   }
 }
 
-/** A port that was free a moment ago (for servers that cannot pick their own). */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
-}
+export { freePort } from '../test/support/ports.js';
 
 export function tempDir(prefix: string): string {
   return fs.mkdtempSync(path.join(os.tmpdir(), prefix));

@@ -144,6 +144,14 @@ class JsonScanner extends BatchBuilder {
     if (this.sawColumns || this.rowCount >= 0) malformed('a body has either "tags" or "timestamps" and "columns", not both');
     this.sawTags = true;
     if (this.b[this.p] !== LBRACE) malformed('"tags" must be an object mapping tag names to [[timestamp, value], …]');
+    this.readTagObject('tags', (name) => this.readPoints(name));
+  }
+
+  /**
+   * The object at p (on its `{`) that maps tag names to what `readValue` reads: a segment is
+   * opened per key, then its value is read. A closure per tag, not per point.
+   */
+  private readTagObject(section: string, readValue: (name: string) => void): void {
     this.p++;
     let c = this.ws();
     if (c === RBRACE) {
@@ -155,7 +163,7 @@ class JsonScanner extends BatchBuilder {
       const name = this.readString('a tag name');
       this.openTag(name);
       this.colon();
-      this.readPoints(name);
+      readValue(name);
       c = this.ws();
       if (c === COMMA) {
         this.p++;
@@ -163,7 +171,7 @@ class JsonScanner extends BatchBuilder {
       } else if (c === RBRACE) {
         this.p++;
         return;
-      } else this.failAt("',' or '}' in \"tags\"");
+      } else this.failAt(`',' or '}' in "${section}"`);
     }
   }
 
@@ -274,55 +282,40 @@ class JsonScanner extends BatchBuilder {
     if (this.sawTags) malformed('a body has either "tags" or "timestamps" and "columns", not both');
     this.sawColumns = true;
     if (this.b[this.p] !== LBRACE) malformed('"columns" must be an object mapping tag names to value arrays');
+    this.readTagObject('columns', (name) => this.readColumn(name));
+  }
+
+  /** One column's `[value|null, …]`. */
+  private readColumn(name: string): void {
+    if (this.b[this.p] !== LBRACKET) malformed(`column ${q(name)} must be an array of values`);
     this.p++;
+    let r = 0;
     let c = this.ws();
-    if (c === RBRACE) {
-      this.p++;
-      return;
-    }
-    for (;;) {
-      if (c !== QUOTE) this.failAt('a tag name string');
-      const name = this.readString('a tag name');
-      this.openTag(name);
-      this.colon();
-      if (this.b[this.p] !== LBRACKET) malformed(`column ${q(name)} must be an array of values`);
-      this.p++;
-      let r = 0;
-      c = this.ws();
-      if (c !== RBRACKET) {
-        for (;; r++) {
-          let v = NaN;
-          if (c === MINUS || (c >= D0 && c <= D9)) v = this.number(); // infinities are rejected when compacting
-          else if (c === LITERAL_NULL[0]) this.literal(LITERAL_NULL);
-          else {
-            if (c === RBRACKET || c === COMMA) this.failAt(`a value at column ${q(name)} row ${r}`);
-            this.reject(`tag ${q(name)} row ${r}: value must be a finite number or null, got ${this.kindHere()}`);
-            this.skipValue();
-          }
-          const n = this.count;
-          if (n === this.values.length) this.grow(n + 1);
-          this.values[n] = v;
-          this.count = n + 1;
-          c = this.ws();
-          if (c === COMMA) {
-            this.p++;
-            c = this.ws();
-          } else if (c === RBRACKET) break;
-          else this.failAt(`',' or ']' after column ${q(name)} row ${r}`);
+    if (c !== RBRACKET) {
+      for (;; r++) {
+        let v = NaN;
+        if (c === MINUS || (c >= D0 && c <= D9)) v = this.number(); // infinities are rejected when compacting
+        else if (c === LITERAL_NULL[0]) this.literal(LITERAL_NULL);
+        else {
+          if (c === RBRACKET || c === COMMA) this.failAt(`a value at column ${q(name)} row ${r}`);
+          this.reject(`tag ${q(name)} row ${r}: value must be a finite number or null, got ${this.kindHere()}`);
+          this.skipValue();
         }
-        r++;
-      }
-      this.p++;
-      this.columnRows.push(r);
-      c = this.ws();
-      if (c === COMMA) {
-        this.p++;
+        const n = this.count;
+        if (n === this.values.length) this.grow(n + 1);
+        this.values[n] = v;
+        this.count = n + 1;
         c = this.ws();
-      } else if (c === RBRACE) {
-        this.p++;
-        return;
-      } else this.failAt("',' or '}' in \"columns\"");
+        if (c === COMMA) {
+          this.p++;
+          c = this.ws();
+        } else if (c === RBRACKET) break;
+        else this.failAt(`',' or ']' after column ${q(name)} row ${r}`);
+      }
+      r++;
     }
+    this.p++;
+    this.columnRows.push(r);
   }
 
   /** Columnar body: checks column lengths, then pairs values with row timestamps in place. */

@@ -5,28 +5,17 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
-import net from 'node:net';
 import path from 'node:path';
 import { after, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { collectionDir } from '../../shared/scope-path.js';
+import { freePort } from '../support/ports.js';
 import { ADMIN_EMAIL, ADMIN_PASSWORD, rawRequest, startService, tempDir } from './harness.js';
 
 const MAIN = fileURLToPath(new URL('../../src/main.js', import.meta.url));
 const SCOPE = { organization: 'acme', site: 'north', unit: 'boiler-1', grid: 'main' };
 
 type Line = Record<string, unknown>;
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 /** Polls `check` every 50 ms until it returns true; fails with `what` after `timeoutMs`. */
 async function until(check: () => boolean | Promise<boolean>, what: string, timeoutMs = 30_000): Promise<void> {
