@@ -89,9 +89,10 @@ export function decodeBinaryBatch(bytes: Uint8Array, limits: DecodeLimits = {}):
   if (off !== len) malformed(`binary batch: ${len - off} bytes after the last tag`);
 
   const out = new BatchBuilder(tagCount * rowCount, limits);
+  const minTs = out.minTimestampMs;
   for (let r = 0; r < rowCount; r++) {
-    if (!isTimestamp(rowTs[r], out.minTimestampMs)) {
-      out.reject(`timestamps index ${r}: ${timestampProblem(rowTs[r], out.minTimestampMs)}`);
+    if (!isTimestamp(rowTs[r], minTs)) {
+      out.reject(`timestamps index ${r}: ${timestampProblem(rowTs[r], minTs)}`);
       break;
     }
   }

