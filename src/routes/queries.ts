@@ -19,7 +19,7 @@ import { MSGPACK, SCOPE_FIELDS, SCOPE_PROPS, wantsMsgpack } from './scope-params
 const TIME = S.integer({ minimum: 0, maximum: 9007199254740991 });
 const TAGS = S.array(S.string({ minLength: 1 }), { minItems: 1, maxItems: 10000 });
 const RAW_PARAMS: JsonSchema = S.object({ ...SCOPE_PROPS, tags: TAGS, start: TIME, end: TIME }, ['tags', 'start', 'end']);
-const TABLE_PARAMS: JsonSchema = S.object({ ...SCOPE_PROPS, tags: TAGS, start: TIME, end: TIME }, ['organization', 'site', 'unit', 'grid', 'tags', 'start', 'end']);
+const TABLE_PARAMS: JsonSchema = S.object({ ...SCOPE_PROPS, tags: TAGS, start: TIME, end: TIME }, [...SCOPE_FIELDS, 'tags', 'start', 'end']);
 const LAST_PARAMS: JsonSchema = S.object({ ...SCOPE_PROPS, tags: TAGS }, ['tags']);
 const LAST_BODY: JsonSchema = S.object({ ...SCOPE_PROPS, tags: TAGS }, ['tags']);
 const KAIROS_BODY: JsonSchema = {

@@ -12,17 +12,17 @@ import { collectionOfMapping, TagMappingStore, type TagMapping } from '../storag
 import { AggregatorError, parseAggregators } from '../../shared/aggregator-spec.js';
 import type { SeriesRequest, WriteMode } from '../../shared/protocol.js';
 import type { ServiceContext } from './context.js';
-import { MSGPACK, wantsMsgpack } from './scope-params.js';
+import { MSGPACK, SCOPE_FIELDS, wantsMsgpack } from './scope-params.js';
 
 const MAPPING: JsonSchema = {
   type: 'object',
   description: 'external (the outside name of the point), tag (storage tag), organization, site, unit, grid; other fields are kept',
-  properties: Object.fromEntries(['id', 'external', 'tag', 'organization', 'site', 'unit', 'grid'].map((k) => [k, S.string()])),
+  properties: Object.fromEntries(['id', 'external', 'tag', ...SCOPE_FIELDS].map((k) => [k, S.string()])),
   additionalProperties: true,
 };
 const MAPPING_BODY: JsonSchema = {
   ...MAPPING,
-  required: ['external', 'tag', 'organization', 'site', 'unit', 'grid'],
+  required: ['external', 'tag', ...SCOPE_FIELDS],
 };
 const TIME = S.integer({ minimum: 0, maximum: 9007199254740991 });
 const WRITE_BODY: JsonSchema = S.object(
@@ -60,7 +60,7 @@ export function tagMappingRoutes(ctx: ServiceContext, storage: StorageService): 
     {
       method: 'GET', path: '/svcapi/tag_mappings', auth: 'jwt', tag,
       summary: 'List mappings (optional exact filters: external, tag, organization, site, unit, grid)',
-      query: S.object(Object.fromEntries(['external', 'tag', 'organization', 'site', 'unit', 'grid'].map((k) => [k, S.string()]))),
+      query: S.object(Object.fromEntries(['external', 'tag', ...SCOPE_FIELDS].map((k) => [k, S.string()]))),
       responses: { 200: { description: 'mappings', schema: S.array(MAPPING) } },
       handler: (req) => {
         const grant = grantOf(req);

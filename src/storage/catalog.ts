@@ -10,12 +10,12 @@ import path from 'node:path';
 import type { Logger } from '../log.js';
 import { conflict } from '../http/errors.js';
 import { OP, type CollectionRecord } from '../../shared/protocol.js';
-import type { CollectionScope } from '../../shared/scope.js';
+import { SCOPE_FIELDS, type CollectionScope, type ScopeField } from '../../shared/scope.js';
 import { collectionDir, encodeScopeName, collectionId as idOf, validateScopeName } from '../../shared/scope-path.js';
 import type { ShardPool } from './shards.js';
 
 /** Scope fields of the org, site and unit levels, outermost first. */
-const LEVELS = ['organization', 'site', 'unit'] as const;
+const LEVELS: readonly ScopeField[] = SCOPE_FIELDS.slice(0, 3);
 
 export class CollectionCatalog {
   private readonly records = new Map<string, CollectionRecord>();

@@ -6,7 +6,7 @@
 import { badRequest, conflict, notFound } from '../http/errors.js';
 import type { Db } from '../meta/database.js';
 import { parseMeta } from '../meta/wire.js';
-import type { CollectionScope } from '../../shared/scope.js';
+import { SCOPE_FIELDS, type CollectionScope } from '../../shared/scope.js';
 import { collectionId as idOf, validateScope } from '../../shared/scope-path.js';
 
 export interface TagMapping extends CollectionScope {
@@ -23,7 +23,7 @@ interface Row extends CollectionScope {
   meta_data: string;
 }
 
-const COLUMNS = ['external', 'tag', 'organization', 'site', 'unit', 'grid'] as const;
+const COLUMNS = ['external', 'tag', ...SCOPE_FIELDS] as const;
 const MAX_LIST = 100_000;
 
 export class TagMappingStore {
