@@ -1,6 +1,6 @@
 // How a storage worker answers on the result ring, and what its errors become on the way.
 //
-// Result frames carry the sequence number of their task or write as tag (protocol.ts
+// Result frames carry the sequence number of their task or write as tag (shared/protocol.ts
 // FINAL_FRAME_BIT marks a last frame that carries data). Query results stream through
 // query-runner.ts on credit; a write's answer is one msgpack WriteReply, sent here.
 
