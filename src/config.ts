@@ -51,6 +51,7 @@ export interface Config {
   };
   readonly debug: {
     readonly crashRoute: boolean;
+    readonly clockRoute: boolean;
   };
   readonly meta: {
     readonly maxListRows: number;
