@@ -52,6 +52,7 @@ export interface Config {
   };
   readonly debug: {
     readonly crashRoute: boolean;
+    readonly clockRoute: boolean;
   };
   readonly meta: {
     readonly maxListRows: number;

@@ -16,6 +16,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import jwt from 'jsonwebtoken';
 import { unauthorized } from '../http/errors.js';
+import { AuthClock } from './clock.js';
 
 export type Role = 'admin' | 'read-write' | 'read-only';
 export const ROLES: readonly Role[] = ['admin', 'read-write', 'read-only'];
@@ -84,11 +85,14 @@ export class TokenService {
     private readonly cacheSeconds: number,
     private readonly cacheMaxEntries: number,
     private readonly accounts: CurrentAccounts,
+    /** The time tokens are issued and checked at; the login limits read the same clock (routes/auth.ts). */
+    readonly clock = new AuthClock(),
   ) {}
 
   sign(account: GrantClaims & { readonly stamp: string }): string {
+    const iat = Math.floor(this.clock.now() / 1000); // jsonwebtoken counts expiresIn from iat
     return jwt.sign(
-      { role: account.role, units_id: account.units_id, sites_id: account.sites_id, orgs_id: account.orgs_id, stamp: account.stamp },
+      { role: account.role, units_id: account.units_id, sites_id: account.sites_id, orgs_id: account.orgs_id, stamp: account.stamp, iat },
       this.secret,
       { algorithm: 'HS256', subject: account.sub, expiresIn: this.lifetimeSeconds },
     );
@@ -122,7 +126,7 @@ export class TokenService {
   }
 
   private verifySignature(token: string): CachedToken {
-    const nowSeconds = Date.now() / 1000;
+    const nowSeconds = this.clock.now() / 1000;
     const cached = this.cache.get(token);
     if (cached) {
       if (cached.until > nowSeconds) return cached;
@@ -130,7 +134,7 @@ export class TokenService {
     }
     let payload: jwt.JwtPayload;
     try {
-      const decoded = jwt.verify(token, this.secret, { algorithms: ['HS256'] });
+      const decoded = jwt.verify(token, this.secret, { algorithms: ['HS256'], clockTimestamp: Math.floor(nowSeconds) });
       if (typeof decoded === 'string') throw new Error('string payload');
       payload = decoded;
     } catch (err) {

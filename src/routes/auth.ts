@@ -11,6 +11,10 @@
 // and a lockout after repeated failed logins keyed by email and client
 // address, so that failures from one address never lock the account's owner
 // out from another.
+//
+// Every limit reads the token service's clock (auth/clock.ts), which the
+// debug route /svcapi/_debug/advance_clock moves forward when debug.clockRoute
+// mounts it; otherwise that clock is the system clock.
 
 import { checkEmail } from '../auth/email.js';
 import { decoy, hashPassword, verifyPassword } from '../auth/passwords.js';
@@ -31,10 +35,11 @@ const successSchema = S.object({ success: S.boolean(), message: S.string(), erro
 export function authRoutes(ctx: ServiceContext): RouteDef[] {
   const { accounts, tokens, config } = ctx;
   const auth = config.auth;
+  const clock = tokens.clock;
   const windowMs = auth.rateLimitWindowSeconds * 1000;
-  const perEmail = new SlidingWindowLimiter(auth.rateLimitRequests, windowMs);
-  const perAddress = new SlidingWindowLimiter(auth.rateLimitRequestsPerAddress, windowMs);
-  const lockout = new LoginLockout(auth.lockoutFailures, auth.lockoutSeconds * 1000);
+  const perEmail = new SlidingWindowLimiter(auth.rateLimitRequests, windowMs, clock.now);
+  const perAddress = new SlidingWindowLimiter(auth.rateLimitRequestsPerAddress, windowMs, clock.now);
+  const lockout = new LoginLockout(auth.lockoutFailures, auth.lockoutSeconds * 1000, clock.now);
 
   /** First of the three limits: one address, whatever emails it names. Returns the address key. */
   const limitAddress = (req: Request): string => {
@@ -54,7 +59,24 @@ export function authRoutes(ctx: ServiceContext): RouteDef[] {
     }
   };
 
+  const debugRoutes: RouteDef[] = !config.debug.clockRoute ? [] : [
+    {
+      method: 'POST', path: '/svcapi/_debug/advance_clock', auth: 'admin', tag: 'Debug',
+      summary: 'Move the auth clock forward (mounted only with debug.clockRoute)',
+      description: 'The clock of token expiry, the register/login rate limits and the lockout; tests step past a window or a lock with it instead of waiting.',
+      body: S.object({ seconds: S.integer({ minimum: 0, maximum: 366 * 86_400 }) }, ['seconds']),
+      responses: { 200: { description: 'advanced', schema: successSchema } },
+      handler: (req) => {
+        const { seconds } = req.body as { seconds: number };
+        clock.advance(seconds * 1000);
+        ctx.log.warn({ seconds, aheadMs: clock.aheadMs }, 'auth clock advanced (debug.clockRoute)');
+        return { body: { success: true, message: `auth clock advanced ${seconds} s; now ${clock.aheadMs / 1000} s ahead of the system clock` } };
+      },
+    },
+  ];
+
   return [
+    ...debugRoutes,
     {
       method: 'POST', path: '/svcapi/register', auth: 'public', tag: 'Authentication',
       summary: 'Create an account (role read-write, no grants)',

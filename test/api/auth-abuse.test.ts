@@ -7,6 +7,7 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import { after, before, describe, test } from 'node:test';
+import { waitFor } from '../support/wait-for.js';
 import { ADMIN_EMAIL, ADMIN_PASSWORD, rawRequest, startService, tempDir, type HttpResult, type TestService } from './harness.js';
 
 /** POST from the IPv6 loopback, a second client address. */
@@ -110,8 +111,12 @@ describe('login abuse', () => {
     assert.match(short.body.error, /at least 8/);
     // The log is written in batches: wait for the line rather than for a fixed time.
     const logged = () => svc.logs().some((l) => l.msg === 'register for an email that already has an account; nothing changed' && l.email === 'zed@plant.test');
-    for (let i = 0; i < 50 && !logged(); i++) await new Promise((r) => setTimeout(r, 100));
-    assert.ok(logged(), 'the attempt is logged');
+    await waitFor(logged, 'the attempt is logged');
+  });
+
+  test('without debug.clockRoute nobody can move the auth clock: the route is not mounted', async () => {
+    const res = await svc.post('/svcapi/_debug/advance_clock', { seconds: 900 }, await svc.adminToken());
+    assert.equal(res.status, 404, res.text);
   });
 
   // Last: it locks the admin out of 127.0.0.1 for the rest of this service's life.

@@ -1,12 +1,14 @@
 // Authentication over real HTTPS: register, login, tokens (every bad-token
 // case), rate limit, lockout, admin delete, and that no password ever comes
-// back in a reply or reaches the log.
+// back in a reply or reaches the log. Expiry and lockout are reached by moving
+// the service's auth clock forward (debug.clockRoute), not by sleeping.
 
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import jwt from 'jsonwebtoken';
+import { waitFor } from '../support/wait-for.js';
 import { ADMIN_EMAIL, ADMIN_PASSWORD, startService, type HttpResult, type TestService } from './harness.js';
 
 describe('authentication', () => {
@@ -27,7 +29,7 @@ describe('authentication', () => {
   };
 
   before(async () => {
-    svc = await startService();
+    svc = await startService({ config: { debug: { clockRoute: true } } });
     secret = Buffer.from(fs.readFileSync(path.join(svc.dataDir, 'secrets', 'jwt.secret'), 'utf8').trim(), 'hex');
   });
   after(() => svc.dispose());
@@ -46,8 +48,7 @@ describe('authentication', () => {
     assert.equal((await post('/svcapi/login', { email: 'alice@plant.test', password: 'alice-password-1' })).status, 200);
     // The log is written in batches: wait for the line rather than for a fixed time.
     const logged = () => svc.logs().some((l) => l.msg === 'register for an email that already has an account; nothing changed' && l.email === 'alice@plant.test');
-    for (let i = 0; i < 50 && !logged(); i++) await new Promise((r) => setTimeout(r, 100));
-    assert.ok(logged(), 'the attempt is logged');
+    await waitFor(logged, 'the attempt is logged');
   });
 
   test('register refuses bad fields with 200 and success false', async () => {
@@ -113,17 +114,18 @@ describe('authentication', () => {
   });
 
   test('a cached token is refused once it expires', async () => {
-    const now = Math.floor(Date.now() / 1000);
-    const { stamp } = jwt.decode(await svc.login('alice@plant.test', 'alice-password-1')) as jwt.JwtPayload;
-    const token = jwt.sign({ role: 'read-write', units_id: [], sites_id: [], orgs_id: [], stamp, exp: now + 2 }, secret, {
+    const admin = await svc.adminToken();
+    // iat is the service's own clock: the token below expires a minute after it.
+    const { stamp, iat } = jwt.decode(await svc.login('alice@plant.test', 'alice-password-1')) as jwt.JwtPayload;
+    const token = jwt.sign({ role: 'read-write', units_id: [], sites_id: [], orgs_id: [], stamp, exp: iat! + 60 }, secret, {
       algorithm: 'HS256', subject: 'alice@plant.test',
     });
     assert.equal((await svc.get('/svcapi/me', token)).status, 200);
-    await new Promise((r) => setTimeout(r, (now + 2 - Date.now() / 1000) * 1000 + 1100));
+    await svc.advanceAuthClock(61, admin);
     assert.equal((await svc.get('/svcapi/me', token)).status, 401);
   });
 
-  test('the 31st register or login for one email within 60 s is 429', async () => {
+  test('the 31st register or login for one email within 60 s is 429, and allowed again once the 60 s have passed', async () => {
     for (let i = 1; i <= 30; i++) {
       const res = await post('/svcapi/register', { email: 'flood@plant.test', password: 'flood-password-1' });
       assert.equal(res.status, 200, `register ${i}`);
@@ -141,6 +143,9 @@ describe('authentication', () => {
     }
     const overLogin = await post('/svcapi/login', { email: 'bob@plant.test', password: 'bob-password-12' });
     assert.equal(overLogin.status, 429);
+
+    await svc.advanceAuthClock(60, await svc.adminToken());
+    assert.equal((await post('/svcapi/login', { email: 'bob@plant.test', password: 'bob-password-12' })).status, 200, 'the window has passed');
   });
 
   test('five failed logins lock the account: 429 even with the right password', async () => {
@@ -188,7 +193,9 @@ describe('authentication', () => {
     }
     const tokens = replies.map((r) => r.body?.token).filter((t): t is string => typeof t === 'string');
     assert.ok(tokens.length > 0);
-    await new Promise((r) => setTimeout(r, 100));
+    // The log is written in batches and in order: once this request's line is there, so is every earlier one.
+    await svc.get('/ingest/health?probe=auth-log');
+    await waitFor(() => svc.logs().some((l) => l.msg === 'request' && l.path === '/ingest/health?probe=auth-log'), 'the last request is logged');
     const log = svc.logLines.join('\n');
     for (const pw of PASSWORDS) assert.ok(!log.includes(pw), 'log leaked a password');
     for (const token of tokens) assert.ok(!log.includes(token), 'log leaked a token');
@@ -198,15 +205,18 @@ describe('authentication', () => {
 describe('lockout expiry', () => {
   let svc: TestService;
   before(async () => {
-    svc = await startService({ config: { auth: { lockoutSeconds: 2 } } });
+    svc = await startService({ config: { debug: { clockRoute: true } } });
   });
   after(() => svc.dispose());
 
-  test('a locked account opens again once the lockout has passed', async () => {
+  test('a locked account opens again once the lockout (auth.lockoutSeconds, 900 by default) has passed', async () => {
+    const admin = await svc.adminToken();
     await svc.post('/svcapi/register', { email: 'erin@plant.test', password: 'erin-password-1' });
     for (let i = 0; i < 5; i++) await svc.post('/svcapi/login', { email: 'erin@plant.test', password: 'nope-nope-nope' });
     assert.equal((await svc.post('/svcapi/login', { email: 'erin@plant.test', password: 'erin-password-1' })).status, 429);
-    await new Promise((r) => setTimeout(r, 2200));
+    await svc.advanceAuthClock(840, admin);
+    assert.equal((await svc.post('/svcapi/login', { email: 'erin@plant.test', password: 'erin-password-1' })).status, 429, 'still locked after 14 minutes');
+    await svc.advanceAuthClock(60, admin);
     assert.equal((await svc.post('/svcapi/login', { email: 'erin@plant.test', password: 'erin-password-1' })).status, 200);
   });
 });

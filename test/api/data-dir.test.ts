@@ -6,6 +6,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
+import { waitFor } from '../support/wait-for.js';
 import { startService, tempDir, type TestService } from './harness.js';
 
 const SCOPE = { organization: 'acme', site: 'north', unit: 'boiler-1', grid: 'main' };
@@ -34,7 +35,10 @@ async function writeEverything(svc: TestService): Promise<void> {
   assert.equal(written.body.success, true, written.text);
   const buffered = await svc.post('/svcapi/write_buffered', { ...SCOPE, tags: { 'TI-2': [[today, 4]] } }, admin);
   assert.equal(buffered.body.success, true, buffered.text);
-  await new Promise((resolve) => setTimeout(resolve, 300)); // past a buffer flush (flushIntervalMs 100)
+  await waitFor(async () => {
+    const stats = (await svc.get('/svcapi/write_buffer_stats', admin)).body;
+    return stats.pendingPoints === 0 && stats.shards.some((s: { flushes: number }) => s.flushes > 0);
+  }, 'the write buffer is flushed');
   const sealed = await svc.post('/svcapi/seal_now', {}, admin);
   assert.ok(sealed.body.sealedDays >= 2, sealed.text);
 }

@@ -10,6 +10,7 @@ import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { parse as parseYaml } from 'yaml';
+import { waitFor } from '../support/wait-for.js';
 import { ADMIN_PASSWORD, rawRequest, startService, tempDir, type TestService } from './harness.js';
 
 const MAIN = fileURLToPath(new URL('../../src/main.js', import.meta.url));
@@ -118,7 +119,7 @@ describe('service foundation', () => {
 
   test('request log lines carry method, path, status and duration', async () => {
     await svc.get('/ingest/health?probe=1');
-    await waitFor(() => svc.logs().some((l) => l.msg === 'request' && l.path === '/ingest/health?probe=1'));
+    await waitFor(() => svc.logs().some((l) => l.msg === 'request' && l.path === '/ingest/health?probe=1'), 'the request is logged');
     const line = svc.logs().find((l) => l.msg === 'request' && l.path === '/ingest/health?probe=1')!;
     assert.equal(line.method, 'GET');
     assert.equal(line.status, 200);
@@ -127,7 +128,7 @@ describe('service foundation', () => {
 
   test('access_token query values never reach the log', async () => {
     await svc.get('/svcapi/me?access_token=SECRET-TOKEN-VALUE&x=1');
-    await waitFor(() => svc.logs().some((l) => l.msg === 'request' && String(l.path).startsWith('/svcapi/me?')));
+    await waitFor(() => svc.logs().some((l) => l.msg === 'request' && String(l.path).startsWith('/svcapi/me?')), 'the request is logged');
     assert.ok(!svc.logLines.some((l) => l.includes('SECRET-TOKEN-VALUE')));
     assert.ok(!svc.logLines.some((l) => l.includes(ADMIN_PASSWORD)));
   });
@@ -228,37 +229,30 @@ describe('restart and shutdown', () => {
   });
 });
 
-async function waitFor(predicate: () => boolean, timeoutMs = 5000): Promise<void> {
-  const until = Date.now() + timeoutMs;
-  while (!predicate()) {
-    if (Date.now() > until) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
-
 describe('graceful shutdown', () => {
   test('SIGTERM lets a request in flight finish, refuses new connections, then exits 0', async () => {
     const svc = await startService();
     try {
       const https = await import('node:https');
       const body = JSON.stringify({ email: 'slow@plant.test', password: 'slow-password-1' });
-      const reply = new Promise<number>((resolve, reject) => {
-        const req = https.request(
-          { host: '127.0.0.1', servername: 'localhost', port: svc.port, method: 'POST', path: '/svcapi/login', ca: svc.ca,
-            headers: { 'content-type': 'application/json', 'content-length': String(body.length) } },
-          (res) => {
-            res.resume();
-            res.on('end', () => resolve(res.statusCode ?? 0));
-          },
-        );
-        req.on('error', reject);
-        req.write(body.slice(0, 10));
-        // The rest of the body arrives after the signal.
-        setTimeout(() => {
-          svc.child.kill('SIGTERM');
-          setTimeout(() => req.end(body.slice(10)), 300);
-        }, 200);
+      const req = https.request({
+        host: '127.0.0.1', servername: 'localhost', port: svc.port, method: 'POST', path: '/svcapi/login', ca: svc.ca,
+        headers: { 'content-type': 'application/json', 'content-length': String(body.length) },
       });
+      const reply = new Promise<number>((resolve, reject) => {
+        req.on('response', (res) => {
+          res.resume();
+          res.on('end', () => resolve(res.statusCode ?? 0));
+        });
+        req.on('error', reject);
+      });
+      req.write(body.slice(0, 10));
+      // Nothing tells a client that the server has read the head of its request: give it a moment.
+      await new Promise((r) => setTimeout(r, 200));
+      svc.child.kill('SIGTERM');
+      // The rest of the body arrives after the service has taken the signal.
+      await waitFor(() => svc.logs().some((l) => l.msg === 'shutting down'), 'the service logs that it is shutting down');
+      req.end(body.slice(10));
       assert.equal(await reply, 401, 'the in-flight login was answered normally');
       assert.deepEqual(await svc.stop(), { code: 0, signal: null });
       await assert.rejects(rawRequest({ port: svc.port, method: 'GET', path: '/ingest/health', ca: svc.ca }), /ECONNREFUSED/);

@@ -110,6 +110,15 @@ export class TestService {
     return this.login(email, password);
   }
 
+  /**
+   * Moves the service's auth clock (token expiry, login rate limits, lockout) `seconds`
+   * forward, instead of waiting them out. Needs the setting debug.clockRoute and an admin token.
+   */
+  async advanceAuthClock(seconds: number, adminToken: string): Promise<void> {
+    const res = await this.post('/svcapi/_debug/advance_clock', { seconds }, adminToken);
+    if (res.status !== 200) throw new Error(`advance_clock answered ${res.status}: ${res.text}`);
+  }
+
   /** Sends `signal` and waits for the process to exit. */
   async stop(signal: NodeJS.Signals = 'SIGTERM'): Promise<{ code: number | null; signal: NodeJS.Signals | null }> {
     this.agent?.destroy();

@@ -4,6 +4,7 @@
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
+import { waitFor } from '../support/wait-for.js';
 import { startService, type TestService } from './harness.js';
 
 const NAMES = [
@@ -36,8 +37,7 @@ describe('request log redaction', () => {
     }
     // The log is written in batches: wait until every request line is there.
     const seen = () => cases.every((c) => svc.logLines.filter((l) => l.includes(`marker=${c.marker}&`)).length === 3);
-    for (let i = 0; i < 100 && !seen(); i++) await new Promise((r) => setTimeout(r, 100));
-    assert.ok(seen(), 'every request was logged');
+    await waitFor(seen, 'every request was logged');
     for (const c of cases) {
       for (const line of svc.logLines) assert.ok(!line.includes(c.secret), `${c.marker} leaked: ${line}`);
       assert.ok(svc.logLines.some((l) => l.includes(`marker=${c.marker}&`) && l.includes('[redacted]')), `${c.marker} redacted`);

@@ -9,6 +9,7 @@ import { after, before, describe, test } from 'node:test';
 import { unpack } from 'msgpackr';
 import { encodeBinaryBatch } from '../../native-free-codecs/points.js';
 import { decodeFormat1 } from '../../native-free-codecs/query-formats.js';
+import { waitFor } from '../support/wait-for.js';
 import { startService, type TestService } from './harness.js';
 
 const SCOPE = { organization: 'acme', site: 'north', unit: 'boiler-1', grid: 'main' };
@@ -50,15 +51,16 @@ interface ReadOptions {
   rate?: number;
   /** Stop reading (without closing) after this many bytes... */
   pauseAfter?: number;
-  /** ...and read on after this long (a paused client only sees the server's close when it reads). */
-  resumeAfterMs?: number;
+  /** ...and read on once this settles (a paused client only sees the server's close when it reads). */
+  resumeOn?: Promise<unknown>;
   /** Destroy the connection after this many bytes. */
   vanishAfter?: number;
 }
 
-/** One request on its own connection, read at the given pace. */
-function read(svc: TestService, path: string, opts: ReadOptions): { done: Promise<Read>; received: () => number } {
+/** One request on its own connection, read at the given pace; `status` is 0 until the reply's head arrives. */
+function read(svc: TestService, path: string, opts: ReadOptions): { done: Promise<Read>; received: () => number; status: () => number } {
   let received = 0;
+  let status = 0;
   const done = new Promise<Read>((resolve) => {
     const payload = opts.body === undefined ? undefined : JSON.stringify(opts.body);
     const req = https.request({
@@ -83,6 +85,7 @@ function read(svc: TestService, path: string, opts: ReadOptions): { done: Promis
     };
     req.on('error', (err) => finish({ status: 0, headers: {}, complete: false, error: err.message, chunks: [] }));
     req.on('response', (res) => {
+      status = res.statusCode ?? 0;
       const chunks: Buffer[] = [];
       const started = Date.now();
       let pausedOnce = false;
@@ -97,7 +100,8 @@ function read(svc: TestService, path: string, opts: ReadOptions): { done: Promis
         if (opts.pauseAfter !== undefined && received >= opts.pauseAfter && !pausedOnce) {
           pausedOnce = true;
           res.pause();
-          if (opts.resumeAfterMs !== undefined) setTimeout(() => res.resume(), opts.resumeAfterMs);
+          // Either way: a failed wait is reported by the test that awaits it, and nothing is left hanging.
+          void opts.resumeOn?.then(() => res.resume(), () => res.resume());
           return;
         }
         if (opts.rate) {
@@ -114,7 +118,7 @@ function read(svc: TestService, path: string, opts: ReadOptions): { done: Promis
     });
     req.end(payload);
   });
-  return { done, received: () => received };
+  return { done, received: () => received, status: () => status };
 }
 
 describe('large results and slow readers', { timeout: 240_000 }, () => {
@@ -130,6 +134,15 @@ describe('large results and slow readers', { timeout: 240_000 }, () => {
     const res = await svc.post('/svcapi/write', { ...SCOPE, tags: { PROBE: [[ts, writes]] } }, admin);
     assert.equal(res.status, 200, `write answered ${res.status}: ${res.text}`);
     assert.deepEqual(res.body, { success: true, points: 1 });
+  }
+
+  const STALLED = 'closing a streamed response: the client stopped reading';
+  const stalledLogged = () => svc.logs().filter((l) => l.msg === STALLED).length;
+
+  /** Settles once the server has logged closing `count` more stalled responses than it has so far. */
+  function stalledClosed(count: number): Promise<void> {
+    const before = stalledLogged();
+    return waitFor(() => stalledLogged() >= before + count, `the server closes ${count} stalled response(s)`, { timeoutMs: 30_000, intervalMs: 50 });
   }
 
   /** A small query on the same shard answers normally. */
@@ -224,18 +237,19 @@ describe('large results and slow readers', { timeout: 240_000 }, () => {
   });
 
   test('a paused reader is cut after the stall timeout; the shard answers throughout', async () => {
-    const paused = read(svc, rawPath, { token: admin, pauseAfter: 1 << 20, resumeAfterMs: STALL_MS * 3 });
-    while (paused.received() < 1 << 20) await new Promise((r) => setTimeout(r, 20));
+    const closed = stalledClosed(1);
+    const paused = read(svc, rawPath, { token: admin, pauseAfter: 1 << 20, resumeOn: closed });
+    await waitFor(() => paused.received() >= 1 << 20, 'the paused reader has its first MiB');
     for (let i = 0; i < 3; i++) {
       await writeWorks();
       await queryWorks();
     }
+    await closed;
     const result = await paused.done;
     assert.equal(result.complete, false, 'the server closed the stalled response');
     assert.ok(result.bytes.length < 20 << 20, `got ${result.bytes.length} bytes`);
     await writeWorks();
     await queryWorks();
-    assert.ok(svc.logs().some((l) => l.msg === 'closing a streamed response: the client stopped reading'));
   });
 
   test('vanishing readers cancel their queries; the next request on the shard answers normally', async () => {
@@ -259,12 +273,13 @@ describe('large results and slow readers', { timeout: 240_000 }, () => {
       pipeline: [{ name: 'avg', sampling: { value: 1, unit: 'seconds' } }],
     };
     const slow = read(svc, '/svcapi/fast_query', { method: 'POST', body, token: readOnly, rate: 4 << 20 });
+    const binaryClosed = stalledClosed(1);
     const binary = read(svc, '/svcapi/fast_query_binary', {
       method: 'POST',
       body: { ...body, pipeline: [{ name: 'avg', sampling: { value: 1, unit: 'seconds' } }, { name: 'scale', factor: 2 }] },
       token: readOnly,
       pauseAfter: 256 << 10,
-      resumeAfterMs: STALL_MS * 3,
+      resumeOn: binaryClosed,
     });
     await writeWorks();
     await queryWorks();
@@ -273,6 +288,7 @@ describe('large results and slow readers', { timeout: 240_000 }, () => {
     const parsed = JSON.parse(result.bytes.toString()) as { BIG: Array<[number, number]> };
     assert.equal(parsed.BIG.length, POINTS);
     assert.deepEqual(parsed.BIG[7], [data.ts[7], data.values[7]]);
+    await binaryClosed;
     assert.equal((await binary.done).complete, false);
     await writeWorks();
     await queryWorks();
@@ -295,10 +311,17 @@ describe('large results and slow readers', { timeout: 240_000 }, () => {
   });
 
   test('more paused readers than the shard runs queries at once: the rest wait or get 503, writes go on', async () => {
-    const readers = Array.from({ length: 40 }, () => read(svc, rawPath, { token: admin, pauseAfter: 64 << 10, resumeAfterMs: STALL_MS * 3 }));
-    await new Promise((r) => setTimeout(r, 500));
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    const stalledBefore = stalledLogged();
+    const readers = Array.from({ length: 40 }, () => read(svc, rawPath, { token: admin, pauseAfter: 64 << 10, resumeOn: released }));
+    const pausedOrRefused = (r: (typeof readers)[number]) => r.status() === 503 || (r.status() === 200 && r.received() >= 64 << 10);
+    await waitFor(() => readers.every(pausedOrRefused), 'every reader is paused on its first 64 KiB or refused');
     await writeWorks();
     await queryWorks();
+    const streaming = readers.filter((r) => r.status() === 200).length;
+    await waitFor(() => stalledLogged() >= stalledBefore + streaming, 'the server closes every stalled response', { timeoutMs: 30_000, intervalMs: 50 });
+    release();
     const results = await Promise.all(readers.map((r) => r.done));
     for (const r of results) assert.ok(r.status === 200 || r.status === 503, `status ${r.status}`);
     await writeWorks();
@@ -322,7 +345,7 @@ describe('the per-query deadline', { timeout: 120_000 }, () => {
       const slow = await read(svc, `/svcapi/fast_query?tags=BIG&start=0&end=9999999999999&${SCOPE_QS}`, { token: admin, rate: 1 << 20 }).done;
       assert.equal(slow.complete, false);
       assert.ok(slow.bytes.length < 20 << 20, `${slow.bytes.length} bytes arrived`);
-      assert.ok(svc.logs().some((l) => String(l.err ?? l.reason ?? '').includes('storage.queryTimeoutMs')));
+      await waitFor(() => svc.logs().some((l) => String(l.err ?? l.reason ?? '').includes('storage.queryTimeoutMs')), 'the deadline is logged');
       const ok = await svc.get(`/svcapi/fast_query?tags=BIG&start=${T0}&end=${T0}&${SCOPE_QS}`, admin);
       assert.deepEqual(ok.body, { BIG: [[T0, data.values[0]]] });
     } finally {

@@ -7,7 +7,8 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import { after, before, describe, test } from 'node:test';
 import { pack } from 'msgpackr';
-import { startService, type TestService } from './harness.js';
+import { waitFor } from '../support/wait-for.js';
+import { startService, type HttpResult, type TestService } from './harness.js';
 
 const ACME = { organization: 'acme', site: 'north', unit: 'boiler-1', grid: 'main' };
 const EVIL = { organization: 'evil', site: 's2', unit: 'u2', grid: 'main' };
@@ -159,7 +160,9 @@ describe('the disk guard', () => {
       const moved = `${svc.dataDir}.moved`;
       fs.renameSync(svc.dataDir, moved);
       try {
-        await new Promise((r) => setTimeout(r, 1100)); // the guard reads the volume at most once a second
+        // Kept: the guard reads the volume at most once a second, and nothing shows when it has read it;
+        // a write sent to find out would be written if it came first.
+        await new Promise((r) => setTimeout(r, 1100));
         const writes: Array<[string, unknown]> = [
           ['/svcapi/create_collection', EVIL],
           ['/svcapi/update_collection', { ...ACME, description: 'x' }],
@@ -177,9 +180,15 @@ describe('the disk guard', () => {
       } finally {
         fs.renameSync(moved, svc.dataDir);
       }
-      await new Promise((r) => setTimeout(r, 1100));
-      assert.deepEqual((await svc.post('/svcapi/write', { ...ACME, tags: { T: [[T0, 1]] } }, admin)).body, { success: true, points: 1 });
-      assert.ok(svc.logs().some((l) => l.msg === 'cannot read the free space of the data volume; refusing writes until it can be read'));
+      // The guard notices the volume again at its next reading: until then a write is 507 and writes nothing.
+      let write: HttpResult | undefined;
+      await waitFor(async () => {
+        write = await svc.post('/svcapi/write', { ...ACME, tags: { T: [[T0, 1]] } }, admin);
+        return write.status !== 507;
+      }, 'writes are accepted again once the volume can be read', { intervalMs: 100 });
+      assert.deepEqual(write!.body, { success: true, points: 1 });
+      // The log is written in batches (every 200 ms): wait for the line rather than expect it at once.
+      await waitFor(() => svc.logs().some((l) => l.msg === 'cannot read the free space of the data volume; refusing writes until it can be read'), 'the unreadable volume is logged');
     } finally {
       await svc.dispose();
     }

@@ -9,6 +9,7 @@ import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { pack } from 'msgpackr';
 import { encodeBinaryBatch } from '../../native-free-codecs/points.js';
+import { waitFor } from '../support/wait-for.js';
 import { startService, type TestService } from './harness.js';
 
 const SCOPE = { organization: 'acme', site: 'north', unit: 'boiler-1', grid: 'main' };
@@ -114,7 +115,8 @@ describe('time-series storage', () => {
         assert.match(res.body.error, pattern);
       }
     }
-    await new Promise((r) => setTimeout(r, 400)); // past a buffer flush
+    // Whatever a refused write_buffered might have left in a buffer has been flushed to where the query reads.
+    await waitFor(async () => (await svc.get('/svcapi/write_buffer_stats', admin)).body.pendingPoints === 0, 'the write buffers are empty');
     const q = await svc.get(queryUrl(['ALL-1'], 0, T0 + DAY), admin);
     assert.deepEqual(q.body, { 'ALL-1': [] }, 'nothing of the refused requests was written');
   });
@@ -142,10 +144,10 @@ describe('time-series storage', () => {
     assert.equal(stats.body.shards.length, 2);
     for (const s of stats.body.shards) for (const key of ['capacityPoints', 'pendingPoints', 'fill', 'flushes', 'lastFlushMs']) assert.ok(key in s, key);
     let points: unknown[] = [];
-    for (let i = 0; i < 50 && points.length < 2; i++) {
-      await new Promise((r) => setTimeout(r, 100));
+    await waitFor(async () => {
       points = (await svc.get(queryUrl(['BUF-1'], T0, T0 + 4 * DAY), admin)).body['BUF-1'];
-    }
+      return points.length >= 2;
+    }, 'the buffered points become visible', { intervalMs: 50 });
     assert.equal(points.length, 2);
     const after = await svc.get('/svcapi/write_buffer_stats', admin);
     assert.ok(after.body.shards.some((s: { flushes: number }) => s.flushes > 0));
@@ -333,11 +335,12 @@ describe('worker crash', () => {
           if (res.body?.success === true) acknowledged.push([ts, i]);
         }
       });
-      await new Promise((r) => setTimeout(r, 150));
+      await waitFor(() => acknowledged.length > 0, 'the load is under way');
       const crash = await svc.post('/svcapi/_debug/crash_shard', { shard: 0 }, admin);
       assert.equal(crash.status, 200);
       assert.equal((await svc.get('/ingest/health')).status, 200, 'the service keeps answering');
-      await new Promise((r) => setTimeout(r, 300));
+      // The load goes on until a new worker has recovered the shard.
+      await waitFor(() => svc.logLines.filter((l) => l.includes('shard recovered')).length >= 2, 'a new worker recovers the shard');
       stop = true;
       await Promise.all(load);
       assert.ok(!statuses.has(500), `no 500s (saw ${[...statuses].join(', ')})`);
@@ -379,12 +382,7 @@ describe('query cancellation', () => {
         req.on('error', (err) => (/socket hang up|aborted/.test(String(err)) ? resolve() : reject(err)));
         req.end();
       });
-      let cancelled = false;
-      for (let i = 0; i < 50 && !cancelled; i++) {
-        await new Promise((r) => setTimeout(r, 100));
-        cancelled = svc.logLines.some((l) => l.includes('client went away'));
-      }
-      assert.ok(cancelled, 'the worker stopped the query because the client went away');
+      await waitFor(() => svc.logLines.some((l) => l.includes('client went away')), 'the worker stopped the query because the client went away');
       const small = await svc.get(queryUrl(['BIG-0'], T0, T0 + 1000), admin);
       assert.deepEqual(small.body, { 'BIG-0': [[T0, 0.25], [T0 + 1000, 1.25]] }, 'the shard serves the next query');
     } finally {
