@@ -74,6 +74,8 @@ export class Shard {
   private readonly listeners = new Map<number, ResultListener>();
   private draining = false;
   private closed = false;
+  /** True from a worker's death until its successor answers. */
+  restarting = false;
   private readonly freeSlots = Array.from({ length: QUERY_SLOTS }, (_, i) => QUERY_SLOTS - 1 - i);
   private readonly slotWaiters: Array<(slot: number) => void> = [];
 
@@ -119,9 +121,17 @@ export class Shard {
       workerData,
     });
     this.pool.on('error', (err: unknown) => opts.log.error({ err, shard: index }, 'storage worker failed; piscina starts a new one'));
-    // Writes do not go through piscina, so make sure a successor exists at once to answer them.
+    // Writes do not go through piscina, so make sure a successor exists at once to answer them;
+    // until it answers (it recovers the shard from disk first), health says the shard is restarting.
     this.pool.on('workerDestroy', () => {
-      if (!this.closed) setImmediate(() => void this.pool.run({ op: OP.PING }).catch(() => {}));
+      if (this.closed) return;
+      this.restarting = true;
+      setImmediate(() =>
+        void this.pool.run({ op: OP.PING }).then(
+          () => (this.restarting = false),
+          () => {},
+        ),
+      );
     });
   }
 
