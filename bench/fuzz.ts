@@ -1364,8 +1364,13 @@ function generate(index: number, seed: number, world: World, ops: Operation[], g
 
 // ---- judging ----------------------------------------------------------------------------------
 
-/** Backpressure the contract allows: a full ring or buffer, the disk floor. Not a stall or a crash. */
-const ALLOWED_UNAVAILABLE = /request ring full|write buffer of shard \d+ is full|below storage\.minFreeBytes|no space left/;
+/**
+ * Backpressure the contract allows: a full ring or buffer, the disk floor, a rename waiting for
+ * another one's folder move (Retry-After 1), request bodies over their shared budget. Not a
+ * stall or a crash.
+ */
+const ALLOWED_UNAVAILABLE =
+  /request ring full|write buffer of shard \d+ is full|below storage\.minFreeBytes|no space left|are being moved; retry in a moment|server\.maxBodyBytesInFlight/;
 
 function judge(d: Draft, o: Outcome): { kind: FailureKind; status: number | null } | null {
   if (o.timedOut) return d.raw && INVALID_RAW.some((k) => d.mutations.includes(`raw-${k}`)) ? null : { kind: 'hang', status: null };

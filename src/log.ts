@@ -4,25 +4,17 @@
 // never be written whatever a caller logs.
 
 import pino, { type Logger } from 'pino';
+import { LogSink } from './log-sink.js';
 
 export type { Logger };
 
 const SECRET_KEYS = ['password', 'new_password', 'token', 'access_token', 'authorization', 'secret'];
 
-/**
- * Lines are buffered and written in batches (a write per request line showed up
- * in the main thread's profile under ingest, bench:ingest): at 8 KiB, at least
- * every 200 ms, and by flushLogs() before the process exits.
- */
-const destination = pino.destination({ sync: false, minLength: 8192 });
-setInterval(() => destination.flush(), 200).unref();
+/** Lines are written in batches (log-sink.ts), and by flushLogs() before the process exits. */
+const destination = new LogSink(1);
 
 export function flushLogs(): void {
-  try {
-    destination.flushSync();
-  } catch {
-    // nothing buffered, or stdout already gone
-  }
+  destination.flushSync();
 }
 
 export function createLogger(level: string): Logger {

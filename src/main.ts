@@ -1,7 +1,9 @@
-// Process entry: load settings, open the stores, build the route table, serve
-// HTTPS, and shut down cleanly on SIGTERM/SIGINT (stop accepting, finish
-// in-flight requests, close stores, exit 0).
+// Process entry: read the command line and settings, take the data dir, open the core (metadata,
+// accounts, tokens), start the subsystems (each declares its routes, start, stop and health;
+// subsystems.ts), serve HTTPS, and shut down cleanly on SIGTERM/SIGINT: stop accepting, close
+// long-lived streams, finish in-flight requests, stop subsystems in reverse order, exit 0.
 
+import fs from 'node:fs';
 import { ensureAdmin } from './auth/bootstrap.js';
 import { loadOrCreateSecret, TokenService } from './auth/tokens.js';
 import { AccountStore } from './auth/users.js';
@@ -18,76 +20,108 @@ import { Registry } from './meta/registry.js';
 import { syncEntitySchema } from './meta/schema.js';
 import { StorageService } from './storage/service.js';
 import type { ServiceContext } from './routes/context.js';
-import { buildRouteTable } from './routes/index.js';
+import { buildSubsystems } from './routes/index.js';
+import { checkDataDir, lockDataDir, parseArgs, StartupError, USAGE } from './startup.js';
+import { SubsystemHost } from './subsystems.js';
 
 export interface RunningService {
   port: number;
   stop(): Promise<void>;
 }
 
+export const VERSION = (JSON.parse(fs.readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
+
 export async function startService(config: Config, log: Logger, env: NodeJS.ProcessEnv = process.env): Promise<RunningService> {
-  prepareDataDir(config.dataDir, log);
-  const tls = ensureCertificates(config.dataDir, config.tls, log);
-  const db = openMetadataDb(config.dataDir);
-  const registry = new Registry();
-  syncEntitySchema(db, registry);
-  registerSqlFunctions(db, { regexpBudgetSteps: config.meta.regexpBudgetSteps });
-  const entities = new EntityStore(db, registry, config.meta.maxListRows);
-  const storage = new StorageService(config, db, log);
-  await storage.start();
-  entities.addHooks(storage.entityHooks((job) => entities.defer(job)));
-  const auth = config.auth;
-  const secret = loadOrCreateSecret(config.dataDir);
-  const accounts = new AccountStore(db, secret);
-  entities.addHooks(accounts.entityHooks());
-  const tokens = new TokenService(secret, auth.tokenLifetimeSeconds, auth.tokenCacheSeconds, auth.tokenCacheMaxEntries, accounts);
-  await ensureAdmin(accounts, { email: auth.adminEmail, password: env.HISTORIAN_ADMIN_PASSWORD, dataDir: config.dataDir, scryptCost: auth.scryptCost }, log);
-
-  let port = config.server.port;
-  const ctx: ServiceContext = { config, log, db, accounts, tokens, tls, entities, storage, boundPort: () => port };
-  configureBodyGuard({ maxJsonDepth: config.server.maxJsonDepth });
-  const server = new HttpServer({
-    routes: buildRouteTable(ctx),
-    tokens,
-    log,
-    limits: {
-      maxBodyBytes: config.server.maxBodyBytes,
-      maxJsonBodyBytes: config.server.maxJsonBodyBytes,
-      maxPublicBodyBytes: config.server.maxPublicBodyBytes,
-      maxBodyBytesInFlight: config.server.maxBodyBytesInFlight,
-      maxUrlBytes: config.server.maxUrlBytes,
-      maxHeaderBytes: config.server.maxHeaderBytes,
-    },
-    tls,
-    streamStallTimeoutMs: config.storage.resultStallTimeoutMs,
-  });
-  port = await server.listen(config.server.host, config.server.port);
-  log.info({ port, dataDir: config.dataDir, caFile: tls.caFile }, 'listening');
-  flushLogs(); // whoever waits for this line should not wait for the batch
-
-  return {
-    port,
-    async stop() {
-      await server.close(config.server.shutdownGraceMs);
-      await storage.close();
-      db.close();
-    },
+  checkDataDir(config.dataDir);
+  const lock = lockDataDir(config.dataDir);
+  const cleanups: Array<() => void | Promise<void>> = [() => lock.release()];
+  const undo = async () => {
+    for (const cleanup of cleanups.reverse()) await cleanup();
   };
+  try {
+    prepareDataDir(config.dataDir, log);
+    const tls = ensureCertificates(config.dataDir, config.tls, log);
+    const db = openMetadataDb(config.dataDir);
+    cleanups.push(() => void db.close());
+    const registry = new Registry();
+    syncEntitySchema(db, registry);
+    registerSqlFunctions(db, { regexpBudgetSteps: config.meta.regexpBudgetSteps });
+    const entities = new EntityStore(db, registry, config.meta.maxListRows);
+    const storage = new StorageService(config, db, log);
+    entities.addHooks(storage.entityHooks((job) => entities.defer(job)));
+    const auth = config.auth;
+    const secret = loadOrCreateSecret(config.dataDir);
+    const accounts = new AccountStore(db, secret);
+    entities.addHooks(accounts.entityHooks());
+    const tokens = new TokenService(secret, auth.tokenLifetimeSeconds, auth.tokenCacheSeconds, auth.tokenCacheMaxEntries, accounts);
+    await ensureAdmin(accounts, { email: auth.adminEmail, password: env.HISTORIAN_ADMIN_PASSWORD, dataDir: config.dataDir, scryptCost: auth.scryptCost }, log);
+
+    let port = config.server.port;
+    let host!: SubsystemHost;
+    const ctx: ServiceContext = { config, log, db, accounts, tokens, tls, entities, storage, boundPort: () => port, health: () => host.health(), routeTable: () => routes };
+    host = new SubsystemHost(buildSubsystems(ctx), log);
+    const routes = host.routes();
+    await host.start();
+    cleanups.push(() => host.stop());
+    configureBodyGuard({ maxJsonDepth: config.server.maxJsonDepth });
+    const server = new HttpServer({
+      routes,
+      tokens,
+      log,
+      limits: {
+        maxBodyBytes: config.server.maxBodyBytes,
+        maxJsonBodyBytes: config.server.maxJsonBodyBytes,
+        maxPublicBodyBytes: config.server.maxPublicBodyBytes,
+        maxBodyBytesInFlight: config.server.maxBodyBytesInFlight,
+        maxUrlBytes: config.server.maxUrlBytes,
+        maxHeaderBytes: config.server.maxHeaderBytes,
+      },
+      tls,
+      streamStallTimeoutMs: config.storage.resultStallTimeoutMs,
+    });
+    port = await server.listen(config.server.host, config.server.port);
+    log.info(
+      { version: VERSION, pid: process.pid, address: `https://${config.server.host || '0.0.0.0'}:${port}`, port, dataDir: config.dataDir, caFile: tls.caFile },
+      'listening',
+    );
+    flushLogs(); // whoever waits for this line should not wait for the batch
+
+    return {
+      port,
+      async stop() {
+        await server.close(config.server.shutdownGraceMs);
+        await undo();
+      },
+    };
+  } catch (err) {
+    await undo();
+    throw err;
+  }
 }
 
 async function main(): Promise<void> {
   let config: Config;
   try {
+    const asked = parseArgs(process.argv.slice(2));
+    if (asked === 'help') return void process.stdout.write(USAGE);
+    if (asked === 'version') return void process.stdout.write(`historian ${VERSION}\n`);
     config = loadConfig();
   } catch (err) {
-    if (err instanceof ConfigError) {
-      process.stderr.write(`historian: ${err.message}\n`);
-      process.exit(1);
-    }
+    if (err instanceof ConfigError || err instanceof StartupError) fail(err.message);
     throw err;
   }
+  // A reader that went away (a closed pipe) must not crash the service or hold up its shutdown.
+  process.stdout.on('error', () => {});
+  process.stderr.on('error', () => {});
   const log = createLogger(config.log.level);
-  const service = await startService(config, log);
+  let service: RunningService;
+  try {
+    service = await startService(config, log);
+  } catch (err) {
+    flushLogs();
+    if (err instanceof StartupError || err instanceof ConfigError) fail(err.message);
+    throw err;
+  }
   let stopping = false;
   const shutdown = (signal: string) => {
     if (stopping) return;
@@ -108,6 +142,11 @@ async function main(): Promise<void> {
   };
   process.on('SIGTERM', () => shutdown('SIGTERM'));
   process.on('SIGINT', () => shutdown('SIGINT'));
+}
+
+function fail(message: string): never {
+  process.stderr.write(`historian: ${message}\n`);
+  process.exit(1);
 }
 
 main().catch((err) => {

@@ -77,18 +77,31 @@ export class LoginLockout {
 }
 
 /**
- * The key a client address is limited under. uWS gives addresses as eight
- * full hextets; an IPv4 client arrives IPv4-mapped and is keyed by its
- * dotted address. Other IPv6 clients are keyed by their /64, since one host
- * commonly holds a whole /64 and could otherwise take a fresh address per
- * request.
+ * The key a client address is limited under: an IPv4 client (also when it
+ * arrives IPv4-mapped) by its dotted address; other IPv6 clients by their /64,
+ * since one host commonly holds a whole /64 and could otherwise take a fresh
+ * address per request. Takes the address in any IPv6 spelling: uWS's eight
+ * full hextets or the compressed form.
  */
 export function clientKey(remoteAddress: string): string {
-  const parts = remoteAddress.split(':');
-  if (parts.length !== 8) return remoteAddress; // already dotted, or a form we do not know: use as is
-  if (parts.slice(0, 5).every((p) => Number(`0x${p}`) === 0) && parts[5].toLowerCase() === 'ffff') {
-    const high = Number(`0x${parts[6]}`), low = Number(`0x${parts[7]}`);
-    return [high >> 8, high & 255, low >> 8, low & 255].join('.');
+  const parts = hextets(remoteAddress);
+  if (!parts) return remoteAddress; // dotted already, or a form we do not know: use as is
+  if (parts.slice(0, 5).every((p) => p === 0) && parts[5] === 0xffff) {
+    return [parts[6] >> 8, parts[6] & 255, parts[7] >> 8, parts[7] & 255].join('.');
   }
-  return `${parts.slice(0, 4).map((p) => Number(`0x${p}`).toString(16)).join(':')}::/64`;
+  return `${parts.slice(0, 4).map((p) => p.toString(16)).join(':')}::/64`;
+}
+
+/** The eight 16-bit groups of an IPv6 address (`::` expanded), or null. */
+function hextets(address: string): number[] | null {
+  if (!address.includes(':')) return null;
+  const [head, tail, extra] = address.split('::');
+  if (extra !== undefined) return null;
+  const parse = (text: string | undefined) => (text ? text.split(':').map((g) => (/^[0-9a-f]{1,4}$/i.test(g) ? parseInt(g, 16) : NaN)) : []);
+  const front = parse(head);
+  const back = parse(tail);
+  const missing = 8 - front.length - back.length;
+  if (tail === undefined ? missing !== 0 : missing < 1) return null;
+  const groups = [...front, ...new Array<number>(tail === undefined ? 0 : missing).fill(0), ...back];
+  return groups.some(Number.isNaN) ? null : groups;
 }

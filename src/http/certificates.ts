@@ -15,6 +15,7 @@ import os from 'node:os';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import type Forge from 'node-forge';
+import { StartupError } from '../startup.js';
 
 // node-forge is only needed when a certificate has to be made (first start,
 // renewal); loading it on every start cost about 4 MiB of resident memory.
@@ -133,10 +134,10 @@ export function hostAddresses(): { hostname: string; lanAddress: string | null }
 
 function checkConfiguredFiles(configured: ConfiguredTls): TlsFiles {
   if (configured.certFile === null) {
-    throw new Error('tls.keyFile is set but tls.certFile is not; set both, or neither to use the generated local CA');
+    throw new StartupError('tls.keyFile is set but tls.certFile is not; set both, or neither to use the generated local CA');
   }
   if (configured.keyFile === null) {
-    throw new Error('tls.certFile is set but tls.keyFile is not; set both, or neither to use the generated local CA');
+    throw new StartupError('tls.certFile is set but tls.keyFile is not; set both, or neither to use the generated local CA');
   }
   const settings: Array<[string, string | null]> = [
     ['tls.certFile', configured.certFile],
@@ -145,7 +146,7 @@ function checkConfiguredFiles(configured: ConfiguredTls): TlsFiles {
   ];
   for (const [setting, file] of settings) {
     if (file !== null && !fs.existsSync(file)) {
-      throw new Error(`${setting} names a file that does not exist: ${file}`);
+      throw new StartupError(`${setting} names a file that does not exist: ${file}`);
     }
   }
   return { certFile: configured.certFile, keyFile: configured.keyFile, caFile: configured.caFile };

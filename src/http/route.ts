@@ -102,6 +102,17 @@ export interface RouteDef {
   /** The setting behind `maxBodyBytes`, named in the 413 so an operator knows what to raise. */
   maxBodySetting?: string;
   responses: Record<number, ResponseDef>;
+  /**
+   * The token may also come as the `access_token` query parameter (for EventSource and
+   * WebSocket clients, which cannot set headers); the header wins when both are given. The
+   * parameter's value never reaches a log line.
+   */
+  tokenInQuery?: boolean;
+  /**
+   * A reply that streams for as long as the client stays (SSE): at shutdown it is ended at once
+   * instead of holding the grace period.
+   */
+  longLived?: boolean;
   /** Error body shape: `{error}` (default) or `{status: "error", message}`. */
   errorShape?: ErrorShape;
   handler: Handler;

@@ -5,6 +5,7 @@
 // itself comes from its declaration (route.ts).
 
 import { performance } from 'node:perf_hooks';
+import { randomBytes } from 'node:crypto';
 import uWS from 'uWebSockets.js';
 import { unpack } from 'msgpackr';
 import type { TokenService } from '../auth/tokens.js';
@@ -14,6 +15,7 @@ import { check, compileRoute, type CompiledRoute } from './compile.js';
 import { HttpError, isWireConvertible, toErrorReply, type ErrorShape } from './errors.js';
 import { mutates, type HttpMethod, type Reply, type Request, type RouteDef } from './route.js';
 import { Router } from './router.js';
+import { StartupError } from '../startup.js';
 import { sendHeadOnly, sendWhole, StallWatch, StreamedBody, type ResponseHead } from './response-body.js';
 
 export interface ServerOptions {
@@ -42,6 +44,9 @@ export interface RequestLimits {
   maxHeaderBytes: number;
 }
 
+/** uWS's LIBUS_LISTEN_EXCLUSIVE_PORT: no SO_REUSEPORT. */
+const LISTEN_EXCLUSIVE_PORT = 1;
+
 /** Bytes a streamed reply may queue for a slow client before its producer is asked to wait. */
 const STREAM_HIGH_WATER_BYTES = 1 << 20;
 
@@ -59,7 +64,17 @@ interface Exchange {
   stream: StreamedBody | null;
   /** A HEAD request: answered like the GET, without its body. */
   head: boolean;
+  /** Returned as `x-request-id` and written in the request's log line. */
+  id: string;
+  /** The client's address. */
+  remote: string;
+  /** The email of a verified token, for the log line. */
+  user: string | null;
 }
+
+/** Request ids: a per-process prefix and a counter, unique across restarts without a random draw per request. */
+const REQUEST_ID_PREFIX = randomBytes(4).toString('hex');
+let requestCounter = 0;
 
 const STATUS_TEXT: Record<number, string> = {
   200: 'OK', 201: 'Created', 204: 'No Content', 400: 'Bad Request', 401: 'Unauthorized', 403: 'Forbidden',
@@ -80,6 +95,8 @@ export class HttpServer {
   private draining = false;
   private idleWaiters: Array<() => void> = [];
   private readonly stalls: StallWatch;
+  /** Exchanges streaming a long-lived reply (SSE), which shutdown ends instead of waiting for. */
+  private readonly longLived = new Set<Exchange>();
   /** Bytes of request bodies being read right now (bounded by limits.maxBodyBytesInFlight). */
   private bodyBytesInFlight = 0;
 
@@ -94,24 +111,34 @@ export class HttpServer {
     this.app.any('/*', (res, req) => this.onRequest(res, req));
   }
 
-  /** Resolves with the bound port (useful when `port` is 0). */
+  /**
+   * Resolves with the bound port (useful when `port` is 0). The port is taken exclusively: uWS
+   * would otherwise set SO_REUSEPORT on Linux, and a second service started on the same port
+   * would silently share its connections.
+   */
   listen(host: string, port: number): Promise<number> {
     return new Promise((resolve, reject) => {
       const onListen = (socket: uWS.us_listen_socket | false) => {
-        if (!socket) return reject(new Error(`cannot listen on ${host || '*'}:${port}`));
+        if (!socket) return reject(new StartupError(`cannot listen on ${host || '*'}:${port}: the port is in use or the address is not this machine's (server.host, server.port / HISTORIAN_PORT)`));
         this.listenSocket = socket;
         resolve(uWS.us_socket_local_port(socket as unknown as uWS.us_socket));
       };
-      if (host) this.app.listen(host, port, onListen);
-      else this.app.listen(port, onListen);
+      // The typings of this uWS build lack the (host, port, options, cb) form the binding has.
+      const listen = this.app.listen as unknown as (...args: unknown[]) => void;
+      if (host) listen.call(this.app, host, port, LISTEN_EXCLUSIVE_PORT, onListen);
+      else listen.call(this.app, port, LISTEN_EXCLUSIVE_PORT, onListen);
     });
   }
 
-  /** Stops accepting connections, then waits (at most `graceMs`) for in-flight requests. */
+  /**
+   * Stops accepting connections, ends long-lived streams (their handlers see the request's
+   * signal abort and return), then waits (at most `graceMs`) for the other in-flight requests.
+   */
   async close(graceMs: number): Promise<void> {
     this.draining = true;
     if (this.listenSocket) uWS.us_listen_socket_close(this.listenSocket);
     this.listenSocket = null;
+    for (const ex of this.longLived) ex.controller.abort();
     if (this.inFlight === 0) return;
     await new Promise<void>((resolve) => {
       const timer = setTimeout(resolve, graceMs);
@@ -135,6 +162,9 @@ export class HttpServer {
       errorShape: 'error',
       stream: null,
       head: method === 'HEAD',
+      id: `${REQUEST_ID_PREFIX}-${(++requestCounter).toString(36)}`,
+      remote: readableAddress(Buffer.from(res.getRemoteAddressAsText()).toString()),
+      user: null,
     };
     this.inFlight++;
     res.onAborted(() => {
@@ -171,9 +201,10 @@ export class HttpServer {
       }
       const route = match.value;
       ex.errorShape = route.def.errorShape ?? 'error';
-      const user = this.authorize(route.def, headers);
-      check(route.validateParams, match.params, 'path');
       const query = parseQuery(ex.rawQuery);
+      const user = this.authorize(route.def, headers, query);
+      ex.user = user?.sub ?? null;
+      check(route.validateParams, match.params, 'path');
       check(route.validateQuery, query, 'query');
 
       const base = {
@@ -184,7 +215,7 @@ export class HttpServer {
         query,
         headers,
         user,
-        remoteAddress: Buffer.from(res.getRemoteAddressAsText()).toString(),
+        remoteAddress: ex.remote,
         signal: ex.controller.signal,
       };
       if (!route.def.body && !route.def.rawBody) {
@@ -275,9 +306,10 @@ export class HttpServer {
     });
   }
 
-  private authorize(def: RouteDef, headers: Record<string, string>) {
+  private authorize(def: RouteDef, headers: Record<string, string>, query: Record<string, unknown>) {
     if (def.auth === 'public') return null;
-    const user = this.opts.tokens.verifyHeader(headers.authorization);
+    const fromQuery = def.tokenInQuery && headers.authorization === undefined && typeof query.access_token === 'string' ? query.access_token : undefined;
+    const user = this.opts.tokens.verifyHeader(headers.authorization ?? fromQuery);
     if (def.auth === 'admin' && user.role !== 'admin') throw new HttpError('FORBIDDEN', 'admin role required');
     if (user.role === 'read-only' && mutates(def)) throw new HttpError('FORBIDDEN', 'read-only account cannot change data');
     return user;
@@ -302,12 +334,12 @@ export class HttpServer {
     if (reply.stream && ex.head) {
       // The length of a streamed body is known only once it is written: HEAD says none.
       ex.done = true;
-      sendHeadOnly(ex.res, head(reply.status ?? 200, reply.contentType ?? 'application/octet-stream', reply.headers), null, this.draining);
+      sendHeadOnly(ex.res, head(ex, reply.status ?? 200, reply.contentType ?? 'application/octet-stream', reply.headers), null, this.draining);
       this.finish(ex, reply.status ?? 200);
       return;
     }
     if (reply.stream) {
-      this.streamReply(ex, reply);
+      this.streamReply(ex, route, reply);
       return;
     }
     const status = reply.status ?? 200;
@@ -324,10 +356,14 @@ export class HttpServer {
     this.send(ex, status, contentType, payload, reply.headers);
   }
 
-  private streamReply(ex: Exchange, reply: Reply): void {
+  private streamReply(ex: Exchange, route: CompiledRoute, reply: Reply): void {
     const status = reply.status ?? 200;
+    if (route.def.longLived) {
+      this.longLived.add(ex);
+      if (this.draining) ex.controller.abort();
+    }
     const stream = new StreamedBody(ex.res, {
-      head: head(status, reply.contentType ?? 'application/octet-stream', reply.headers),
+      head: head(ex, status, reply.contentType ?? 'application/octet-stream', reply.headers),
       highWaterBytes: STREAM_HIGH_WATER_BYTES,
       onClosed: (reason) => {
         this.stalls.delete(stream);
@@ -387,25 +423,45 @@ export class HttpServer {
     if (ex.done) return;
     ex.done = true;
     const close = closeConnection || this.draining;
-    if (ex.head) sendHeadOnly(ex.res, head(status, contentType, headers), typeof payload === 'string' ? Buffer.byteLength(payload) : payload.byteLength, close);
-    else sendWhole(ex.res, head(status, contentType, headers), payload, close);
+    if (ex.head) sendHeadOnly(ex.res, head(ex, status, contentType, headers), typeof payload === 'string' ? Buffer.byteLength(payload) : payload.byteLength, close);
+    else sendWhole(ex.res, head(ex, status, contentType, headers), payload, close);
     this.finish(ex, status);
   }
 
   private finish(ex: Exchange, status: number): void {
     const ms = Math.round((performance.now() - ex.started) * 1000) / 1000;
     const path = ex.rawQuery ? `${ex.path}?${redactQuery(ex.rawQuery)}` : ex.path;
-    this.opts.log.info({ method: ex.method, path, status, ms }, 'request');
+    this.opts.log.info({ method: ex.method, path, status, ms, remote: ex.remote, user: ex.user, requestId: ex.id }, 'request');
+    this.longLived.delete(ex);
     if (--this.inFlight === 0 && this.idleWaiters.length > 0) {
       for (const wake of this.idleWaiters.splice(0)) wake();
     }
   }
 }
 
-function head(status: number, contentType: string, headers: Record<string, string> | undefined): ResponseHead {
-  const list: Array<[string, string]> = [['content-type', contentType]];
+function head(ex: Exchange, status: number, contentType: string, headers: Record<string, string> | undefined): ResponseHead {
+  const list: Array<[string, string]> = [['content-type', contentType], ['x-request-id', ex.id]];
   if (headers) for (const name in headers) list.push([name, headers[name]]);
   return { statusLine: statusLine(status), headers: list };
+}
+
+/**
+ * uWS gives addresses as eight full IPv6 groups, IPv4 ones mapped (`0000:...:ffff:7f00:0001`):
+ * the forms people read (`127.0.0.1`, `::1`) for logs and for per-address limits.
+ */
+export function readableAddress(text: string): string {
+  const groups = text.split(':');
+  if (groups.length !== 8) return text;
+  if (groups.slice(0, 5).every((g) => /^0+$/.test(g)) && groups[5].toLowerCase() === 'ffff') {
+    const high = parseInt(groups[6], 16);
+    const low = parseInt(groups[7], 16);
+    return `${high >> 8}.${high & 255}.${low >> 8}.${low & 255}`;
+  }
+  try {
+    return new URL(`http://[${text}]/`).hostname.slice(1, -1); // the URL parser writes IPv6 compressed
+  } catch {
+    return text;
+  }
 }
 
 /** Query string to object; repeated keys become arrays. */

@@ -45,6 +45,7 @@ export function authRoutes(ctx: ServiceContext): RouteDef[] {
   const limitAddress = (req: Request): string => {
     const client = clientKey(req.remoteAddress);
     if (!perAddress.take(client)) {
+      ctx.log.warn({ remote: req.remoteAddress, path: req.path }, 'audit: register/login refused, too many requests from one address');
       throw new HttpError('RATE_LIMITED', `too many register/login requests from your address (auth.rateLimitRequestsPerAddress); try again later`, {
         'retry-after': String(perAddress.retryAfterSeconds(client)),
       });
@@ -53,6 +54,7 @@ export function authRoutes(ctx: ServiceContext): RouteDef[] {
   };
   const limitEmail = (email: string) => {
     if (!perEmail.take(email)) {
+      ctx.log.warn({ email }, 'audit: register/login refused, too many requests for one email');
       throw new HttpError('RATE_LIMITED', 'too many requests for this email; try again later', {
         'retry-after': String(perEmail.retryAfterSeconds(email)),
       });
@@ -134,6 +136,7 @@ export function authRoutes(ctx: ServiceContext): RouteDef[] {
         const lockKey = `${email}\n${client}`;
         const lockedMs = lockout.lockedFor(lockKey);
         if (lockedMs > 0) {
+          ctx.log.warn({ email, remote: req.remoteAddress }, 'audit: login refused, locked after repeated failures');
           const minutes = Math.ceil(lockedMs / 60_000);
           throw new HttpError('ACCOUNT_LOCKED', `account locked for your address after repeated failed logins; try again in ${minutes} minute(s)`, {
             'retry-after': String(Math.ceil(lockedMs / 1000)),
@@ -145,6 +148,7 @@ export function authRoutes(ctx: ServiceContext): RouteDef[] {
         const state = account && ok ? accounts.stateAfterLogin(account) : null;
         if (!state) {
           lockout.recordFailure(lockKey);
+          ctx.log.warn({ email, remote: req.remoteAddress, account: account ? 'exists' : 'none' }, 'audit: login failed');
           throw new HttpError('BAD_CREDENTIALS', INVALID_CREDENTIALS);
         }
         lockout.recordSuccess(lockKey);

@@ -1,6 +1,6 @@
 // What route groups are built from: the long-lived services of the process.
 // Each route file exports a function `(ctx) => RouteDef[]`; routes/index.ts
-// concatenates them into the one route table.
+// groups them into the subsystems of the service.
 
 import type { Config } from '../config.js';
 import type { AccountStore } from '../auth/users.js';
@@ -10,6 +10,8 @@ import type { Db } from '../meta/database.js';
 import type { EntityStore } from '../meta/entities.js';
 import type { Logger } from '../log.js';
 import type { StorageService } from '../storage/service.js';
+import type { RouteDef } from '../http/route.js';
+import type { ServiceHealth } from '../subsystems.js';
 
 export interface ServiceContext {
   readonly config: Config;
@@ -22,4 +24,8 @@ export interface ServiceContext {
   readonly storage: StorageService;
   /** The port actually bound (differs from config when it is 0). */
   boundPort(): number;
+  /** Health of every subsystem (GET /svcapi/health). */
+  health(): ServiceHealth;
+  /** Every mounted route (for the OpenAPI document). */
+  routeTable(): readonly RouteDef[];
 }

@@ -1,8 +1,9 @@
-// The route table: every mounted route of the service, in one array.
-// Routes the contract lists as not mounted (update_password, /elog/*,
-// /dataflow/ems/*) are deliberately absent, so they answer 404.
+// The subsystems of the service, in start order: each names its routes and how it starts, stops
+// and reports its health (subsystems.ts); main.ts hands the list to the SubsystemHost. Routes the
+// contract lists as not mounted (update_password, /elog/*, /dataflow/ems/*) are deliberately
+// absent, so they answer 404.
 
-import type { RouteDef } from '../http/route.js';
+import type { Subsystem } from '../subsystems.js';
 import { authRoutes } from './auth.js';
 import type { ServiceContext } from './context.js';
 import { entityRoutes } from './entities.js';
@@ -11,8 +12,17 @@ import { tagMappingRoutes } from './tag-mappings.js';
 import { timeseriesRoutes } from './timeseries.js';
 import { utilityRoutes } from './utility.js';
 
-export function buildRouteTable(ctx: ServiceContext): RouteDef[] {
-  const table: RouteDef[] = [];
-  table.push(...utilityRoutes(ctx, () => table), ...authRoutes(ctx), ...entityRoutes(ctx, ctx.entities), ...timeseriesRoutes(ctx, ctx.storage), ...queryRoutes(ctx, ctx.storage), ...tagMappingRoutes(ctx, ctx.storage));
-  return table;
+export function buildSubsystems(ctx: ServiceContext): Subsystem[] {
+  return [
+    { name: 'service', routes: () => utilityRoutes(ctx, () => ctx.routeTable()) },
+    { name: 'auth', routes: () => authRoutes(ctx) },
+    { name: 'metadata', routes: () => entityRoutes(ctx, ctx.entities) },
+    {
+      name: 'storage',
+      routes: () => [...timeseriesRoutes(ctx, ctx.storage), ...queryRoutes(ctx, ctx.storage), ...tagMappingRoutes(ctx, ctx.storage)],
+      start: () => ctx.storage.start(),
+      stop: () => ctx.storage.close(),
+      health: () => ctx.storage.health(),
+    },
+  ];
 }

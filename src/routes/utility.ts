@@ -11,6 +11,19 @@ import { buildOpenApi, toYaml } from '../http/openapi.js';
 import type { RouteDef } from '../http/route.js';
 import type { ServiceContext } from './context.js';
 
+const SUBSYSTEM_HEALTH = S.object(
+  { status: S.string({ enum: ['ok', 'degraded', 'failed'] }), reason: S.string(), acceptsWrites: S.boolean() },
+  ['status'],
+);
+const HEALTH = S.object(
+  {
+    status: S.string({ enum: ['ok', 'degraded'] }),
+    acceptsWrites: S.boolean(),
+    subsystems: { type: 'object', additionalProperties: SUBSYSTEM_HEALTH },
+  },
+  ['status', 'acceptsWrites', 'subsystems'],
+);
+
 export function utilityRoutes(ctx: ServiceContext, table: () => readonly RouteDef[]): RouteDef[] {
   let yaml: string | null = null;
   let docsPage: string | null = null;
@@ -75,6 +88,19 @@ export function utilityRoutes(ctx: ServiceContext, table: () => readonly RouteDe
       handler: () => {
         const { hostname, lanAddress } = hostAddresses();
         return { body: { url: `https://${lanAddress ?? hostname}:${ctx.boundPort()}` } };
+      },
+    },
+    {
+      method: 'GET', path: '/svcapi/health', auth: 'public', tag,
+      summary: 'Health of every subsystem; 503 when writes cannot be accepted',
+      description:
+        'Per subsystem `ok`, `degraded` or `failed`, with the reason (disk guard tripped, a storage shard restarting, a subsystem that ' +
+        'failed to start). `status` is `ok` when every subsystem is. Answers 503, with the same body, while writes cannot be accepted ' +
+        '(storage failed or stopped, free disk below storage.minFreeBytes). `/ingest/health` stays a plain liveness probe for load balancers.',
+      responses: { 200: { description: 'healthy or degraded', schema: HEALTH }, 503: { description: 'writes cannot be accepted', schema: HEALTH } },
+      handler: () => {
+        const health = ctx.health();
+        return { status: health.acceptsWrites ? 200 : 503, body: health };
       },
     },
     {

@@ -20,6 +20,7 @@ import { isCompleteScope, SCOPE_FIELDS, type CollectionScope, type ScopeFields }
 import type { MetricRequest } from './query-spec.js';
 import { collectionId as idOf, parseCollectionId } from '../../shared/scope-path.js';
 import { CollectionAccess } from './access.js';
+import type { Health } from '../subsystems.js';
 import { CollectionCatalog } from './catalog.js';
 import { ShardPool, type Shard } from './shards.js';
 import { TagScopes } from './tag-scopes.js';
@@ -61,6 +62,8 @@ export class StorageService {
   private roundRobin = 0;
   private diskCheckedAt = 0;
   private diskLow = false;
+  /** Set once start() succeeded; entity changes that must move folders wait for it. */
+  private running = false;
   /** Why the free space could not be read at the last check, or null. */
   private diskUnknown: string | null = null;
 
@@ -89,9 +92,30 @@ export class StorageService {
     this.access = new CollectionAccess(db);
   }
 
+  /** Recovers every shard and reads the collection list; on failure the workers are stopped again. */
   async start(): Promise<void> {
-    await this.shards.ready();
-    this.catalog.load();
+    try {
+      await this.shards.ready();
+      this.catalog.load();
+    } catch (err) {
+      await this.shards.close().catch(() => {});
+      throw err;
+    }
+    this.running = true;
+  }
+
+  /** For GET /svcapi/health: the disk guard, and shards whose worker is being replaced. */
+  health(): Health {
+    const restarting = this.shards.shards.filter((s) => s.restarting).map((s) => s.index);
+    let disk: string | null = null;
+    try {
+      this.checkDisk();
+    } catch (err) {
+      disk = (err as Error).message;
+    }
+    if (disk) return { status: 'degraded', reason: disk, acceptsWrites: false };
+    if (restarting.length > 0) return { status: 'degraded', reason: `storage shard(s) ${restarting.join(', ')} restarting after a worker failure` };
+    return { status: 'ok' };
   }
 
   async close(): Promise<void> {
@@ -341,6 +365,7 @@ export class StorageService {
       },
       beforeDelete: (def, entity) => {
         if (!isScopeTable(def)) return;
+        this.requireRunning();
         const names = this.scopePath(def.table, entity);
         // Rows stored before names were unique may share a path: the collections stay with the one left.
         if (!names || this.bindersOf(def.table, names).some((id) => String(id) !== String(entity.id))) return;
@@ -356,6 +381,12 @@ export class StorageService {
     };
   }
 
+  private requireRunning(): void {
+    if (!this.running) {
+      throw new HttpError('UNAVAILABLE', 'the storage subsystem is not running, so org, site and unit renames, moves and deletes (which move collection folders) wait for it');
+    }
+  }
+
   /**
    * An org, site or unit whose name or parent changed: its collections must follow (the binding
    * is by names), and it must not come to bind collections it did not have. Everything that can
@@ -366,6 +397,7 @@ export class StorageService {
     const to = this.scopePath(def.table, after);
     if (from && to && from.every((name, i) => name === to[i])) return;
     if (!from && !to) return;
+    this.requireRunning();
     if (this.moves.running) {
       // Checks below read the catalog, which a running move is changing.
       throw new HttpError('UNAVAILABLE', 'collections of another org, site or unit are being moved; retry in a moment', { 'retry-after': '1' });

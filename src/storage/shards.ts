@@ -63,6 +63,9 @@ export interface ShardPoolOptions {
   minTimestampMs: number;
 }
 
+/** Workers that fail before the first one ever answered, after which the shard counts as unable to start. */
+const MAX_FAILED_STARTS = 3;
+
 /** Queries that may wait for a free control slot of one shard before more are refused (503). */
 const MAX_WAITING_QUERIES = 1024;
 
@@ -81,6 +84,13 @@ export class Shard {
   private readonly listeners = new Map<number, ResultListener>();
   private draining = false;
   private closed = false;
+  /** True from a worker's death until its successor answers. */
+  restarting = false;
+  /** Set once the first worker answered; before that, repeated failures mean the shard cannot start. */
+  private started = false;
+  private failedStarts = 0;
+  private failStart!: (err: Error) => void;
+  private readonly startFailed = new Promise<never>((_, reject) => (this.failStart = reject));
   private readonly freeSlots = Array.from({ length: QUERY_SLOTS }, (_, i) => QUERY_SLOTS - 1 - i);
   private readonly slotWaiters: Array<(slot: number) => void> = [];
 
@@ -127,10 +137,22 @@ export class Shard {
       resourceLimits: { maxYoungGenerationSizeMb: opts.workerYoungGenerationMb },
       workerData,
     });
-    this.pool.on('error', (err: unknown) => opts.log.error({ err, shard: index }, 'storage worker failed; piscina starts a new one'));
-    // Writes do not go through piscina, so make sure a successor exists at once to answer them.
+    this.pool.on('error', (err: unknown) => {
+      opts.log.error({ err, shard: index }, 'storage worker failed; piscina starts a new one');
+      // A worker that cannot even start (its shard cannot be recovered) would be replaced forever.
+      if (!this.started && ++this.failedStarts >= MAX_FAILED_STARTS) this.failStart(err instanceof Error ? err : new Error(String(err)));
+    });
+    // Writes do not go through piscina, so make sure a successor exists at once to answer them;
+    // until it answers (it recovers the shard from disk first), health says the shard is restarting.
     this.pool.on('workerDestroy', () => {
-      if (!this.closed) setImmediate(() => void this.pool.run({ op: OP.PING }).catch(() => {}));
+      if (this.closed) return;
+      this.restarting = true;
+      setImmediate(() =>
+        void this.pool.run({ op: OP.PING }).then(
+          () => (this.restarting = false),
+          () => {},
+        ),
+      );
     });
   }
 
@@ -324,10 +346,18 @@ export class Shard {
     })();
   }
 
+  /** Resolves when the worker has recovered the shard and answers; rejects when it fails to start again and again. */
+  async ready(): Promise<void> {
+    this.startFailed.catch(() => {}); // observed here or never
+    await Promise.race([this.call({ op: OP.PING }), this.startFailed]);
+    this.started = true;
+  }
+
   async close(): Promise<void> {
     if (this.closed) return;
     try {
-      await this.pool.run({ op: OP.FLUSH });
+      // A worker that never started has nothing to flush, and the task would wait for one forever.
+      if (this.started) await this.pool.run({ op: OP.FLUSH });
     } catch {
       // a dead worker has nothing to flush
     }
@@ -359,7 +389,7 @@ export class ShardPool {
 
   /** Resolves when every worker has recovered its shard and answers. */
   async ready(): Promise<void> {
-    await Promise.all(this.shards.map((s) => s.call({ op: OP.PING })));
+    await Promise.all(this.shards.map((s) => s.ready()));
   }
 
   tagMapChanged(): void {

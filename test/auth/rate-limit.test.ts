@@ -38,6 +38,12 @@ test('client keys: IPv4 (as uWS gives it, IPv4-mapped) by address, IPv6 by /64',
   assert.equal(clientKey('0000:0000:0000:0000:0000:ffff:c0a8:0a0b'), '192.168.10.11');
   assert.equal(clientKey('2001:0db8:0001:0002:0000:0000:0000:0001'), '2001:db8:1:2::/64');
   assert.equal(clientKey('2001:0db8:0001:0002:abcd:ef01:2345:6789'), '2001:db8:1:2::/64', 'one /64, one key');
+  // The compressed spellings the server now logs and limits by.
+  assert.equal(clientKey('::ffff:7f00:1'), '127.0.0.1');
+  assert.equal(clientKey('127.0.0.1'), '127.0.0.1');
+  assert.equal(clientKey('::1'), '0:0:0:0::/64');
+  assert.equal(clientKey('2001:db8:1:2::1'), '2001:db8:1:2::/64');
+  assert.equal(clientKey('2001:db8::1::2'), '2001:db8::1::2', 'not an address: used as is');
   assert.notEqual(clientKey('2001:0db8:0001:0003:0000:0000:0000:0001'), clientKey('2001:0db8:0001:0002:0000:0000:0000:0001'));
   assert.equal(clientKey('10.0.0.1'), '10.0.0.1');
 });
