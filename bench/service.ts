@@ -366,6 +366,9 @@ export function npmStartCommand(): { env: Record<string, string>; nodeFlags: str
   const words = pkg.scripts.start.split('&&').at(-1)!.trim().split(/\s+/);
   const env: Record<string, string> = {};
   let i = 0;
+  // `exec env VAR=value ... node ...`: the shell hands its process to node, so npm's signals reach it.
+  if (words[i] === 'exec') i++;
+  if (words[i] === 'env') i++;
   for (; i < words.length && /^[A-Z_][A-Z0-9_]*=/.test(words[i]); i++) {
     const eq = words[i].indexOf('=');
     env[words[i].slice(0, eq)] = words[i].slice(eq + 1);
