@@ -9,11 +9,17 @@
 // - explicit modes where the service creates files (shared/file-modes.ts);
 // - at start, a data dir made by an earlier version (0755/0644) is tightened
 //   and the start log names what was changed.
+//
+// claimDataDir is the one way in: umask first (so nothing it makes is ever
+// readable by others), then the checks a start can fail on, then the lock that
+// keeps a second process out, and only then the tightening walk.
 
 import fs from 'node:fs';
 import path from 'node:path';
+import Database from 'better-sqlite3';
 import type { Logger } from './log.js';
 import { PRIVATE_DIR_MODE } from '../shared/file-modes.js';
+import { StartupError } from './startup.js';
 
 /** Strips group and other bits from every file the process creates from now on. */
 export const PROCESS_UMASK = 0o077;
@@ -22,10 +28,26 @@ const GROUP_OR_OTHER = 0o077;
 
 type WarnLogger = Pick<Logger, 'warn'>;
 
-/** Sets the umask, creates the data dir (0700) if needed and tightens what an older version left readable. */
-export function prepareDataDir(dataDir: string, log: WarnLogger): void {
+/**
+ * Takes the data dir for this process: sets the umask, checks the dir (made 0700 if missing),
+ * locks it, and tightens what an older version left readable. Throws StartupError naming the
+ * problem; the lock is the caller's to release at exit.
+ */
+export function claimDataDir(dataDir: string, log: WarnLogger): DataDirLock {
   process.umask(PROCESS_UMASK);
-  fs.mkdirSync(dataDir, { recursive: true, mode: PRIVATE_DIR_MODE });
+  checkDataDir(dataDir);
+  const lock = lockDataDir(dataDir);
+  try {
+    tightenDataDir(dataDir, log);
+  } catch (err) {
+    lock.release();
+    throw err;
+  }
+  return lock;
+}
+
+/** Strips group and other bits from what an older version left readable, and logs what changed. */
+function tightenDataDir(dataDir: string, log: WarnLogger): void {
   const tightened: string[] = [];
   const failed: Array<{ path: string; code: string | undefined }> = [];
   const tighten = (entry: string, stat: fs.Stats) => {
@@ -73,4 +95,92 @@ function tightenTree(entry: string, tighten: (entry: string, stat: fs.Stats) => 
     for (const name of fs.readdirSync(entry)) tightenTree(path.join(entry, name), tighten);
   }
   tighten(entry, stat);
+}
+
+/** Less free space than this and the service cannot even open its metadata. */
+const MIN_START_FREE_BYTES = 16 * 1024 * 1024;
+
+const REASONS: Record<string, string> = {
+  EROFS: 'it is on a read-only file system',
+  EACCES: 'permission denied',
+  EPERM: 'permission denied',
+  ENOSPC: 'its volume is full',
+  EDQUOT: 'the disk quota is used up',
+  ENOTDIR: 'a part of its path is a file',
+  ENOENT: 'a part of its path does not exist',
+};
+
+function reason(err: unknown): string {
+  const code = (err as NodeJS.ErrnoException)?.code ?? '';
+  return REASONS[code] ?? ((err as Error)?.message || String(err));
+}
+
+/** The data dir exists (or is made), is a folder, can be written, and its volume is not full. */
+function checkDataDir(dataDir: string): void {
+  let stat: fs.Stats | null = null;
+  try {
+    stat = fs.statSync(dataDir);
+  } catch {
+    // made below
+  }
+  if (stat && !stat.isDirectory()) throw new StartupError(`the data dir ${dataDir} is a file, not a folder (dataDir / HISTORIAN_DATA_DIR)`);
+  if (!stat) {
+    try {
+      fs.mkdirSync(dataDir, { recursive: true, mode: PRIVATE_DIR_MODE });
+    } catch (err) {
+      throw new StartupError(`cannot create the data dir ${dataDir}: ${reason(err)}`);
+    }
+  }
+  const probe = path.join(dataDir, `.write-test-${process.pid}`);
+  try {
+    fs.writeFileSync(probe, 'ok');
+    fs.rmSync(probe);
+  } catch (err) {
+    throw new StartupError(`cannot write in the data dir ${dataDir}: ${reason(err)}`);
+  }
+  const volume = fs.statfsSync(dataDir);
+  const free = volume.bavail * volume.bsize;
+  if (free < MIN_START_FREE_BYTES) throw new StartupError(`the volume of the data dir ${dataDir} is full (${free} bytes free)`);
+}
+
+export interface DataDirLock {
+  release(): void;
+}
+
+/**
+ * One process per data dir. The lock is an exclusive SQLite transaction on `service.lock`,
+ * held for the life of the process: an OS lock (fcntl) that the kernel drops when the process
+ * dies, kill -9 included, so there is no stale lock to clean up. The holder's pid goes in
+ * `service.pid` beside it, for the message a second start prints.
+ */
+function lockDataDir(dataDir: string): DataDirLock {
+  const lockFile = path.join(dataDir, 'service.lock');
+  const pidFile = path.join(dataDir, 'service.pid');
+  const db = new Database(lockFile, { timeout: 0 });
+  try {
+    db.pragma('locking_mode = EXCLUSIVE');
+    db.exec('BEGIN EXCLUSIVE');
+  } catch (err) {
+    db.close();
+    if ((err as { code?: string }).code !== 'SQLITE_BUSY') throw err;
+    let holder = 'another process';
+    try {
+      holder = `process ${Number(fs.readFileSync(pidFile, 'utf8'))}`;
+    } catch {
+      // the holder has not written its pid yet
+    }
+    throw new StartupError(`the data dir ${dataDir} is in use by ${holder}; two processes must never serve one data dir`);
+  }
+  fs.writeFileSync(pidFile, String(process.pid));
+  return {
+    release() {
+      try {
+        fs.rmSync(pidFile, { force: true });
+        db.exec('ROLLBACK');
+      } catch {
+        // exiting anyway
+      }
+      db.close();
+    },
+  };
 }

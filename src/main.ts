@@ -8,7 +8,7 @@ import { ensureAdmin } from './auth/bootstrap.js';
 import { loadOrCreateSecret, TokenService } from './auth/tokens.js';
 import { AccountStore } from './auth/users.js';
 import { ConfigError, loadConfig, type Config } from './config.js';
-import { prepareDataDir } from './data-dir.js';
+import { claimDataDir } from './data-dir.js';
 import { configureBodyGuard } from './http/body-guard.js';
 import { ensureCertificates } from './http/certificates.js';
 import { HttpServer } from './http/server.js';
@@ -21,7 +21,7 @@ import { syncEntitySchema } from './meta/schema.js';
 import { StorageService } from './storage/service.js';
 import type { ServiceContext } from './routes/context.js';
 import { buildSubsystems } from './routes/index.js';
-import { checkDataDir, lockDataDir, parseArgs, StartupError, USAGE } from './startup.js';
+import { parseArgs, StartupError, USAGE } from './startup.js';
 import { SubsystemHost } from './subsystems.js';
 
 export interface RunningService {
@@ -32,14 +32,12 @@ export interface RunningService {
 export const VERSION = (JSON.parse(fs.readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
 
 export async function startService(config: Config, log: Logger, env: NodeJS.ProcessEnv = process.env): Promise<RunningService> {
-  checkDataDir(config.dataDir);
-  const lock = lockDataDir(config.dataDir);
+  const lock = claimDataDir(config.dataDir, log);
   const cleanups: Array<() => void | Promise<void>> = [() => lock.release()];
   const undo = async () => {
     for (const cleanup of cleanups.reverse()) await cleanup();
   };
   try {
-    prepareDataDir(config.dataDir, log);
     const tls = ensureCertificates(config.dataDir, config.tls, log);
     const db = openMetadataDb(config.dataDir);
     cleanups.push(() => void db.close());

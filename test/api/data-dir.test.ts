@@ -71,6 +71,8 @@ test('a fresh data dir is private to the service account after metadata and time
   t.after(() => svc.dispose());
   await writeEverything(svc);
   assertPrivate(svc.dataDir);
+  // Nothing the service made was ever open to others: a fresh start has nothing to tighten.
+  assert.equal(svc.logs().some((l) => typeof l.msg === 'string' && l.msg.includes('removed their group and other permissions')), false);
 });
 
 test('a data dir left open by an earlier version is made private at start, and the log says so', async (t) => {
