@@ -445,6 +445,20 @@ const atomicsWaitAsync: WaitAsync | undefined = (Atomics as unknown as { waitAsy
 /** How often awaitOnSlot re-checks where Atomics.waitAsync is missing. */
 const POLL_WITHOUT_WAIT_ASYNC_MS = 1;
 
+/**
+ * Resolves once `slots[index]` may no longer hold `expected` (a notify, or a change seen), or
+ * after `timeoutMs`, without blocking the thread: Atomics.waitAsync where there is one, a short
+ * poll elsewhere. The caller re-reads the word and decides.
+ */
+export async function waitForChangeAsync(slots: Int32Array, index: number, expected: number, timeoutMs: number): Promise<void> {
+  if (atomicsWaitAsync === undefined) {
+    await new Promise<void>((resolve) => setTimeout(resolve, Math.min(timeoutMs, POLL_WITHOUT_WAIT_ASYNC_MS)));
+    return;
+  }
+  const waiting = atomicsWaitAsync(slots, index, expected, timeoutMs);
+  if (waiting.async) await waiting.value;
+}
+
 async function awaitOnSlot<Result extends RingWaitResult>(
   slots: Int32Array,
   slot: number,
@@ -463,12 +477,7 @@ async function awaitOnSlot<Result extends RingWaitResult>(
       if (result !== null) return result;
       const left = deadline - Date.now();
       if (left <= 0) return 'timed-out';
-      if (atomicsWaitAsync === undefined) {
-        await new Promise<void>((resolve) => setTimeout(resolve, Math.min(left, POLL_WITHOUT_WAIT_ASYNC_MS)));
-      } else {
-        const waiting = atomicsWaitAsync(slots, slot, word, left);
-        if (waiting.async) await waiting.value;
-      }
+      await waitForChangeAsync(slots, slot, word, left);
     }
   } finally {
     Atomics.sub(slots, waitersSlot, 1);

@@ -15,7 +15,7 @@
 import { JsonPointWriter } from '../native-free-codecs/json-points.js';
 import { MsgpackPointWriter } from '../native-free-codecs/msgpack-points.js';
 import { encodeFormat2, Format1Writer } from '../native-free-codecs/query-formats.js';
-import type { RingProducer } from '../native-free-codecs/ring.js';
+import { waitForChangeAsync, type RingProducer } from '../native-free-codecs/ring.js';
 import type { AggregatorSpec } from '../shared/aggregator-spec.js';
 import { OP, QUERY_CANCELLED, QUERY_CREDIT, QUERY_SEQ, querySlotWord, type TaskOf } from '../shared/protocol.js';
 import { BucketStream, PointLimitError, runPipeline, streamableStep } from './aggregators.js';
@@ -69,11 +69,8 @@ export class QueryRunner {
           const series = this.evaluate(flow, allowance, task.collectionId, tag, pipeline, task.start, task.end);
           total += series.count;
           if (task.format === 'json') await this.jsonFragment(flow, json, key, series, first);
-          else {
-            await flow.emit(json); // what earlier tags left in the JSON writer goes first (none outside JSON)
-            if (task.format === 'msgpack') await this.msgpackFragment(flow, key, series);
-            else await this.format1Fragment(flow, key, series);
-          }
+          else if (task.format === 'msgpack') await this.msgpackFragment(flow, key, series);
+          else await this.format1Fragment(flow, key, series);
           series.dispose();
         }
         first = false;
@@ -220,10 +217,6 @@ export class QueryRunner {
   }
 }
 
-type WaitAsync = (typed: Int32Array, index: number, value: number, timeoutMs: number) => { async: false; value: string } | { async: true; value: Promise<string> };
-/** Node has Atomics.waitAsync (ES2024); the compile target's lib does not declare it yet. */
-const waitAsync = (Atomics as unknown as { waitAsync: WaitAsync }).waitAsync;
-
 interface Drainable {
   bytes(): Uint8Array;
   reset(): void;
@@ -295,8 +288,7 @@ class ResultFlow {
         // timeout and cancels the query; this fires only if that never came.
         throw new StorageError('UNAVAILABLE', 'query abandoned: no credit came for twice storage.resultStallTimeoutMs');
       }
-      const wait = waitAsync(control, this.creditWord, credit, 250);
-      if (wait.async) await wait.value;
+      await waitForChangeAsync(control, this.creditWord, credit, 250);
     }
     while (!results.tryWrite(this.seq, payload)) {
       this.check();

@@ -3,6 +3,8 @@
 // failed logins (per email and client address). Memory is bounded: idle keys
 // are swept.
 
+import { hextets, mappedIpv4 } from '../http/address.js';
+
 export class SlidingWindowLimiter {
   private readonly hits = new Map<string, number[]>();
   private lastSweep = 0;
@@ -86,22 +88,6 @@ export class LoginLockout {
 export function clientKey(remoteAddress: string): string {
   const parts = hextets(remoteAddress);
   if (!parts) return remoteAddress; // dotted already, or a form we do not know: use as is
-  if (parts.slice(0, 5).every((p) => p === 0) && parts[5] === 0xffff) {
-    return [parts[6] >> 8, parts[6] & 255, parts[7] >> 8, parts[7] & 255].join('.');
-  }
-  return `${parts.slice(0, 4).map((p) => p.toString(16)).join(':')}::/64`;
+  return mappedIpv4(parts) ?? `${parts.slice(0, 4).map((p) => p.toString(16)).join(':')}::/64`;
 }
 
-/** The eight 16-bit groups of an IPv6 address (`::` expanded), or null. */
-function hextets(address: string): number[] | null {
-  if (!address.includes(':')) return null;
-  const [head, tail, extra] = address.split('::');
-  if (extra !== undefined) return null;
-  const parse = (text: string | undefined) => (text ? text.split(':').map((g) => (/^[0-9a-f]{1,4}$/i.test(g) ? parseInt(g, 16) : NaN)) : []);
-  const front = parse(head);
-  const back = parse(tail);
-  const missing = 8 - front.length - back.length;
-  if (tail === undefined ? missing !== 0 : missing < 1) return null;
-  const groups = [...front, ...new Array<number>(tail === undefined ? 0 : missing).fill(0), ...back];
-  return groups.some(Number.isNaN) ? null : groups;
-}

@@ -199,7 +199,7 @@ export class StreamedBody implements ResponseStream {
 
   private pump(): void {
     let flushed = 0;
-    while (this.state === 'open' && !this.blocked && (this.queued > 0 || (this.endRequested && this.state === 'open'))) {
+    while (this.state === 'open' && !this.blocked && (this.queued > 0 || this.endRequested)) {
       let finished = false;
       this.res.cork(() => {
         let room = CORK_BUFFER_BYTES;

@@ -14,6 +14,7 @@ import { checkDecodedBodyDepth, checkJsonBodyDepth } from './body-guard.js';
 import { check, compileRoute, type CompiledRoute } from './compile.js';
 import { HttpError, isWireConvertible, toErrorReply, type ErrorShape } from './errors.js';
 import { mutates, type HttpMethod, type Reply, type Request, type RouteDef } from './route.js';
+import { readableAddress } from './address.js';
 import { Router } from './router.js';
 import { StartupError } from '../startup.js';
 import { sendHeadOnly, sendWhole, StallWatch, StreamedBody, type ResponseHead } from './response-body.js';
@@ -443,25 +444,6 @@ function head(ex: Exchange, status: number, contentType: string, headers: Record
   const list: Array<[string, string]> = [['content-type', contentType], ['x-request-id', ex.id]];
   if (headers) for (const name in headers) list.push([name, headers[name]]);
   return { statusLine: statusLine(status), headers: list };
-}
-
-/**
- * uWS gives addresses as eight full IPv6 groups, IPv4 ones mapped (`0000:...:ffff:7f00:0001`):
- * the forms people read (`127.0.0.1`, `::1`) for logs and for per-address limits.
- */
-export function readableAddress(text: string): string {
-  const groups = text.split(':');
-  if (groups.length !== 8) return text;
-  if (groups.slice(0, 5).every((g) => /^0+$/.test(g)) && groups[5].toLowerCase() === 'ffff') {
-    const high = parseInt(groups[6], 16);
-    const low = parseInt(groups[7], 16);
-    return `${high >> 8}.${high & 255}.${low >> 8}.${low & 255}`;
-  }
-  try {
-    return new URL(`http://[${text}]/`).hostname.slice(1, -1); // the URL parser writes IPv6 compressed
-  } catch {
-    return text;
-  }
 }
 
 /** Query string to object; repeated keys become arrays. */
