@@ -11,6 +11,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, test } from 'node:test';
 import { ADMIN_EMAIL, startService, tempDir } from './harness.js';
+import { waitFor } from '../support/wait-for.js';
 
 const MAIN = fileURLToPath(new URL('../../src/main.js', import.meta.url));
 const REPO = fileURLToPath(new URL('../../../', import.meta.url));
@@ -32,15 +33,6 @@ function assertOneLineFailure(run: { status: number | null; stderr: string }, pa
   assert.doesNotMatch(run.stderr, /\n\s+at /);
 }
 
-async function waitFor<T>(probe: () => T | undefined | false, what: string, timeoutMs = 20_000): Promise<T> {
-  const until = Date.now() + timeoutMs;
-  for (;;) {
-    const value = probe();
-    if (value) return value;
-    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
 
 function alive(pid: number): boolean {
   try {
@@ -141,12 +133,14 @@ describe('stopping', () => {
     npm.stderr!.on('data', (c: Buffer) => (out += c.toString()));
     const exited = new Promise<number | null>((resolve) => npm.once('exit', (code) => resolve(code)));
     try {
-      const banner = await waitFor(() => out.split('\n').find((l) => l.includes('"msg":"listening"')), 'the listening line', 60_000);
+      const listening = () => out.split('\n').find((l) => l.includes('"msg":"listening"'));
+      await waitFor(() => listening() !== undefined, 'the listening line', { timeoutMs: 60_000 });
+      const banner = listening()!;
       const serverPid = (JSON.parse(banner) as { pid: number }).pid;
       assert.ok(alive(serverPid));
       npm.kill('SIGTERM');
       await exited;
-      await waitFor(() => !alive(serverPid), 'the server process to end');
+      await waitFor(() => !alive(serverPid), 'the server process to end', { timeoutMs: 20_000 });
       assert.match(out, /"msg":"stopped"/, 'it shut down cleanly, not killed');
     } finally {
       npm.kill('SIGKILL');
@@ -231,12 +225,16 @@ describe('health and request logs', () => {
       const res = await svc.get('/svcapi/me', admin);
       const id = res.headers['x-request-id'] as string;
       assert.match(id, /^[0-9a-f]{8}-[0-9a-z]+$/);
-      const line = await waitFor(() => svc.logs().find((l) => l.msg === 'request' && l.requestId === id), 'the request line');
+      const requestLine = () => svc.logs().find((l) => l.msg === 'request' && l.requestId === id);
+      await waitFor(() => requestLine() !== undefined, 'the request line');
+      const line = requestLine()!;
       assert.equal(line.user, ADMIN_EMAIL);
       assert.equal(line.remote, '127.0.0.1');
       assert.equal(line.path, '/svcapi/me');
       assert.equal((await svc.post('/svcapi/login', { email: ADMIN_EMAIL, password: 'wrong-password' })).status, 401);
-      const audit = await waitFor(() => svc.logs().find((l) => l.msg === 'audit: login failed'), 'the audit line');
+      const auditLine = () => svc.logs().find((l) => l.msg === 'audit: login failed');
+      await waitFor(() => auditLine() !== undefined, 'the audit line');
+      const audit = auditLine()!;
       assert.equal(audit.level, 40);
       assert.equal(audit.email, ADMIN_EMAIL);
       assert.ok(!JSON.stringify(svc.logs()).includes('wrong-password'));
