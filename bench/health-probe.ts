@@ -1,7 +1,7 @@
-// Main-thread responsiveness probe: GET /ingest/health every 10 ms on its own
-// connection. It runs in a worker thread so the benchmark's own body encoding
-// (which blocks the main thread for milliseconds) is not counted as server
-// latency.
+// Main-thread responsiveness probe: GET /ingest/health (or another cheap route,
+// such as /svcapi/health) every 10 ms on its own connection. It runs in a worker
+// thread so the benchmark's own body encoding (which blocks the main thread for
+// milliseconds) is not counted as server latency.
 
 import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
 import { HttpsClient } from './service.js';
@@ -10,6 +10,7 @@ interface ProbeData {
   port: number;
   ca: string;
   intervalMs: number;
+  path: string;
 }
 
 export interface ProbeResult {
@@ -18,8 +19,8 @@ export interface ProbeResult {
 }
 
 /** Starts the probe; `stop()` ends it and hands back every latency (ms). */
-export function startHealthProbe(port: number, ca: string, intervalMs = 10): { stop(): Promise<ProbeResult> } {
-  const worker = new Worker(new URL(import.meta.url), { workerData: { port, ca, intervalMs } satisfies ProbeData });
+export function startHealthProbe(port: number, ca: string, intervalMs = 10, path = '/ingest/health'): { stop(): Promise<ProbeResult> } {
+  const worker = new Worker(new URL(import.meta.url), { workerData: { port, ca, intervalMs, path } satisfies ProbeData });
   const result = new Promise<ProbeResult>((resolve, reject) => {
     worker.once('message', resolve);
     worker.once('error', reject);
@@ -32,7 +33,7 @@ export function startHealthProbe(port: number, ca: string, intervalMs = 10): { s
   };
 }
 
-async function probe({ port, ca, intervalMs }: ProbeData): Promise<void> {
+async function probe({ port, ca, intervalMs, path }: ProbeData): Promise<void> {
   const client = new HttpsClient(port, ca, 1);
   let stopping = false;
   parentPort!.once('message', () => {
@@ -43,7 +44,7 @@ async function probe({ port, ca, intervalMs }: ProbeData): Promise<void> {
   while (!stopping) {
     const start = performance.now();
     try {
-      const reply = await client.get('/ingest/health');
+      const reply = await client.get(path);
       if (reply.status === 200) latencies.push(reply.ms);
       else failures.push(`HTTP ${reply.status}: ${reply.body.subarray(0, 200).toString()}`);
     } catch (err) {

@@ -249,7 +249,7 @@ export async function rateLoop(o: {
   return { requests: latencies.length, seconds, perSecond: latencies.length / seconds, ...percentiles(latencies), otherCores: other() };
 }
 
-export function percentiles(samples: number[]): { p50: number; p99: number; max: number } {
+export function percentiles(samples: ArrayLike<number>): { p50: number; p99: number; max: number } {
   if (samples.length === 0) return { p50: NaN, p99: NaN, max: NaN };
   const sorted = Float64Array.from(samples).sort();
   const at = (p: number) => sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))];

@@ -23,58 +23,101 @@ export interface StreamFigures {
   delivery: ReturnType<typeof percentiles>;
 }
 
-interface SseEvent {
+export interface SseEvent {
   event: string;
   id: string;
   data: string;
 }
 
-/** One stream on its own connection; calls `onEvent` per complete event. */
-function openStream(svc: StreamTarget, headers: Record<string, string>, onEvent: (e: SseEvent) => void): Promise<{ status: number; contentType: string; close(): void; body: string }> {
+/**
+ * Incremental Server-Sent-Events parser: feed it the stream's text as it arrives and it calls
+ * `onEvent` once per complete event (comments, such as keepalives, are skipped).
+ */
+export class SseParser {
+  private pending = '';
+
+  constructor(private readonly onEvent: (e: SseEvent) => void) {}
+
+  feed(text: string): void {
+    this.pending += text.includes('\r') ? text.replace(/\r\n?/g, '\n') : text;
+    let end: number;
+    while ((end = this.pending.indexOf('\n\n')) >= 0) {
+      const block = this.pending.slice(0, end);
+      this.pending = this.pending.slice(end + 2);
+      const e: SseEvent = { event: 'message', id: '', data: '' };
+      for (const line of block.split('\n')) {
+        if (line.startsWith(':')) continue; // keep-alive comment
+        const colon = line.indexOf(':');
+        const field = colon < 0 ? line : line.slice(0, colon);
+        const value = colon < 0 ? '' : line.slice(colon + 1).replace(/^ /, '');
+        if (field === 'event') e.event = value;
+        else if (field === 'id') e.id = value;
+        else if (field === 'data') e.data += (e.data ? '\n' : '') + value;
+      }
+      if (e.data || e.event !== 'message') this.onEvent(e);
+    }
+  }
+}
+
+export interface OpenedStream {
+  status: number;
+  contentType: string;
+  /** The body when the answer was not an event stream. */
+  body: string;
+  close(): void;
+  /** Resolves when the server ends the stream or the connection drops (not on close()). */
+  ended: Promise<void>;
+}
+
+/**
+ * One stream on its own connection, the token in `?access_token=` (as a browser's EventSource
+ * sends it); calls `onEvent` per complete event.
+ */
+export function openStream(
+  target: { port: number; ca: string },
+  token: string,
+  headers: Record<string, string>,
+  onEvent: (e: SseEvent) => void,
+): Promise<OpenedStream> {
   return new Promise((resolve, reject) => {
+    let closing = false;
+    let ended!: () => void;
+    const endedPromise = new Promise<void>((r) => (ended = r));
     const req = https.request(
       {
         host: '127.0.0.1',
         servername: 'localhost',
-        port: svc.port,
-        path: `/svcapi/notifications/stream?access_token=${encodeURIComponent(svc.token)}`,
+        port: target.port,
+        path: `/svcapi/notifications/stream?access_token=${encodeURIComponent(token)}`,
         headers: { accept: 'text/event-stream', ...headers },
-        ca: svc.ca,
+        ca: target.ca,
         agent: false, // one connection per client, as browsers would hold them
       },
       (res) => {
         const contentType = String(res.headers['content-type'] ?? '');
+        const close = () => {
+          closing = true;
+          req.destroy();
+        };
         if (res.statusCode !== 200 || !contentType.startsWith('text/event-stream')) {
           let body = '';
           res.on('data', (c: Buffer) => (body += c.toString()));
-          res.on('end', () => resolve({ status: res.statusCode ?? 0, contentType, close: () => req.destroy(), body }));
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, contentType, close, body, ended: endedPromise }));
           return;
         }
-        resolve({ status: 200, contentType, close: () => req.destroy(), body: '' });
-        let pending = '';
-        res.on('data', (chunk: Buffer) => {
-          pending += chunk.toString('utf8').replace(/\r\n?/g, '\n');
-          let end: number;
-          while ((end = pending.indexOf('\n\n')) >= 0) {
-            const block = pending.slice(0, end);
-            pending = pending.slice(end + 2);
-            const e: SseEvent = { event: 'message', id: '', data: '' };
-            for (const line of block.split('\n')) {
-              if (line.startsWith(':')) continue; // keep-alive comment
-              const colon = line.indexOf(':');
-              const field = colon < 0 ? line : line.slice(0, colon);
-              const value = colon < 0 ? '' : line.slice(colon + 1).replace(/^ /, '');
-              if (field === 'event') e.event = value;
-              else if (field === 'id') e.id = value;
-              else if (field === 'data') e.data += (e.data ? '\n' : '') + value;
-            }
-            if (e.data || e.event !== 'message') onEvent(e);
-          }
-        });
+        resolve({ status: 200, contentType, close, body: '', ended: endedPromise });
+        const parser = new SseParser(onEvent);
+        res.setEncoding('utf8');
+        res.on('data', (text: string) => parser.feed(text));
         res.on('error', () => {});
+        res.on('close', () => {
+          if (!closing) ended();
+        });
       },
     );
-    req.on('error', reject);
+    req.on('error', (err) => {
+      if (!closing) reject(err);
+    });
     req.end();
   });
 }
@@ -83,7 +126,7 @@ export async function streamLoad(svc: StreamTarget, clients: number, notificatio
   // The probe also sends the header, so a route that is not there (or is
   // matched by the entity route /notifications/{id}) is told apart from one
   // that refuses the query-string token.
-  const probe = await openStream(svc, { authorization: `Bearer ${svc.token}` }, () => {});
+  const probe = await openStream(svc, svc.token, { authorization: `Bearer ${svc.token}` }, () => {});
   probe.close();
   if (probe.status !== 200) return { absent: `answered ${probe.status} ${probe.contentType}: ${probe.body.slice(0, 200)}` };
 
@@ -97,7 +140,7 @@ export async function streamLoad(svc: StreamTarget, clients: number, notificatio
       const start = performance.now();
       let ready!: () => void;
       const replayed = new Promise<void>((resolve) => (ready = resolve));
-      const stream = await openStream(svc, {}, (e) => {
+      const stream = await openStream(svc, svc.token, {}, (e) => {
         if (e.event === 'replay-complete') {
           connectTimes.push(performance.now() - start);
           ready();
