@@ -252,10 +252,20 @@ function machineBusySeconds(): number {
   }
 }
 
-function processCpuSeconds(pid: number): number {
+/** User + system CPU seconds of a process (all its threads) from /proc; 0 when it is gone. */
+export function processCpuSeconds(pid: number): number {
+  return statCpuSeconds(`/proc/${pid}/stat`);
+}
+
+/** User + system CPU seconds of one thread of a process; the main thread's id is the process id. */
+export function threadCpuSeconds(pid: number, tid = pid): number {
+  return statCpuSeconds(`/proc/${pid}/task/${tid}/stat`);
+}
+
+function statCpuSeconds(statFile: string): number {
   try {
     // Fields after the parenthesised command name; utime and stime are fields 14 and 15.
-    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const stat = fs.readFileSync(statFile, 'utf8');
     const rest = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
     return (Number(rest[11]) + Number(rest[12])) / TICKS_PER_SECOND;
   } catch {
