@@ -132,8 +132,8 @@ process.on('message', (message: ToClient) => {
     case 'finish':
       finishing = true;
       for (const stream of streams) stream.close();
-      send({ op: 'result', latencies: latencies.take(), perStream, outOfOrder, malformed, cut });
-      process.disconnect();
+      // Disconnect only once the (large) message has left, or it is lost.
+      process.send!({ op: 'result', latencies: latencies.take(), perStream, outOfOrder, malformed, cut } satisfies FromClient, () => process.disconnect());
       break;
   }
 });

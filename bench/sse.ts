@@ -3,6 +3,7 @@
 // notifications an admin posts while they listen.
 
 import https from 'node:https';
+import tls from 'node:tls';
 import { describeReply, percentiles, sleep } from './runner.js';
 import type { HttpsClient } from './service.js';
 
@@ -59,6 +60,14 @@ export class SseParser {
   }
 }
 
+/** One TLS context per CA: building one per connection (parsing the CA each time) would dominate opening thousands of streams. */
+const secureContexts = new Map<string, tls.SecureContext>();
+function secureContextFor(ca: string): tls.SecureContext {
+  let context = secureContexts.get(ca);
+  if (!context) secureContexts.set(ca, (context = tls.createSecureContext({ ca })));
+  return context;
+}
+
 export interface OpenedStream {
   status: number;
   contentType: string;
@@ -90,7 +99,7 @@ export function openStream(
         port: target.port,
         path: `/svcapi/notifications/stream?access_token=${encodeURIComponent(token)}`,
         headers: { accept: 'text/event-stream', ...headers },
-        ca: target.ca,
+        ...({ secureContext: secureContextFor(target.ca) } satisfies tls.ConnectionOptions), // passed on to tls.connect
         agent: false, // one connection per client, as browsers would hold them
       },
       (res) => {
