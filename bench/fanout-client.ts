@@ -8,7 +8,11 @@
 import { openStream, type OpenedStream, type SseEvent } from './sse.js';
 import { runPool } from './runner.js';
 
-export type ToClient = { op: 'open'; port: number; ca: string; tokens: string[]; concurrency: number } | { op: 'count' } | { op: 'cpu' } | { op: 'finish' };
+export type ToClient =
+  | { op: 'open'; port: number; ca: string; tokens: string[]; concurrency: number; notifications: number }
+  | { op: 'count' }
+  | { op: 'cpu' }
+  | { op: 'finish' };
 
 export type FromClient =
   | { op: 'opened'; connectMs: number[]; open: Uint8Array; failed: number; failures: string[] }
@@ -18,6 +22,8 @@ export type FromClient =
       op: 'result';
       /** One per notification event received, in ms. */
       latencies: Float64Array;
+      /** Largest latency of each notification (by its `seq`) over this client's streams; NaN when none arrived. */
+      worstBySeq: Float64Array;
       /** Notification events received, per stream in the order of `tokens`. */
       perStream: Uint32Array;
       /** Events whose id was not above the previous one on their stream (duplicates or reordering). */
@@ -28,9 +34,9 @@ export type FromClient =
       cut: number;
     };
 
-/** The send time the poster writes into the notification's payload (see notification-fanout.ts). */
+/** The send time the poster writes into the notification's payload, followed by its `seq` (see notification-fanout.ts). */
 export const SENT_AT_FIELD = 'sentAtMs';
-const SENT_AT = new RegExp(`"${SENT_AT_FIELD}":(-?[0-9.eE+]+)`);
+const SENT_AT = new RegExp(`"${SENT_AT_FIELD}":(-?[0-9.eE+]+),"seq":([0-9]+)`);
 
 /** Epoch milliseconds with sub-millisecond resolution, from the same clock in every process. */
 export const clockMs = () => performance.timeOrigin + performance.now();
@@ -57,6 +63,7 @@ class Samples {
 const latencies = new Samples();
 let perStream = new Uint32Array(0);
 let lastId = new Float64Array(0);
+let worstBySeq = new Float64Array(0);
 let delivered = 0;
 let outOfOrder = 0;
 let malformed = 0;
@@ -75,12 +82,19 @@ function onNotification(index: number, e: SseEvent): void {
   lastId[index] = id;
   // A regular expression instead of JSON.parse: the client's CPU is shared with the server.
   const sent = SENT_AT.exec(e.data);
-  if (sent) latencies.push(receivedAt - Number(sent[1]));
-  else malformed++;
+  if (sent) {
+    const latency = receivedAt - Number(sent[1]);
+    latencies.push(latency);
+    const seq = Number(sent[2]);
+    if (!(worstBySeq[seq] >= latency)) worstBySeq[seq] = latency;
+  } else {
+    malformed++;
+  }
 }
 
-async function open(port: number, ca: string, tokens: string[], concurrency: number): Promise<void> {
+async function open(port: number, ca: string, tokens: string[], concurrency: number, notifications: number): Promise<void> {
   perStream = new Uint32Array(tokens.length);
+  worstBySeq = new Float64Array(notifications).fill(NaN);
   lastId = new Float64Array(tokens.length).fill(-Infinity);
   const connectMs: number[] = [];
   const failures: string[] = [];
@@ -119,7 +133,7 @@ async function open(port: number, ca: string, tokens: string[], concurrency: num
 process.on('message', (message: ToClient) => {
   switch (message.op) {
     case 'open':
-      void open(message.port, message.ca, message.tokens, message.concurrency);
+      void open(message.port, message.ca, message.tokens, message.concurrency, message.notifications);
       break;
     case 'count':
       send({ op: 'count', delivered });
@@ -133,7 +147,7 @@ process.on('message', (message: ToClient) => {
       finishing = true;
       for (const stream of streams) stream.close();
       // Disconnect only once the (large) message has left, or it is lost.
-      process.send!({ op: 'result', latencies: latencies.take(), perStream, outOfOrder, malformed, cut } satisfies FromClient, () => process.disconnect());
+      process.send!({ op: 'result', latencies: latencies.take(), worstBySeq, perStream, outOfOrder, malformed, cut } satisfies FromClient, () => process.disconnect());
       break;
   }
 });

@@ -23,7 +23,7 @@ import { parseArgs } from 'node:util';
 import { clockMs, SENT_AT_FIELD, type FromClient, type ToClient } from './fanout-client.js';
 import { startHealthProbe } from './health-probe.js';
 import { commandLine, int, machine, markdownTable, mib, ms, num, percentiles, runPool, sleep } from './runner.js';
-import { cpuMeter, HttpsClient, json, processCpuSeconds, startOurService, threadCpuSeconds, waitForQuiet, type Reply } from './service.js';
+import { cpuMeter, HttpsClient, json, processCpuSeconds, startOurService, threadCpuSeconds, threadCpuSplit, waitForQuiet, type Reply } from './service.js';
 
 const { values } = parseArgs({
   options: {
@@ -55,6 +55,7 @@ const audience = values.audience ?? 'all';
 if (audience !== 'all' && audience !== 'org') throw new Error(`--audience must be all or org, got ${audience}`);
 const ORGS = 10;
 const userCount = Math.ceil(streamCount / perUser);
+const postCount = Math.round(rate * seconds);
 const PASSWORD = 'fanout-user-password';
 
 // ---- the service and its accounts -----------------------------------------------------------
@@ -130,7 +131,7 @@ const clientCpuSeconds = async () => (await askAll({ op: 'cpu' }, 'cpu')).reduce
 process.stderr.write(`opening ${int(streamCount)} streams from ${clientCount} client processes\n`);
 const openStart = performance.now();
 const opened = await Promise.all(
-  clients.map((c) => ask(c, { op: 'open', port: service.port, ca: service.ca, tokens: c.streams.map((s) => tokens[userOfStream(s)]), concurrency: 25 }, 'opened')),
+  clients.map((c) => ask(c, { op: 'open', port: service.port, ca: service.ca, tokens: c.streams.map((s) => tokens[userOfStream(s)]), concurrency: 25, notifications: postCount }, 'opened')),
 );
 const openSeconds = (performance.now() - openStart) / 1000;
 const connectMs = opened.flatMap((o) => o.connectMs);
@@ -146,11 +147,11 @@ if (connectMs.length === 0) {
 // ---- the measured window: posting at the rate -------------------------------------------------
 
 interface Post {
+  seq: number;
   org: number | null;
   status: number;
   ms: number;
 }
-const postCount = Math.round(rate * seconds);
 const posts: Post[] = [];
 const poster = service.client(8);
 const inFlight: Array<Promise<void>> = [];
@@ -159,7 +160,7 @@ let postError: string | undefined;
 process.stderr.write(`posting ${int(postCount)} notifications at ${rate}/s (audience: ${audience})\n`);
 const serverPid = service.process.pid;
 const other = cpuMeter();
-const before = { mainThread: threadCpuSeconds(serverPid), server: processCpuSeconds(serverPid), clients: await clientCpuSeconds(), self: process.cpuUsage() };
+const before = { mainSplit: threadCpuSplit(serverPid), mainThread: threadCpuSeconds(serverPid), server: processCpuSeconds(serverPid), clients: await clientCpuSeconds(), self: process.cpuUsage() };
 const probe = startHealthProbe(service.port, service.ca, 10, '/svcapi/health');
 const windowStart = performance.now();
 for (let k = 0; k < postCount; k++) {
@@ -177,9 +178,9 @@ for (let k = 0; k < postCount; k++) {
   };
   inFlight.push(
     poster.postJson('/svcapi/notifications', body).then(
-      (reply) => void posts.push({ org, status: reply.status, ms: reply.ms }),
+      (reply) => void posts.push({ seq: k, org, status: reply.status, ms: reply.ms }),
       (err: unknown) => {
-        posts.push({ org, status: 0, ms: NaN });
+        posts.push({ seq: k, org, status: 0, ms: NaN });
         postError ??= err instanceof Error ? err.message : String(err);
       },
     ),
@@ -188,7 +189,7 @@ for (let k = 0; k < postCount; k++) {
 }
 await Promise.all(inFlight);
 const windowSeconds = (performance.now() - windowStart) / 1000;
-const after = { mainThread: threadCpuSeconds(serverPid), server: processCpuSeconds(serverPid), clients: await clientCpuSeconds(), self: process.cpuUsage(before.self) };
+const after = { mainSplit: threadCpuSplit(serverPid), mainThread: threadCpuSeconds(serverPid), server: processCpuSeconds(serverPid), clients: await clientCpuSeconds(), self: process.cpuUsage(before.self) };
 const health = await probe.stop();
 const otherCores = other();
 poster.close();
@@ -256,16 +257,40 @@ console.log(
         `${int(receivedTotal)} of ${int(expected)} (${int(receivedTotal / windowSeconds)}/s)${receivedTotal < expected ? `, ${int(expected - receivedTotal)} missing` : ''}; out of order ${int(outOfOrder)}; streams cut by the server ${int(cut)}${malformed ? `; ${int(malformed)} without a send time` : ''}`,
       ],
       ['**delivery latency** (POST issued → event parsed by the client)', `**p50 ${ms(latency.p50)}, p99 ${ms(latency.p99)}**, max ${ms(latency.max)}`],
-      ['**server main thread CPU**', `**${cores(after.mainThread - before.mainThread)}**`],
+      [
+        '**server main thread CPU**',
+        `**${cores(after.mainThread - before.mainThread)}**: user ${num(after.mainSplit.user - before.mainSplit.user, 1)} s, system ${num(after.mainSplit.system - before.mainSplit.system, 1)} s`,
+      ],
       ['server process CPU (all threads)', cores(after.server - before.server)],
       [`**GET /svcapi/health** during the run (every 10 ms)`, `p50 ${ms(h.p50)}, **p99 ${ms(h.p99)}**, max ${ms(h.max)}; ${int(health.latencies.length)} answers${health.failures.length ? `, ${health.failures.length} failures: ${health.failures[0]}` : ''}`],
       ['client processes CPU (TLS, SSE parsing)', cores(after.clients - before.clients)],
       ['this process CPU (poster, health probe)', cores(selfSeconds)],
-      ['other processes on the machine', `${num(otherCores - (after.clients - before.clients) / windowSeconds)} cores`],
+      ['other processes on the machine', `${num(Math.max(0, otherCores - (after.clients - before.clients) / windowSeconds))} cores`],
       ['server peak RSS (VmHWM)', mib(service.process.peakRssBytes())],
     ],
   ),
 );
+
+// Where in the window the slow deliveries were: a stall (a long task on the main thread, a
+// checkpoint) shows as a few bad seconds, a server that cannot keep up as a steady climb.
+const timelineSeconds = Math.ceil(postCount / rate);
+const worstDelivery = new Array<number>(timelineSeconds).fill(NaN);
+const worstPost = new Array<number>(timelineSeconds).fill(NaN);
+for (const r of results) {
+  r.worstBySeq.forEach((latency, seq) => {
+    const second = Math.floor(seq / rate);
+    if (!(worstDelivery[second] >= latency)) worstDelivery[second] = latency;
+  });
+}
+for (const p of posts) {
+  const second = Math.floor(p.seq / rate);
+  if (!(worstPost[second] >= p.ms)) worstPost[second] = p.ms;
+}
+const list = (values: number[]) => values.map((v) => (Number.isFinite(v) ? Math.round(v).toString() : '-')).join(' ');
+console.log('');
+console.log(`Worst delivery latency of the notifications posted in each second of the window (ms): ${list(worstDelivery)}`);
+console.log('');
+console.log(`Slowest POST of each second (ms): ${list(worstPost)}`);
 
 for (const c of clients) if (c.child.exitCode === null) c.child.kill();
 admin.close();

@@ -262,14 +262,24 @@ export function threadCpuSeconds(pid: number, tid = pid): number {
   return statCpuSeconds(`/proc/${pid}/task/${tid}/stat`);
 }
 
+/** User and system CPU seconds of one thread apart (system time on loopback includes the receiving side's TCP work). */
+export function threadCpuSplit(pid: number, tid = pid): { user: number; system: number } {
+  return statCpuSplit(`/proc/${pid}/task/${tid}/stat`);
+}
+
 function statCpuSeconds(statFile: string): number {
+  const { user, system } = statCpuSplit(statFile);
+  return user + system;
+}
+
+function statCpuSplit(statFile: string): { user: number; system: number } {
   try {
     // Fields after the parenthesised command name; utime and stime are fields 14 and 15.
     const stat = fs.readFileSync(statFile, 'utf8');
     const rest = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return (Number(rest[11]) + Number(rest[12])) / TICKS_PER_SECOND;
+    return { user: Number(rest[11]) / TICKS_PER_SECOND, system: Number(rest[12]) / TICKS_PER_SECOND };
   } catch {
-    return 0;
+    return { user: 0, system: 0 };
   }
 }
 
