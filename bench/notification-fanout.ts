@@ -278,11 +278,13 @@ const worstDelivery = new Array<number>(timelineSeconds).fill(NaN);
 const worstPost = new Array<number>(timelineSeconds).fill(NaN);
 for (const r of results) {
   r.worstBySeq.forEach((latency, seq) => {
+    if (Number.isNaN(latency)) return; // none of this client's streams was owed it
     const second = Math.floor(seq / rate);
     if (!(worstDelivery[second] >= latency)) worstDelivery[second] = latency;
   });
 }
 for (const p of posts) {
+  if (Number.isNaN(p.ms)) continue;
   const second = Math.floor(p.seq / rate);
   if (!(worstPost[second] >= p.ms)) worstPost[second] = p.ms;
 }
