@@ -1,15 +1,14 @@
 // A client process of bench/notification-fanout.ts: holds its share of the notification
 // streams and records, for every `notification` event, the delivery latency: the time the event
 // is parsed here minus the send time the poster put in its payload. Both are read from the same
-// machine clock (performance.timeOrigin + performance.now(), microseconds, comparable across
-// processes). It runs as its own process so that its CPU can be told apart from the server's and
+// machine clock (the monotonic clock, comparable across processes). It runs as its own process so that its CPU can be told apart from the server's and
 // the poster's.
 
 import { openStream, type OpenedStream, type SseEvent } from './sse.js';
 import { runPool } from './runner.js';
 
 export type ToClient =
-  | { op: 'open'; port: number; ca: string; tokens: string[]; concurrency: number; notifications: number }
+  | { op: 'open'; port: number; ca: string; tokens: string[]; concurrency: number; notifications: number; firstSteadySeq: number }
   | { op: 'count' }
   | { op: 'cpu' }
   | { op: 'finish' };
@@ -22,6 +21,8 @@ export type FromClient =
       op: 'result';
       /** One per notification event received, in ms. */
       latencies: Float64Array;
+      /** The same for notifications from `firstSteadySeq` on (after the first second: JIT, first grants). */
+      steadyLatencies: Float64Array;
       /** Largest latency of each notification (by its `seq`) over this client's streams; NaN when none arrived. */
       worstBySeq: Float64Array;
       /** Notification events received, per stream in the order of `tokens`. */
@@ -38,8 +39,12 @@ export type FromClient =
 export const SENT_AT_FIELD = 'sentAtMs';
 const SENT_AT = new RegExp(`"${SENT_AT_FIELD}":(-?[0-9.eE+]+),"seq":([0-9]+)`);
 
-/** Epoch milliseconds with sub-millisecond resolution, from the same clock in every process. */
-export const clockMs = () => performance.timeOrigin + performance.now();
+/**
+ * Milliseconds of the machine's monotonic clock (CLOCK_MONOTONIC, nanosecond resolution): the same
+ * clock in every process, and unlike the wall clock never stepped between the poster's reading and
+ * a client's.
+ */
+export const clockMs = () => Number(process.hrtime.bigint()) / 1e6;
 
 /** A Float64Array that grows, so millions of samples cost no per-sample allocation. */
 class Samples {
@@ -61,6 +66,8 @@ class Samples {
 }
 
 const latencies = new Samples();
+const steadyLatencies = new Samples();
+let firstSteadySeq = 0;
 let perStream = new Uint32Array(0);
 let lastId = new Float64Array(0);
 let worstBySeq = new Float64Array(0);
@@ -86,6 +93,7 @@ function onNotification(index: number, e: SseEvent): void {
     const latency = receivedAt - Number(sent[1]);
     latencies.push(latency);
     const seq = Number(sent[2]);
+    if (seq >= firstSteadySeq) steadyLatencies.push(latency);
     if (!(worstBySeq[seq] >= latency)) worstBySeq[seq] = latency;
   } else {
     malformed++;
@@ -133,6 +141,7 @@ async function open(port: number, ca: string, tokens: string[], concurrency: num
 process.on('message', (message: ToClient) => {
   switch (message.op) {
     case 'open':
+      firstSteadySeq = message.firstSteadySeq;
       void open(message.port, message.ca, message.tokens, message.concurrency, message.notifications);
       break;
     case 'count':
@@ -147,7 +156,7 @@ process.on('message', (message: ToClient) => {
       finishing = true;
       for (const stream of streams) stream.close();
       // Disconnect only once the (large) message has left, or it is lost.
-      process.send!({ op: 'result', latencies: latencies.take(), worstBySeq, perStream, outOfOrder, malformed, cut } satisfies FromClient, () => process.disconnect());
+      process.send!({ op: 'result', latencies: latencies.take(), steadyLatencies: steadyLatencies.take(), worstBySeq, perStream, outOfOrder, malformed, cut } satisfies FromClient, () => process.disconnect());
       break;
   }
 });

@@ -5,6 +5,8 @@
  *
  *   npm run bench:fanout -- [--streams 2000] [--rate 100] [--seconds 30] [--clients 2]
  *                           [--audience org|all] [--streams-per-user 20] [--wait-idle 0] [--keep]
+ *                           [--server-log FILE]   (the server's whole output, e.g. with
+ *                                                  HISTORIAN_BENCH_NODE_ARGS=--trace-gc)
  *
  * - Accounts: streams / streams-per-user read-write users (20 each, the default per-user cap),
  *   each granted one of 10 orgs; stream i uses user i mod users, token in `?access_token=`.
@@ -21,6 +23,7 @@
  */
 
 import { fork, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
 import { parseArgs } from 'node:util';
 import { clockMs, SENT_AT_FIELD, type FromClient, type ToClient } from './fanout-client.js';
 import { startHealthProbe } from './health-probe.js';
@@ -36,6 +39,7 @@ const { values } = parseArgs({
     audience: { type: 'string' },
     'streams-per-user': { type: 'string' },
     'wait-idle': { type: 'string' },
+    'server-log': { type: 'string' },
     keep: { type: 'boolean' },
   },
   strict: true,
@@ -71,6 +75,11 @@ const service = await startOurService({
   // Only when the flags go past the defaults (20 per user, 10,000 in all).
   ...(perUser > 20 || streamCount > 10_000 ? { notifications: { maxStreamsPerUser: Math.max(20, perUser), maxStreams: Math.max(10_000, streamCount) } } : {}),
 });
+if (values['server-log']) {
+  const log = fs.createWriteStream(values['server-log']);
+  service.process.child.stdout!.pipe(log);
+  service.process.child.stderr!.pipe(log);
+}
 const admin = service.client(8);
 const expectOk = (what: string, reply: Reply, statuses = [200, 201]) => {
   if (!statuses.includes(reply.status)) throw new Error(`${what} answered ${reply.status}: ${reply.body.subarray(0, 300).toString()}`);
@@ -133,7 +142,7 @@ const clientCpuSeconds = async () => (await askAll({ op: 'cpu' }, 'cpu')).reduce
 process.stderr.write(`opening ${int(streamCount)} streams from ${clientCount} client processes\n`);
 const openStart = performance.now();
 const opened = await Promise.all(
-  clients.map((c) => ask(c, { op: 'open', port: service.port, ca: service.ca, tokens: c.streams.map((s) => tokens[userOfStream(s)]), concurrency: 25, notifications: postCount }, 'opened')),
+  clients.map((c) => ask(c, { op: 'open', port: service.port, ca: service.ca, tokens: c.streams.map((s) => tokens[userOfStream(s)]), concurrency: 25, notifications: postCount, firstSteadySeq: Math.ceil(rate) }, 'opened')),
 );
 const openSeconds = (performance.now() - openStart) / 1000;
 const connectMs = opened.flatMap((o) => o.connectMs);
@@ -219,14 +228,17 @@ const results = await askAll({ op: 'finish' }, 'result');
 
 // ---- figures ----------------------------------------------------------------------------------
 
-const total = results.reduce((sum, r) => sum + r.latencies.length, 0);
-const all = new Float64Array(total);
-let at = 0;
-for (const r of results) {
-  all.set(r.latencies, at);
-  at += r.latencies.length;
-}
-const latency = percentiles(all);
+const joined = (parts: Float64Array[]) => {
+  const out = new Float64Array(parts.reduce((sum, p) => sum + p.length, 0));
+  let at = 0;
+  for (const p of parts) {
+    out.set(p, at);
+    at += p.length;
+  }
+  return out;
+};
+const latency = percentiles(joined(results.map((r) => r.latencies)));
+const steady = percentiles(joined(results.map((r) => r.steadyLatencies)));
 const connect = percentiles(connectMs);
 const postMs = percentiles(created.map((p) => p.ms));
 const h = percentiles(health.latencies);
@@ -259,6 +271,7 @@ console.log(
         `${int(receivedTotal)} of ${int(expected)} (${int(receivedTotal / windowSeconds)}/s)${receivedTotal < expected ? `, ${int(expected - receivedTotal)} missing` : ''}; out of order ${int(outOfOrder)}; streams cut by the server ${int(cut)}${malformed ? `; ${int(malformed)} without a send time` : ''}`,
       ],
       ['**delivery latency** (POST issued → event parsed by the client)', `**p50 ${ms(latency.p50)}, p99 ${ms(latency.p99)}**, max ${ms(latency.max)}`],
+      ['delivery latency after the first second (warm-up left out)', `p50 ${ms(steady.p50)}, p99 ${ms(steady.p99)}, max ${ms(steady.max)}`],
       [
         '**server main thread CPU**',
         `**${cores(after.mainThread - before.mainThread)}**: user ${num(after.mainSplit.user - before.mainSplit.user, 1)} s, system ${num(after.mainSplit.system - before.mainSplit.system, 1)} s`,
