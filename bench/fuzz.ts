@@ -241,10 +241,13 @@ class Transport {
       req.on('response', (res) => {
         const chunks: Buffer[] = [];
         let bytes = 0;
+        // An event stream (the notification stream) never completes: its first bytes are the
+        // answer, and leaving then is a vanishing client.
+        const endless = res.statusCode === 200 && String(res.headers['content-type'] ?? '').startsWith('text/event-stream');
         res.on('data', (c: Buffer) => {
           if (bytes < keep) chunks.push(c);
           bytes += c.length;
-          if (bytes > this.maxResponseBytes) {
+          if (bytes > this.maxResponseBytes || endless) {
             req.destroy();
             finish({ status: res.statusCode ?? null, error: null, timedOut: false, abandoned: true, text: Buffer.concat(chunks).subarray(0, keep).toString('utf8') });
           }

@@ -50,6 +50,15 @@ export interface Config {
     readonly queryTimeoutMs: number;
     readonly queryMemoryBytes: number;
   };
+  readonly notifications: {
+    readonly keepaliveSeconds: number;
+    readonly streamQueueBytes: number;
+    readonly maxStreams: number;
+    readonly maxStreamsPerUser: number;
+    /** Named as in the contract (SPEC "Limits"). */
+    readonly retention_days: number;
+    readonly retention_interval_seconds: number;
+  };
   readonly debug: {
     readonly crashRoute: boolean;
     readonly clockRoute: boolean;

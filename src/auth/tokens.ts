@@ -16,7 +16,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import jwt from 'jsonwebtoken';
 import { unauthorized } from '../http/errors.js';
-import { AuthClock } from './clock.js';
+import { ServiceClock } from '../clock.js';
 
 export type Role = 'admin' | 'read-write' | 'read-only';
 export const ROLES: readonly Role[] = ['admin', 'read-write', 'read-only'];
@@ -86,7 +86,7 @@ export class TokenService {
     private readonly cacheMaxEntries: number,
     private readonly accounts: CurrentAccounts,
     /** The time tokens are issued and checked at; the login limits read the same clock (routes/auth.ts). */
-    readonly clock = new AuthClock(),
+    readonly clock = new ServiceClock(),
   ) {}
 
   sign(account: GrantClaims & { readonly stamp: string }): string {

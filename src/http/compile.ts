@@ -76,6 +76,10 @@ function describe(error: ErrorObject | undefined, where: 'body' | 'query' | 'pat
       const extra = (error.params as { additionalProperty: string }).additionalProperty;
       return `unknown ${noun} '${field ? `${field}.` : ''}${extra}'`;
     }
+    case 'enum': {
+      const allowed = (error.params as { allowedValues: unknown[] }).allowedValues.map((v) => String(v)).join(', ');
+      return `${noun} '${field}' must be one of ${allowed}`;
+    }
     default:
       return field ? `${noun} '${field}' ${error.message ?? 'is invalid'}` : `${where} ${error.message ?? 'is invalid'}`;
   }

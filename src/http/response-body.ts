@@ -178,17 +178,22 @@ export class StreamedBody implements ResponseStream {
 
   /** The client went away (uWS onAborted): nothing more may touch `res`. */
   abort(): void {
-    this.close('aborted');
+    this.finish('aborted');
+  }
+
+  /** Cuts the connection (a producer's decision: its client is too slow). */
+  cut(): void {
+    this.closeStalled();
   }
 
   /** Closes the connection of a client that stopped reading. */
   closeStalled(): void {
     if (this.state !== 'open') return;
-    this.close('stalled');
+    this.finish('stalled');
     this.res.close();
   }
 
-  private close(reason: 'aborted' | 'stalled' | 'ended'): void {
+  private finish(reason: 'aborted' | 'stalled' | 'ended'): void {
     if (this.state !== 'open') return;
     this.state = reason;
     this.queue.length = 0;
@@ -231,7 +236,7 @@ export class StreamedBody implements ResponseStream {
         }
       });
       if (finished) {
-        this.close('ended');
+        this.finish('ended');
         break;
       }
     }

@@ -70,6 +70,11 @@ export interface ResponseStream {
   onFlushed(listener: (bytes: number) => void): () => void;
   /** True once the client went away or was cut off for not reading. */
   readonly aborted: boolean;
+  /**
+   * Cuts the connection at once, dropping what is queued: for a client too slow to keep up
+   * (the request's signal then aborts, as when the client goes away).
+   */
+  cut(): void;
 }
 
 export type Handler = (req: Request) => Reply | Promise<Reply>;

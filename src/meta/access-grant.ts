@@ -25,6 +25,15 @@ import { ident } from './schema.js';
 
 export type Access = 'read' | 'write';
 
+/** The columns of a notification that decide who may see it (ids as numbers). */
+export interface NotificationAudienceFields {
+  userId: string | null;
+  orgsId: number | null;
+  sitesId: number | null;
+  unitsId: number | null;
+  expiresAt: number | null;
+}
+
 export interface GrantSql {
   sql: string;
   params: unknown[];
@@ -36,6 +45,8 @@ export class AccessGrant {
   readonly isAdmin: boolean;
   readonly subject: string;
   private readonly sets: { orgs: string; sites: string; units: string; readOrgs: string; readSites: string } | null;
+  /** The granted id sets as Sets, made on first use by seesNotification. */
+  private idSets: { orgs: Set<number>; sites: Set<number>; units: Set<number> } | null = null;
 
   private constructor(
     private readonly registry: Registry,
@@ -57,10 +68,59 @@ export class AccessGrant {
     return new Set(JSON.parse(this.sets.units) as number[]);
   }
 
-  /** Boolean SQL over columns of `def.table` that is true for rows the caller may read or change. */
-  predicate(def: EntityDef, access: Access): GrantSql {
+  /**
+   * Boolean SQL over columns of `def.table` that is true for rows the caller may read or change
+   * at time `now` (a notification's expiry).
+   */
+  predicate(def: EntityDef, access: Access, now: number): GrantSql {
     if (this.isAdmin || !this.sets) return EVERYTHING;
+    if (def.table === 'notifications') return this.notificationPredicate(access, now);
     return this.rowPredicate(def, access, 0);
+  }
+
+  /**
+   * Whether the caller may see notification `n` at `now`: the same rule as notificationPredicate,
+   * in memory, for the live stream (each new row is matched against every connected stream; the
+   * test test/meta/notification-visibility.test.ts holds the two to the same answers).
+   */
+  seesNotification(n: NotificationAudienceFields, now: number): boolean {
+    if (this.isAdmin || !this.sets) return true;
+    if (n.expiresAt !== null && n.expiresAt <= now) return false;
+    if (n.userId !== null) return n.userId === this.subject;
+    const ids = (this.idSets ??= {
+      orgs: new Set(JSON.parse(this.sets.orgs) as number[]),
+      sites: new Set(JSON.parse(this.sets.sites) as number[]),
+      units: new Set(JSON.parse(this.sets.units) as number[]),
+    });
+    if (n.unitsId !== null) return ids.units.has(n.unitsId);
+    if (n.sitesId !== null) return ids.sites.has(n.sitesId);
+    if (n.orgsId !== null) return ids.orgs.has(n.orgsId);
+    return true;
+  }
+
+  /**
+   * Notifications (SPEC "Notifications", WIRE part 2): a row addressed to a user (userId, an
+   * email) is that user's alone; a broadcast (userId null) is visible when its most specific scope
+   * column lies in the grant (unitsId in the granted units, else sitesId in the granted sites,
+   * else orgsId in the granted orgs, orgs and sites counting everything below them; no scope at
+   * all is system-wide); an expired row is nobody's but the admins'. Only rows addressed to the
+   * caller are the caller's to change.
+   */
+  private notificationPredicate(access: Access, now: number): GrantSql {
+    const sets = this.sets!;
+    const t = ident('notifications');
+    const live = `(${t}."expiresAt" IS NULL OR ${t}."expiresAt" > ?)`;
+    if (access === 'write') return { sql: `(${t}."userId" = ? AND ${live})`, params: [this.subject, now] };
+    const inSet = (column: string) => `${t}.${ident(column)} IN (SELECT value FROM json_each(?))`;
+    return {
+      sql:
+        `(${live} AND (${t}."userId" = ? OR (${t}."userId" IS NULL AND CASE` +
+        ` WHEN ${t}."unitsId" IS NOT NULL THEN ${inSet('unitsId')}` +
+        ` WHEN ${t}."sitesId" IS NOT NULL THEN ${inSet('sitesId')}` +
+        ` WHEN ${t}."orgsId" IS NOT NULL THEN ${inSet('orgsId')}` +
+        ` ELSE 1 END)))`,
+      params: [now, this.subject, sets.units, sets.sites, sets.orgs],
+    };
   }
 
   private rowPredicate(def: EntityDef, access: Access, depth: number): GrantSql {
@@ -89,16 +149,6 @@ export class AccessGrant {
       }
       case 'users':
         return { sql: `${t}."email" = ?`, params: [this.subject] };
-      case 'notifications': {
-        if (access === 'write') return { sql: `${t}."userId" = ?`, params: [this.subject] };
-        // A broadcast is visible when every scope column it sets is inside the grant (none set: system-wide).
-        const scoped = [inSet('orgsId', sets.orgs), inSet('sitesId', sets.sites), inSet('unitsId', sets.units)];
-        const columns = ['orgsId', 'sitesId', 'unitsId'];
-        return {
-          sql: `(${t}."userId" = ? OR (${t}."userId" IS NULL AND ${scoped.map((s, i) => `(${t}.${ident(columns[i])} IS NULL OR ${s.sql})`).join(' AND ')}))`,
-          params: [this.subject, ...scoped.flatMap((s) => s.params)],
-        };
-      }
     }
     const parents = this.registry.parentsOf(def);
     if (parents.length === 0) return EVERYTHING;

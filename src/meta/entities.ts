@@ -27,6 +27,13 @@ export interface EntityHooks {
   afterUpdate?(def: EntityDef, before: Entity, after: Entity, grant: AccessGrant): void;
   /** Every row that is about to go, cascaded children included (children first). */
   beforeDelete?(def: EntityDef, entity: Entity): void;
+  /**
+   * Right after a write transaction commits, synchronously (nothing else can run in between):
+   * where hooks act on what the write did once it is certain (the notification fan-out).
+   */
+  afterCommit?(): void;
+  /** After a write transaction rolled back: drop what the hooks gathered for it. */
+  afterRollback?(): void;
 }
 
 /**
@@ -60,6 +67,8 @@ export class EntityStore {
     readonly db: Db,
     readonly registry: Registry,
     private readonly maxListRows: number,
+    /** The service clock (rules read it: a notification's expiry). */
+    readonly now: () => number = Date.now,
   ) {}
 
   addHooks(hooks: EntityHooks): void {
@@ -114,8 +123,16 @@ export class EntityStore {
     const batch: WriteBatch = { jobs: [], undo: [] };
     this.writing = batch;
     try {
-      const result = this.db.transaction(fn)();
+      let result: T;
+      try {
+        result = this.db.transaction(fn)();
+      } catch (err) {
+        for (const h of this.hooks) h.afterRollback?.();
+        throw err;
+      }
       if (batch.jobs.length > 0) this.committed.push(batch);
+      this.writing = null;
+      for (const h of this.hooks) h.afterCommit?.();
       return result;
     } catch (err) {
       for (const job of batch.jobs) job.drop?.();
@@ -158,7 +175,10 @@ export class EntityStore {
     const id = parseId(def, rawId);
     const row = this.rowById(def, id);
     if (!row) return false;
-    if (!this.allowed(def, grant, 'read', id)) throw forbidden(`${def.urlNames[0]} ${id} is outside your access grant`);
+    if (!this.allowed(def, grant, 'read', id)) {
+      if (rulesFor(def.table).invisibleIsAbsent) return false;
+      throw forbidden(`${def.urlNames[0]} ${id} is outside your access grant`);
+    }
     return true;
   }
 
@@ -214,7 +234,10 @@ export class EntityStore {
     return this.tx(() => {
       const row = this.rowById(def, id, extra);
       if (!row) return 0;
-      if (!this.allowed(def, grant, 'write', id)) throw forbidden(`${def.urlNames[0]} ${id} is outside your access grant`);
+      if (!this.allowed(def, grant, 'write', id)) {
+        if (this.hidden(def, grant, id)) return 0;
+        throw forbidden(`${def.urlNames[0]} ${id} is outside your access grant`);
+      }
       this.deleteCascade(def, [row]);
       return 1;
     });
@@ -233,7 +256,7 @@ export class EntityStore {
   private insertOne(def: EntityDef, grant: AccessGrant, body: unknown, injected?: Record<string, unknown>): Entity {
     const split = splitEntity(def, injected ? { ...(body as object), ...injected } : body);
     const rules = rulesFor(def.table);
-    const ctx = writeContext(split, true);
+    const ctx = writeContext(split, true, this.now());
     if (rules.adminCreatesOnly && !grant.isAdmin) throw forbidden(`only an admin can create ${def.urlNames[0]}`);
     this.checkAdminOnlyFields(rules, grant, split, null);
     rules.prepare?.(split, ctx);
@@ -267,9 +290,12 @@ export class EntityStore {
   private updateOne(def: EntityDef, grant: AccessGrant, id: number | string, split: SplitEntity, known?: RowRecord): Entity {
     const row = known ?? this.rowById(def, id);
     if (!row) throw notFound('item not found');
-    if (!known && !this.allowed(def, grant, 'write', id)) throw forbidden(`${def.urlNames[0]} ${id} is outside your access grant`);
+    if (!known && !this.allowed(def, grant, 'write', id)) {
+      if (this.hidden(def, grant, id)) throw notFound('item not found');
+      throw forbidden(`${def.urlNames[0]} ${id} is outside your access grant`);
+    }
     const rules = rulesFor(def.table);
-    const ctx = writeContext(split, false);
+    const ctx = writeContext(split, false, this.now());
     const currentMeta = parseMeta(row.meta_data);
     this.checkAdminOnlyFields(rules, grant, split, currentMeta);
     rules.prepare?.(split, ctx);
@@ -402,19 +428,27 @@ export class EntityStore {
   private readable(def: EntityDef, grant: AccessGrant, id: number | string, extra?: Where): RowRecord {
     const row = this.rowById(def, id, extra);
     if (!row) throw notFound('item not found');
-    if (!this.allowed(def, grant, 'read', id)) throw forbidden(`${def.urlNames[0]} ${id} is outside your access grant`);
+    if (!this.allowed(def, grant, 'read', id)) {
+      if (rulesFor(def.table).invisibleIsAbsent) throw notFound('item not found');
+      throw forbidden(`${def.urlNames[0]} ${id} is outside your access grant`);
+    }
     return row;
+  }
+
+  /** A row the caller may not even see, of a table whose rules make such rows read as absent. */
+  private hidden(def: EntityDef, grant: AccessGrant, id: number | string): boolean {
+    return rulesFor(def.table).invisibleIsAbsent === true && !this.allowed(def, grant, 'read', id);
   }
 
   private allowed(def: EntityDef, grant: AccessGrant, access: 'read' | 'write', id: number | string): boolean {
     if (grant.isAdmin) return true;
-    const p = grant.predicate(def, access);
+    const p = grant.predicate(def, access, this.now());
     return this.db.prepare(`SELECT 1 FROM ${ident(def.table)} WHERE id = ? AND ${p.sql}`).get(id, ...p.params) !== undefined;
   }
 
   private whereSql(def: EntityDef, grant: AccessGrant, access: 'read' | 'write', where: Where | undefined): GrantSql {
     const compiled = compileWhere(where, { columns: this.registry.realColumns(def) });
-    const p = grant.predicate(def, access);
+    const p = grant.predicate(def, access, this.now());
     return { sql: `(${compiled.sql}) AND ${p.sql}`, params: [...compiled.params, ...p.params] };
   }
 
@@ -469,8 +503,8 @@ function combine(a: Where | undefined, b: Where | undefined): Where | undefined 
   return { and: [a, b] };
 }
 
-function writeContext(split: SplitEntity, creating: boolean): WriteContext {
-  return { creating, now: Date.now(), given: new Set([...Object.keys(split.columns), ...Object.keys(split.meta)]) };
+function writeContext(split: SplitEntity, creating: boolean, now: number): WriteContext {
+  return { creating, now, given: new Set([...Object.keys(split.columns), ...Object.keys(split.meta)]) };
 }
 
 /** The error of a failed deferred job, saying that the write was undone. */

@@ -33,4 +33,11 @@ export const MIGRATIONS: readonly string[] = [
      grid TEXT NOT NULL,
      meta_data TEXT NOT NULL DEFAULT '{}'
    );`,
+  // 4: which notifications each recipient (an email) has had on a stream, as inclusive id ranges
+  // (JSON [[lo, hi], ...]); replay on connect sends what these do not cover.
+  `CREATE TABLE notification_deliveries (
+     recipient TEXT PRIMARY KEY,
+     ranges TEXT NOT NULL,
+     updated_at INTEGER NOT NULL
+   ) WITHOUT ROWID;`,
 ];

@@ -30,6 +30,11 @@ export interface EntityRules {
    * reach the other's collections. Checked when a write sets the name or the parent.
    */
   uniqueName?: { within: string | null; noun: string; parentNoun?: string };
+  /**
+   * A row outside the caller's read grant is answered as absent (404, count 0), not 403, so
+   * its existence is not disclosed (notifications: "absent or invisible, not distinguished").
+   */
+  invisibleIsAbsent?: boolean;
 }
 
 export const NOTIFICATION_SEVERITIES = ['info', 'warn', 'error', 'critical'] as const;
@@ -59,8 +64,18 @@ const ENTITY_RULES: Readonly<Record<string, EntityRules>> = {
   userprofiles: { adminOnlyFields: ['accessAllowed'] },
   notifications: {
     adminCreatesOnly: true,
+    invisibleIsAbsent: true,
     prepare(split, ctx) {
-      if (ctx.creating) split.columns.createdAt = ctx.now;
+      if (ctx.creating) {
+        split.columns.createdAt = ctx.now;
+        split.columns.redirect ??= 0; // a boolean: false unless asked
+      }
+      if (typeof split.columns.userId === 'string') {
+        // Matched against token subjects, which are normalised emails.
+        const checked = checkEmail(split.columns.userId);
+        if (!checked.ok) throw badRequest(`userId must be the recipient's email: ${checked.error}`);
+        split.columns.userId = checked.email;
+      }
     },
     validate: validateNotification,
   },

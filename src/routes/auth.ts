@@ -12,7 +12,7 @@
 // address, so that failures from one address never lock the account's owner
 // out from another.
 //
-// Every limit reads the token service's clock (auth/clock.ts), which the
+// Every limit reads the service clock (src/clock.ts), which the
 // debug route /svcapi/_debug/advance_clock moves forward when debug.clockRoute
 // mounts it; otherwise that clock is the system clock.
 
@@ -64,15 +64,15 @@ export function authRoutes(ctx: ServiceContext): RouteDef[] {
   const debugRoutes: RouteDef[] = !config.debug.clockRoute ? [] : [
     {
       method: 'POST', path: '/svcapi/_debug/advance_clock', auth: 'admin', tag: 'Debug',
-      summary: 'Move the auth clock forward (mounted only with debug.clockRoute)',
-      description: 'The clock of token expiry, the register/login rate limits and the lockout; tests step past a window or a lock with it instead of waiting.',
+      summary: 'Move the service clock forward (mounted only with debug.clockRoute)',
+      description: 'The clock of token expiry, the register/login rate limits, the lockout and notification times (expiry, retention); tests step past a window or a lock with it instead of waiting.',
       body: S.object({ seconds: S.integer({ minimum: 0, maximum: 366 * 86_400 }) }, ['seconds']),
       responses: { 200: { description: 'advanced', schema: successSchema } },
       handler: (req) => {
         const { seconds } = req.body as { seconds: number };
         clock.advance(seconds * 1000);
-        ctx.log.warn({ seconds, aheadMs: clock.aheadMs }, 'auth clock advanced (debug.clockRoute)');
-        return { body: { success: true, message: `auth clock advanced ${seconds} s; now ${clock.aheadMs / 1000} s ahead of the system clock` } };
+        ctx.log.warn({ seconds, aheadMs: clock.aheadMs }, 'service clock advanced (debug.clockRoute)');
+        return { body: { success: true, message: `service clock advanced ${seconds} s; now ${clock.aheadMs / 1000} s ahead of the system clock` } };
       },
     },
   ];

@@ -10,6 +10,7 @@ import type { Db } from '../meta/database.js';
 import type { EntityStore } from '../meta/entities.js';
 import type { Logger } from '../log.js';
 import type { StorageService } from '../storage/service.js';
+import type { NotificationService } from '../notifications/service.js';
 import type { RouteDef } from '../http/route.js';
 import type { ServiceHealth } from '../subsystems.js';
 
@@ -22,6 +23,8 @@ export interface ServiceContext {
   readonly tls: TlsFiles;
   readonly entities: EntityStore;
   readonly storage: StorageService;
+  /** The producer API (`notify`) and the live streams. */
+  readonly notifications: NotificationService;
   /** The port actually bound (differs from config when it is 0). */
   boundPort(): number;
   /** Health of every subsystem (GET /svcapi/health). */

@@ -117,7 +117,7 @@ export function entityRoutes(ctx: ServiceContext, store: EntityStore): RouteDef[
           handler: (req) => ({ body: { exists: store.exists(def, grantOf(req), req.params.id) } }),
         },
       );
-      // The notification issue mounts its own create (admin, 201); every other entity uses the generic one.
+      // Notifications have their own create (admin, 201: routes/notifications.ts); every other entity uses the generic one.
       if (def.table !== 'notifications') {
         routes.push({
           ...common, method: 'POST', path: base, summary: `Create one ${name} (HTTP 200)`,

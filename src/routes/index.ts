@@ -7,6 +7,7 @@ import type { Subsystem } from '../subsystems.js';
 import { authRoutes } from './auth.js';
 import type { ServiceContext } from './context.js';
 import { entityRoutes } from './entities.js';
+import { notificationRoutes } from './notifications.js';
 import { queryRoutes } from './queries.js';
 import { tagMappingRoutes } from './tag-mappings.js';
 import { timeseriesRoutes } from './timeseries.js';
@@ -17,6 +18,13 @@ export function buildSubsystems(ctx: ServiceContext): Subsystem[] {
     { name: 'service', routes: () => utilityRoutes(ctx, () => ctx.routeTable()) },
     { name: 'auth', routes: () => authRoutes(ctx) },
     { name: 'metadata', routes: () => entityRoutes(ctx, ctx.entities) },
+    {
+      name: 'notifications',
+      routes: () => notificationRoutes(ctx, ctx.notifications),
+      start: () => ctx.notifications.start(),
+      stop: () => ctx.notifications.stop(),
+      health: () => ctx.notifications.health(),
+    },
     {
       name: 'storage',
       routes: () => [...timeseriesRoutes(ctx, ctx.storage), ...queryRoutes(ctx, ctx.storage), ...tagMappingRoutes(ctx, ctx.storage)],

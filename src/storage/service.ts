@@ -46,6 +46,7 @@ function afterPrefix(out: ResponseStream, prefix: Uint8Array): ResponseStream {
       return out.queuedBytes;
     },
     onFlushed: (listener) => out.onFlushed(listener),
+    cut: () => out.cut(),
     get aborted() {
       return out.aborted;
     },
