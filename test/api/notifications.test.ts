@@ -132,7 +132,7 @@ describe('notification routes', { timeout: 120_000 }, () => {
   });
 
   test('create: 401 without a token or with a bad one, 403 for a non-admin; nothing stored', async () => {
-    const before = (await call(admin, 'GET', '/svcapi/notifications/count')).body.count;
+    const stored = (await call(admin, 'GET', '/svcapi/notifications/count')).body.count;
     assert.equal((await call(undefined, 'POST', '/svcapi/notifications', MINIMAL)).status, 401);
     assert.equal((await call('not-a-token', 'POST', '/svcapi/notifications', MINIMAL)).status, 401);
     for (const user of [unitUser, orgUser, bareUser]) {
@@ -140,11 +140,11 @@ describe('notification routes', { timeout: 120_000 }, () => {
       assert.equal(res.status, 403, `${user.email}: ${res.text}`);
       assert.equal(typeof res.body.error, 'string');
     }
-    assert.equal((await call(admin, 'GET', '/svcapi/notifications/count')).body.count, before);
+    assert.equal((await call(admin, 'GET', '/svcapi/notifications/count')).body.count, stored);
   });
 
   test('create: each invalid field is a 400 {error} naming it, and nothing is stored', async () => {
-    const before = (await call(admin, 'GET', '/svcapi/notifications/count')).body.count;
+    const stored = (await call(admin, 'GET', '/svcapi/notifications/count')).body.count;
     const { severity, source, title, body } = MINIMAL;
     const cases: Array<[string, Record<string, unknown>, RegExp]> = [
       ['unknown severity', { ...MINIMAL, severity: 'fatal' }, /severity/],
@@ -180,7 +180,7 @@ describe('notification routes', { timeout: 120_000 }, () => {
     }
     const notJson = await svc.request('POST', '/svcapi/notifications', { rawBody: '{"severity": "info",', token: admin, headers: { 'content-type': 'application/json' } });
     assert.equal(notJson.status, 400, 'malformed JSON');
-    assert.equal((await call(admin, 'GET', '/svcapi/notifications/count')).body.count, before, 'nothing of the refused requests was stored');
+    assert.equal((await call(admin, 'GET', '/svcapi/notifications/count')).body.count, stored, 'nothing of the refused requests was stored');
   });
 
   test('create: the byte limits are inclusive (120, 2048, 16384 bytes pass)', async () => {
@@ -219,6 +219,20 @@ describe('notification routes', { timeout: 120_000 }, () => {
     assert.equal((await call(undefined, 'POST', `/svcapi/notifications/${other.id}/read`)).status, 401);
   });
 
+  test('mark-read, unread-count: any logged-in user, a read-only account included', async () => {
+    const created = await call(admin, 'POST', '/svcapi/users', { email: 'reader@acme.test', password: PASSWORD, role: 'read-only' });
+    assert.equal(created.status, 200, created.text);
+    const reader = await svc.login('reader@acme.test', PASSWORD);
+    const unread = async () => (await call(reader, 'GET', '/svcapi/notifications/unread-count')).body.count as number;
+    const initially = await unread(); // system-wide rows of the tests above
+    const row = await notify({ userId: 'reader@acme.test', title: 'for the read-only account' });
+    assert.equal(await unread(), initially + 1);
+    const read = await call(reader, 'POST', `/svcapi/notifications/${row.id}/read`);
+    assert.equal(read.status, 200, read.text);
+    assert.equal(await unread(), initially);
+    assert.equal((await call(reader, 'POST', '/svcapi/notifications', MINIMAL)).status, 403, 'creating stays admin-only');
+  });
+
   test('mark-read: 404 for an absent row and for an invisible one, the two not distinguished; the invisible row stays unread', async () => {
     const foreign = await notify({ userId: otherUser.email });
     const foreignBroadcast = await notify({ orgsId: ids.o2 });
@@ -248,8 +262,8 @@ describe('notification routes', { timeout: 120_000 }, () => {
     };
     assert.equal((await call(undefined, 'GET', '/svcapi/notifications/unread-count')).status, 401);
     const users = { unit: unitUser, site: siteUser, org: orgUser, other: otherUser, bare: bareUser };
-    const before: Record<string, number> = {};
-    for (const [name, user] of Object.entries(users)) before[name] = await count(user.token);
+    const initial: Record<string, number> = {};
+    for (const [name, user] of Object.entries(users)) initial[name] = await count(user.token);
     const adminBefore = await count(admin);
 
     // What each new row adds, by the decisions' visibility rule (the most specific scope column decides).
@@ -264,7 +278,7 @@ describe('notification routes', { timeout: 120_000 }, () => {
       [{ orgsId: ids.o2 }, ['other']],
       [{}, ['unit', 'site', 'org', 'other', 'bare']], // system-wide
     ];
-    const expected = { ...before };
+    const expected = { ...initial };
     const created: string[] = [];
     for (const [fields, seenBy] of rows) {
       created.push((await notify(fields)).id);
