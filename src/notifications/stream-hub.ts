@@ -86,10 +86,14 @@ class NotificationStream {
     return !this.ended && !this.out.aborted;
   }
 
-  /** Queues `bytes`; `cover` becomes delivered once they reach the socket. False when the stream is gone or was cut. */
-  send(bytes: Uint8Array, cover: { lo: number; hi: number } | null): boolean {
+  /**
+   * Queues `bytes`; `cover` becomes delivered once they reach the socket. False when the stream
+   * is gone or was cut. The replay (`bounded`: at most 100 rows of at most about 19 KB) may pass
+   * the queue limit, so a client on a slow link is not cut before it could take anything.
+   */
+  send(bytes: Uint8Array, cover: { lo: number; hi: number } | null, bounded = false): boolean {
     if (!this.open) return false;
-    if (this.out.queuedBytes + bytes.byteLength > this.queueLimit) {
+    if (!bounded && this.out.queuedBytes + bytes.byteLength > this.queueLimit) {
       this.onCut(this);
       this.out.cut();
       this.end();
@@ -238,14 +242,14 @@ export class StreamHub {
       const rows = this.replayRows(grant, now, maxId, request.lastEventId === null ? recipientState.ranges : null, start);
       stream.liveFrom = maxId + 1;
       this.streams.add(stream);
-      stream.send(STREAM_OPENING, null);
+      stream.send(STREAM_OPENING, null, true);
       for (const row of rows) {
         const id = Number(row.id);
-        stream.send(this.eventOf(row, now), { lo: start, hi: id });
+        stream.send(this.eventOf(row, now), { lo: start, hi: id }, true);
         if (row.deliveredAt === null) this.markDelivered(id, now);
       }
       const replayedTo = rows.length < REPLAY_LIMIT ? maxId : Number(rows[rows.length - 1].id);
-      stream.send(replayCompleteEvent(rows.length), { lo: start, hi: replayedTo });
+      stream.send(replayCompleteEvent(rows.length), { lo: start, hi: replayedTo }, true);
       await stream.finished;
     } finally {
       this.streams.delete(stream);
