@@ -28,6 +28,10 @@ import { KEEPALIVE, notificationEvent, refusedStream, replayCompleteEvent, STREA
 export const REPLAY_LIMIT = 100;
 /** How often a stream's token is checked again (expiry, account deleted, password changed, grants). */
 const RECHECK_MS = 1000;
+/** Longest the fan-out holds the main thread before letting other work in. */
+const FANOUT_SLICE_MS = 4;
+/** Rows fanned out together (one write per stream for all of them). */
+const FANOUT_BATCH_ROWS = 256;
 /** How often recipients' delivered ranges are written to SQLite (a crash replays at most this much again). */
 const RANGES_FLUSH_MS = 1000;
 
@@ -130,6 +134,15 @@ class NotificationStream {
   }
 }
 
+/** One row of a fan-out batch; its event bytes are made the first time a stream may see it. */
+interface FanOutRow {
+  entity: Entity;
+  id: number;
+  fields: NotificationAudienceFields;
+  bytes: Buffer | null;
+  sent: boolean;
+}
+
 /** A recipient's delivered ranges while it has streams open. */
 interface RecipientState {
   ranges: DeliveredRanges;
@@ -159,6 +172,10 @@ export class StreamHub {
   private keepaliveTimer: NodeJS.Timeout | null = null;
   private rangesTimer: NodeJS.Timeout | null = null;
   private stopping = false;
+  /** Committed rows waiting for the fan-out, in id order, and the batch being fanned out. */
+  private pending: Entity[] = [];
+  private batch: { rows: FanOutRow[]; now: number; streams: NotificationStream[]; next: number } | null = null;
+  private fanOutTimer: NodeJS.Immediate | null = null;
   private readonly maxId: () => number;
   private readonly loadRanges: (recipient: string) => string | undefined;
   private readonly saveRanges: (recipient: string, ranges: string, at: number) => void;
@@ -193,6 +210,9 @@ export class StreamHub {
   stop(): void {
     this.stopping = true;
     for (const stream of this.streams) stream.end();
+    if (this.fanOutTimer) clearImmediate(this.fanOutTimer);
+    this.pending = [];
+    this.batch = null;
     if (this.keepaliveTimer) clearInterval(this.keepaliveTimer);
     if (this.rangesTimer) clearInterval(this.rangesTimer);
     this.flushDelivered();
@@ -257,24 +277,71 @@ export class StreamHub {
     }
   }
 
-  /** Fans a committed notification out to every stream that may see it. */
+  /**
+   * Queues a committed notification for the streams that may see it. The fan-out runs after the
+   * current turn of the event loop (the request that made the row is answered first) and in
+   * slices of at most FANOUT_SLICE_MS, so thousands of streams never hold other requests long;
+   * rows queued meanwhile go out together, one write per stream. A stream registered after the
+   * row was committed had it in its replay (`liveFrom`), so the delay cannot duplicate it.
+   */
   publish(entity: Entity): void {
     if (this.streams.size === 0) return;
-    const id = Number(entity.id);
-    const now = this.o.clock.now();
-    const fields = audienceFields(entity);
-    const expired = fields.expiresAt !== null && fields.expiresAt <= now;
-    let bytes: Buffer | null = null;
-    for (const stream of this.streams) {
-      if (id < stream.liveFrom) continue; // already in its replay
-      const grant = expired ? null : this.currentGrant(stream);
-      if (!grant || !grant.seesNotification(fields, now)) {
-        stream.pass(id);
-        continue;
-      }
-      bytes ??= this.eventOf(entity, now);
-      if (stream.send(bytes, { lo: stream.liveFrom, hi: id }) && entity.deliveredAt === null) this.markDelivered(id, now);
+    this.pending.push(entity);
+    this.scheduleFanOut();
+  }
+
+  private scheduleFanOut(): void {
+    this.fanOutTimer ??= setImmediate(() => {
+      this.fanOutTimer = null;
+      this.fanOut();
+    });
+  }
+
+  private fanOut(): void {
+    const began = performance.now();
+    if (!this.batch) {
+      if (this.pending.length === 0) return;
+      const now = this.o.clock.now();
+      const rows = this.pending.splice(0, FANOUT_BATCH_ROWS).map((entity) => ({
+        entity,
+        id: Number(entity.id),
+        fields: audienceFields(entity),
+        bytes: null as Buffer | null,
+        sent: false,
+      }));
+      this.batch = { rows, now, streams: [...this.streams], next: 0 };
     }
+    const batch = this.batch;
+    const { rows, now } = batch;
+    const parts: Buffer[] = [];
+    while (batch.next < batch.streams.length) {
+      const stream = batch.streams[batch.next++];
+      if (!stream.open) continue;
+      parts.length = 0;
+      let lastId = 0;
+      let grant: AccessGrant | null | undefined;
+      for (const row of rows) {
+        if (row.id < stream.liveFrom) continue; // it was in this stream's replay
+        lastId = row.id;
+        const expired = row.fields.expiresAt !== null && row.fields.expiresAt <= now;
+        if (expired) continue;
+        if (grant === undefined) grant = this.currentGrant(stream);
+        if (!grant) break;
+        if (!grant.seesNotification(row.fields, now)) continue;
+        row.bytes ??= this.eventOf(row.entity, now);
+        row.sent = true;
+        parts.push(row.bytes);
+      }
+      if (lastId === 0 || grant === null) continue;
+      if (parts.length === 0) stream.pass(lastId);
+      else stream.send(parts.length === 1 ? parts[0] : Buffer.concat(parts), { lo: stream.liveFrom, hi: lastId });
+      if ((batch.next & 63) === 0 && performance.now() - began > FANOUT_SLICE_MS) break;
+    }
+    if (batch.next >= batch.streams.length) {
+      for (const row of rows) if (row.sent && row.entity.deliveredAt === null) this.markDelivered(row.id, now);
+      this.batch = null;
+    }
+    if (this.batch || this.pending.length > 0) this.scheduleFanOut();
   }
 
   // ---- internals ---------------------------------------------------------
