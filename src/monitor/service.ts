@@ -205,13 +205,14 @@ export class MonitorService {
     const rule = ruleFromBody(body, ruleView(current));
     if (rule.collection_id !== current.collection_id) this.requireCollection(grant, rule.collection_id, 'collection_id');
     const moved = rule.collection_id !== current.collection_id || rule.tag !== current.tag;
+    // A rule that now watches another tag, or no longer runs, starts afresh: its open event is resolved.
+    const reset = moved || !rule.enabled;
     this.o.db.transaction(() => {
-      // A rule that now watches another tag starts afresh; its open event is resolved.
-      if (moved) this.resolveOpenEvent(current, this.o.clock.now());
+      if (reset) this.resolveOpenEvent(current, this.o.clock.now());
       this.o.db
         .prepare(
           `UPDATE monitor_rules SET collection_id = ?, tag = ?, name = ?, enabled = ?, limHi = ?, limLo = ?, deadband = ?, on_delay_ms = ?, off_delay_ms = ?,
-             stale_after_ms = ?, severity = ?, notify = ?, updated_ms = ?${moved ? ", tag_index = NULL, phase = 'normal', kind = NULL, since_ms = NULL, event_id = NULL" : ''} WHERE id = ?`,
+             stale_after_ms = ?, severity = ?, notify = ?, updated_ms = ?${moved ? ', tag_index = NULL' : ''}${reset ? ", phase = 'normal', kind = NULL, since_ms = NULL, event_id = NULL" : ''} WHERE id = ?`,
         )
         .run(rule.collection_id, rule.tag, rule.name, rule.enabled ? 1 : 0, rule.limHi, rule.limLo, rule.deadband, rule.on_delay_ms, rule.off_delay_ms, rule.stale_after_ms, rule.severity, rule.notify ? 1 : 0, this.o.clock.now(), id);
     })();
