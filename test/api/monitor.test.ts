@@ -16,6 +16,8 @@ const ACME_AUX: Scope = { ...ACME, grid: 'aux' };
 const ACME_SPARE: Scope = { ...ACME, grid: 'spare' };
 const ACME_OFF: Scope = { ...ACME, grid: 'off' };
 const ACME_FRESH: Scope = { ...ACME, grid: 'fresh' };
+/** Touched by no test but the one about rules making a collection monitored. */
+const ACME_NEW: Scope = { ...ACME, grid: 'new' };
 const EVIL: Scope = { organization: 'evil', site: 's2', unit: 'u2', grid: 'main' };
 const DEFAULT_TICK_MS = 1000;
 
@@ -35,7 +37,7 @@ describe('monitor routes', () => {
     svc = await startService();
     admin = await svc.adminToken();
     plant = new Plant(() => svc, () => admin);
-    for (const s of [ACME, ACME_AUX, ACME_SPARE, ACME_OFF, ACME_FRESH, EVIL]) await plant.collection(s);
+    for (const s of [ACME, ACME_AUX, ACME_SPARE, ACME_OFF, ACME_FRESH, ACME_NEW, EVIL]) await plant.collection(s);
     acmeUnit = await plant.unitOf(ACME);
     evilUnit = await plant.unitOf(EVIL);
     rw = await plant.account('rw@acme.test', 'read-write', [acmeUnit]);
@@ -152,17 +154,28 @@ describe('monitor routes', () => {
   });
 
   test('tag_index is null until the tag exists in the collection, then its index in the tag dictionary', async () => {
-    const id = await plant.rule({ collection_id: collectionIdOf(ACME_FRESH), tag: 'IDX-2', limLo: 0 });
+    const fresh = collectionIdOf(ACME_FRESH);
+    await call(admin, 'PUT', `${M}/collections/${enc(fresh)}/enable`, { tick_rate_ms: 100 });
+    const id = await plant.rule({ collection_id: fresh, tag: 'IDX-2', limLo: 0 });
+    assert.equal((await call(admin, 'GET', `${M}/rule/${enc(id)}`)).body.tag_index, null);
+    // The monitor has evaluated the rule while its tag did not exist yet; the tag comes later.
+    await waitFor(async () => (await plant.snapshotTag(fresh, 'IDX-2')) !== undefined, 'a tick has evaluated the new rule', { timeoutMs: 15_000, intervalMs: 50 });
     assert.equal((await call(admin, 'GET', `${M}/rule/${enc(id)}`)).body.tag_index, null);
     const ts = nextTsRun(2);
     await plant.write(ACME_FRESH, { 'IDX-1': [[ts, 1]], 'IDX-2': [[ts + 1, 2]] });
+    await plant.untilSeen(fresh, 'IDX-2', ts + 1);
     let rule: any;
-    await waitFor(async () => {
-      rule = (await call(admin, 'GET', `${M}/rule/${enc(id)}`)).body;
-      return rule.tag_index !== null;
-    }, 'the rule learns its tag_index once the tag is written', { timeoutMs: 15_000, intervalMs: 50 });
-    assert.ok(Number.isInteger(rule.tag_index) && rule.tag_index >= 0, `tag_index ${rule.tag_index}`);
-    await call(admin, 'DELETE', `${M}/rule/${enc(id)}`);
+    try {
+      await waitFor(async () => {
+        rule = (await call(admin, 'GET', `${M}/rule/${enc(id)}`)).body;
+        return rule.tag_index !== null;
+      }, 'the rule learns its tag_index once the tag is written', { timeoutMs: 5_000, intervalMs: 50 });
+      assert.ok(Number.isInteger(rule.tag_index) && rule.tag_index >= 0, `tag_index ${rule.tag_index}`);
+      assert.equal((await plant.snapshotTag(fresh, 'IDX-2')).tag_index, rule.tag_index, 'the snapshot shows the same index');
+    } finally {
+      await call(admin, 'DELETE', `${M}/rule/${enc(id)}`);
+      await call(admin, 'PUT', `${M}/collections/${enc(fresh)}/disable`);
+    }
   });
 
   test('rule list filters: collection_id, tag_index, enabled; bad filter values are 400 naming them', async () => {
@@ -185,14 +198,14 @@ describe('monitor routes', () => {
     assert.deepEqual(ids(await get({ collection_id: aux, enabled: true })), [a]);
     assert.ok((await get({ enabled: false })).every((r) => r.enabled === false));
 
-    let lf2Index: number | null = null;
+    let lf1Index: number | null = null;
     await waitFor(async () => {
-      lf2Index = (await call(admin, 'GET', `${M}/rule/${enc(b)}`)).body.tag_index;
-      return lf2Index !== null;
-    }, 'LF-2 has a tag_index', { timeoutMs: 15_000, intervalMs: 50 });
-    const byIndex = await get({ collection_id: aux, tag_index: lf2Index! });
-    assert.deepEqual(ids(byIndex), [b]);
-    assert.ok(byIndex.every((r) => r.tag_index === lf2Index));
+      lf1Index = (await call(admin, 'GET', `${M}/rule/${enc(a)}`)).body.tag_index;
+      return lf1Index !== null;
+    }, 'LF-1 has a tag_index', { timeoutMs: 15_000, intervalMs: 50 });
+    const byIndex = await get({ collection_id: aux, tag_index: lf1Index! });
+    assert.deepEqual(ids(byIndex), [a]);
+    assert.ok(byIndex.every((r) => r.tag_index === lf1Index));
 
     assert.deepEqual(await get({ collection_id: 'acme/north/boiler-1/none' }).catch(() => []), [], 'an unknown collection has no rules');
     for (const [param, value] of [['tag_index', 'x'], ['tag_index', '1.5'], ['enabled', 'maybe']] as const) {
@@ -201,6 +214,25 @@ describe('monitor routes', () => {
       assert.match(res.body.error, new RegExp(param));
     }
     for (const id of [a, b, c]) await call(admin, 'DELETE', `${M}/rule/${enc(id)}`);
+  });
+
+  test('a disabled rule carries the tag_index of its tag too, so the tag_index filter finds it', async () => {
+    const aux = collectionIdOf(ACME_AUX);
+    const ts = nextTsRun(2);
+    await plant.write(ACME_AUX, { 'DIS-1': [[ts, 1]], 'DIS-2': [[ts + 1, 1]] });
+    const on = await plant.rule({ collection_id: aux, tag: 'DIS-1', limHi: 10 });
+    const off = await plant.rule({ collection_id: aux, tag: 'DIS-2', limHi: 10, enabled: false });
+    await waitFor(async () => (await call(admin, 'GET', `${M}/rule/${enc(on)}`)).body.tag_index !== null, 'the enabled rule learns its tag_index', { timeoutMs: 15_000, intervalMs: 50 });
+    try {
+      let rule: any;
+      await waitFor(async () => (rule = (await call(admin, 'GET', `${M}/rule/${enc(off)}`)).body).tag_index !== null,
+        'the disabled rule has the tag_index of DIS-2, a tag of the collection', { timeoutMs: 5_000, intervalMs: 50 });
+      assert.ok(Number.isInteger(rule.tag_index));
+      const found = (await call(admin, 'GET', `${M}/rule?${q({ collection_id: aux, tag_index: rule.tag_index })}`)).body.map((r: any) => r.id);
+      assert.ok(found.includes(off));
+    } finally {
+      for (const id of [on, off]) await call(admin, 'DELETE', `${M}/rule/${enc(id)}`);
+    }
   });
 
   test('monitor config: on by default, switched off and on; status follows; bad body 400', async () => {
@@ -280,16 +312,16 @@ describe('monitor routes', () => {
   });
 
   test('creating a rule makes its collection monitored at the default rate, unless it was disabled before', async () => {
-    const aux = collectionIdOf(ACME_AUX);
+    const fresh = collectionIdOf(ACME_NEW);
     const off = collectionIdOf(ACME_OFF);
     const list = async () => (await call(admin, 'GET', `${M}/collections`)).body as any[];
-    assert.equal((await list()).find((c) => c.id === aux).enabled, false);
+    assert.equal((await list()).find((c) => c.id === fresh).enabled, false);
     assert.deepEqual((await call(admin, 'PUT', `${M}/collections/${enc(off)}/disable`)).body, { ok: true });
-    const r1 = await plant.rule({ collection_id: aux, tag: 'MON-1', limHi: 1 });
+    const r1 = await plant.rule({ collection_id: fresh, tag: 'MON-1', limHi: 1 });
     const r2 = await plant.rule({ collection_id: off, tag: 'MON-1', limHi: 1 });
     const after = await list();
     assert.deepEqual(
-      { enabled: after.find((c) => c.id === aux).enabled, tick_rate_ms: after.find((c) => c.id === aux).tick_rate_ms },
+      { enabled: after.find((c) => c.id === fresh).enabled, tick_rate_ms: after.find((c) => c.id === fresh).tick_rate_ms },
       { enabled: true, tick_rate_ms: DEFAULT_TICK_MS },
     );
     assert.equal(after.find((c) => c.id === off).enabled, false, 'an explicitly disabled collection stays disabled');
