@@ -33,6 +33,7 @@ export const OP = {
   PING: 13,
   QUERY_TABLE: 14,
   MONITOR_SAMPLE: 15,
+  TAG_INDEXES: 16,
 } as const;
 
 /** One requested series: a tag and the aggregators to run on it, in order (empty: raw points). */
@@ -129,6 +130,7 @@ export type StorageTask =
   | { op: typeof OP.OPEN_COLLECTION; id: string }
   | { op: typeof OP.REMOVE_COLLECTION; id: string }
   | { op: typeof OP.MONITOR_SAMPLE; collections: MonitorSampleRequest[] }
+  | { op: typeof OP.TAG_INDEXES; collectionId: string; tags: string[] }
   | { op: typeof OP.PING };
 
 /**
@@ -249,6 +251,8 @@ interface ReplyValues {
   [OP.OPEN_COLLECTION]: null;
   [OP.REMOVE_COLLECTION]: null;
   [OP.MONITOR_SAMPLE]: MonitorSample[];
+  /** Per requested tag, its index in the collection's tag dictionary, or -1. */
+  [OP.TAG_INDEXES]: number[];
   [OP.PING]: null;
 }
 

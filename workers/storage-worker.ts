@@ -70,6 +70,7 @@ function flushBuffer(): void {
 const handlers: { [Op in StorageOp]: (task: TaskOf<Op>) => ReplyOf<Op> | Promise<ReplyOf<Op>> } = {
   [OP.PING]: () => null,
   [OP.MONITOR_SAMPLE]: (task) => monitor.sample(task.collections),
+  [OP.TAG_INDEXES]: (task) => task.tags.map((tag) => store.tagIndex(task.collectionId, tag)),
   [OP.CREATE_COLLECTION]: (task) => store.createCollection(task.scope, task.extra),
   [OP.UPDATE_COLLECTION]: (task) => store.updateCollection(task.id, task.fields),
   [OP.QUERY]: (task) => queries.query(task),

@@ -121,6 +121,8 @@ export class MonitorService {
   // ---- lifecycle -----------------------------------------------------------
 
   start(): void {
+    // Every tick reads the storage workers: without them the monitor cannot evaluate anything.
+    if (!this.o.storage.isRunning) throw new Error('the storage subsystem is not running, so no tag can be evaluated');
     const stored = this.o.db.prepare("SELECT value FROM monitor_settings WHERE key = 'enabled'").pluck().get() as string | undefined;
     this.enabled = stored === undefined ? true : stored === 'true';
     this.running = true;
@@ -193,17 +195,22 @@ export class MonitorService {
 
   // ---- rules ---------------------------------------------------------------
 
-  createRule(grant: AccessGrant, body: unknown): { id: string } {
+  async createRule(grant: AccessGrant, body: unknown): Promise<{ id: string }> {
     const rule = ruleFromBody(body, null);
     this.requireCollection(grant, rule.collection_id, 'collection_id');
-    const id = this.insertRule(rule, null, 'api');
+    const tagIndex = await this.tagIndexOf(rule.collection_id, rule.tag);
+    const id = this.insertRule(rule, null, 'api', tagIndex);
     return { id };
   }
 
-  updateRule(grant: AccessGrant, id: string, body: unknown): void {
+  async updateRule(grant: AccessGrant, id: string, body: unknown): Promise<void> {
+    const before = this.visibleRule(grant, id);
+    const proposed = ruleFromBody(body, ruleView(before));
+    if (proposed.collection_id !== before.collection_id) this.requireCollection(grant, proposed.collection_id, 'collection_id');
+    const tagIndex = proposed.collection_id !== before.collection_id || proposed.tag !== before.tag ? await this.tagIndexOf(proposed.collection_id, proposed.tag) : before.tag_index;
+    // Checked again after the wait: the rule may have changed or gone meanwhile.
     const current = this.visibleRule(grant, id);
     const rule = ruleFromBody(body, ruleView(current));
-    if (rule.collection_id !== current.collection_id) this.requireCollection(grant, rule.collection_id, 'collection_id');
     const moved = rule.collection_id !== current.collection_id || rule.tag !== current.tag;
     // A rule that now watches another tag, or no longer runs, starts afresh: its open event is resolved.
     const reset = moved || !rule.enabled;
@@ -212,9 +219,9 @@ export class MonitorService {
       this.o.db
         .prepare(
           `UPDATE monitor_rules SET collection_id = ?, tag = ?, name = ?, enabled = ?, limHi = ?, limLo = ?, deadband = ?, on_delay_ms = ?, off_delay_ms = ?,
-             stale_after_ms = ?, severity = ?, notify = ?, updated_ms = ?${moved ? ', tag_index = NULL' : ''}${reset ? ", phase = 'normal', kind = NULL, since_ms = NULL, event_id = NULL" : ''} WHERE id = ?`,
+             stale_after_ms = ?, severity = ?, notify = ?, updated_ms = ?, tag_index = ?${reset ? ", phase = 'normal', kind = NULL, since_ms = NULL, event_id = NULL" : ''} WHERE id = ?`,
         )
-        .run(rule.collection_id, rule.tag, rule.name, rule.enabled ? 1 : 0, rule.limHi, rule.limLo, rule.deadband, rule.on_delay_ms, rule.off_delay_ms, rule.stale_after_ms, rule.severity, rule.notify ? 1 : 0, this.o.clock.now(), id);
+        .run(rule.collection_id, rule.tag, rule.name, rule.enabled ? 1 : 0, rule.limHi, rule.limLo, rule.deadband, rule.on_delay_ms, rule.off_delay_ms, rule.stale_after_ms, rule.severity, rule.notify ? 1 : 0, this.o.clock.now(), !moved ? current.tag_index : rule.collection_id === proposed.collection_id && rule.tag === proposed.tag ? tagIndex : null, id);
     })();
     this.rebuild();
   }
@@ -386,15 +393,21 @@ export class MonitorService {
 
   // ---- internals -----------------------------------------------------------------
 
-  private insertRule(rule: Omit<AlarmRule, 'id' | 'tag_index' | 'tagmetaId'>, tagmetaId: string | null, origin: StoredRule['origin']): string {
+  /** The tag's index in its collection's tag dictionary, from the storage worker; null when never written. */
+  private async tagIndexOf(collectionId: string, tag: string): Promise<number | null> {
+    const [index] = await this.o.storage.tagIndexes(collectionId, [tag]);
+    return index >= 0 ? index : null;
+  }
+
+  private insertRule(rule: Omit<AlarmRule, 'id' | 'tag_index' | 'tagmetaId'>, tagmetaId: string | null, origin: StoredRule['origin'], tagIndex: number | null = null): string {
     const id = newRuleId();
     const now = this.o.clock.now();
     this.o.db
       .prepare(
-        `INSERT INTO monitor_rules (id, collection_id, tag, name, enabled, limHi, limLo, deadband, on_delay_ms, off_delay_ms, stale_after_ms, severity, notify, tagmetaId, origin, created_ms, updated_ms)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+        `INSERT INTO monitor_rules (id, collection_id, tag, tag_index, name, enabled, limHi, limLo, deadband, on_delay_ms, off_delay_ms, stale_after_ms, severity, notify, tagmetaId, origin, created_ms, updated_ms)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       )
-      .run(id, rule.collection_id, rule.tag, rule.name, rule.enabled ? 1 : 0, rule.limHi, rule.limLo, rule.deadband, rule.on_delay_ms, rule.off_delay_ms, rule.stale_after_ms, rule.severity, rule.notify ? 1 : 0, tagmetaId, origin, now, now);
+      .run(id, rule.collection_id, rule.tag, tagIndex, rule.name, rule.enabled ? 1 : 0, rule.limHi, rule.limLo, rule.deadband, rule.on_delay_ms, rule.off_delay_ms, rule.stale_after_ms, rule.severity, rule.notify ? 1 : 0, tagmetaId, origin, now, now);
     // A collection is monitored from its first rule on, unless someone disabled it on purpose.
     this.o.db.prepare('INSERT INTO monitor_collections (collection_id, enabled, tick_rate_ms) VALUES (?, 1, ?) ON CONFLICT (collection_id) DO NOTHING').run(rule.collection_id, this.o.settings.defaultTickRateMs);
     if (this.o.db.inTransaction) this.pendingRebuild = true;
@@ -528,7 +541,12 @@ export class MonitorService {
     const due = [...this.watches.values()].filter((w) => w.nextDue <= now);
     if (due.length === 0) return;
     for (const w of due) w.nextDue = alignedAfter(now, w.rateMs);
-    const requests: MonitorSampleRequest[] = due.map((w) => ({ collectionId: w.collectionId, version: w.version, ...(w.sentVersion !== w.version ? { tags: w.tags } : {}) }));
+    // The tag list goes again while a rule's tag has no index yet: the answer carries the indexes.
+    const requests: MonitorSampleRequest[] = due.map((w) => ({
+      collectionId: w.collectionId,
+      version: w.version,
+      ...(w.sentVersion !== w.version || w.rules.some((r) => r.tag_index === null) ? { tags: w.tags } : {}),
+    }));
     const samples = await this.o.storage.monitorSample(requests);
     if (!this.running) return;
     const byId = new Map(due.map((w) => [w.collectionId, w]));

@@ -90,7 +90,7 @@ export function monitorRoutes(ctx: ServiceContext, monitor: MonitorService): Rou
     route({
       method: 'POST', path: `${base}/rule`, summary: 'Create an alarm rule', body: ANY,
       responses: { 201: { description: 'created', schema: S.object({ id: S.string() }, ['id']) } },
-      handler: (req) => ({ status: 201, body: monitor.createRule(grantOf(req), req.body) }),
+      handler: async (req) => ({ status: 201, body: await monitor.createRule(grantOf(req), req.body) }),
     }),
     route({
       method: 'GET', path: `${base}/rule`, summary: 'Alarm rules', query: S.object({ collection_id: S.string(), tag_index: S.integer({ minimum: 0 }), enabled: S.boolean() }),
@@ -105,8 +105,8 @@ export function monitorRoutes(ctx: ServiceContext, monitor: MonitorService): Rou
     route({
       method: 'PUT', path: `${base}/rule/{id}`, params: ID, body: ANY, summary: 'Change an alarm rule (fields not given keep their value)',
       responses: { 200: { description: 'changed', schema: OK }, 404: { description: 'unknown rule' } },
-      handler: (req) => {
-        monitor.updateRule(grantOf(req), req.params.id, req.body);
+      handler: async (req) => {
+        await monitor.updateRule(grantOf(req), req.params.id, req.body);
         return { body: { ok: true } };
       },
     }),

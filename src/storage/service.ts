@@ -165,6 +165,11 @@ export class StorageService {
 
   // ---- for the monitor -----------------------------------------------------
 
+  /** Whether the storage workers run (the monitor cannot start without them). */
+  get isRunning(): boolean {
+    return this.running;
+  }
+
   /** The collection a tag belongs to, from the tag-to-scope map; null when it was never written. */
   collectionOfTag(tag: string): string | null {
     return this.tagScopes.collectionOf(tag);
@@ -192,6 +197,11 @@ export class StorageService {
     const unit = this.db.prepare("SELECT json_extract(meta_data, '$.name') FROM units WHERE id = ?").pluck().get(unitId) as unknown;
     if (!names || typeof unit !== 'string') return [];
     return this.catalog.under([...names, unit]).map((r) => idOf(r));
+  }
+
+  /** Each tag's index in the collection's tag dictionary (-1: never written). */
+  async tagIndexes(collectionId: string, tags: string[]): Promise<number[]> {
+    return this.shards.shardFor(collectionId).call({ op: OP.TAG_INDEXES, collectionId, tags });
   }
 
   /** One monitor tick: one MONITOR_SAMPLE task per shard for the collections it owns, in parallel. */

@@ -183,6 +183,13 @@ describe('a subsystem that fails to start', () => {
       assert.equal(health.body.subsystems.storage.status, 'failed');
       assert.match(health.body.subsystems.storage.reason, /^failed to start: /);
       assert.equal(health.body.subsystems.metadata.status, 'ok');
+      // The monitor evaluates what the storage workers hold: it cannot start either, and says why.
+      assert.equal(health.body.subsystems.monitor.status, 'failed');
+      for (const url of ['/svcapi/monitor/status', '/svcapi/monitor/rule', '/svcapi/monitor/alarm/events']) {
+        const res = await svc.get(url, admin);
+        assert.equal(res.status, 501, `${url}: ${res.text}`);
+        assert.match(res.body.error, /^the monitor subsystem is not available: it failed to start: the storage subsystem is not running/);
+      }
       // Renaming an org would have to move folders the failed storage owns: it waits.
       const org = (await svc.post('/svcapi/orgs', { name: 'acme' }, admin)).body.id;
       assert.equal((await svc.request('PUT', `/svcapi/orgs/${org}`, { body: { name: 'acme-2' }, token: admin })).status, 503);
