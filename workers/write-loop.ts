@@ -30,6 +30,9 @@ import type { WriteBuffer } from './write-buffer.js';
 import type { MonitorWatch } from './monitor-watch.js';
 import type { WorkerLog } from './worker-log.js';
 
+/** Longest the write loop runs before it lets the worker's other tasks in. */
+const WRITE_SLICE_MS = 10;
+
 export interface WriteLoopOptions {
   shardIndex: number;
   shardCount: number;
@@ -52,10 +55,18 @@ export class WriteLoop {
   /** Serves write frames until the request ring is closed. */
   async run(): Promise<void> {
     const { requests, answers, store } = this.opts;
+    let sliceStart = performance.now();
     for (;;) {
+      // Under continuous ingest the ring is never empty: without a pause now and then, the
+      // worker's other tasks (queries, monitor samples, seals) would wait until ingest stops.
+      if (performance.now() - sliceStart > WRITE_SLICE_MS) {
+        await new Promise<void>((resolve) => setImmediate(resolve));
+        sliceStart = performance.now();
+      }
       let frame = requests.tryRead();
       if (!frame) {
         if ((await requests.waitForDataAsync(60_000)) === 'closed') return;
+        sliceStart = performance.now();
         continue;
       }
       const awaitingSync: Array<{ seq: number; reply: WriteReply }> = [];
@@ -65,7 +76,7 @@ export class WriteLoop {
         requests.release();
         if (mode === 'sync' && reply.ok && reply.value.points > 0) awaitingSync.push({ seq, reply });
         else answers.send(seq, reply);
-        frame = requests.tryRead();
+        frame = performance.now() - sliceStart > WRITE_SLICE_MS ? null : requests.tryRead();
       }
       if (awaitingSync.length === 0) continue;
       let failure: WriteReply | null = null;

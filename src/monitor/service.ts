@@ -116,7 +116,11 @@ export class MonitorService {
   private readonly snapshots = new Map<string, CollectionSnapshot>();
   private watchVersion = 0;
 
-  constructor(private readonly o: MonitorOptions) {}
+  private readonly saveState;
+
+  constructor(private readonly o: MonitorOptions) {
+    this.saveState = o.db.prepare('UPDATE monitor_rules SET phase = ?, kind = ?, since_ms = ?, event_id = ? WHERE id = ?');
+  }
 
   // ---- lifecycle -----------------------------------------------------------
 
@@ -180,7 +184,7 @@ export class MonitorService {
     this.o.db
       .prepare('INSERT INTO monitor_collections (collection_id, enabled, tick_rate_ms) VALUES (?, ?, ?) ON CONFLICT (collection_id) DO UPDATE SET enabled = excluded.enabled, tick_rate_ms = excluded.tick_rate_ms')
       .run(id, enabled ? 1 : 0, rate);
-    this.rebuild();
+    this.rebuild([id]);
   }
 
   status(): { enabled: boolean; collection_count: number; rule_count: number; last_snapshot_ms: number; tick_number: number } {
@@ -223,7 +227,7 @@ export class MonitorService {
         )
         .run(rule.collection_id, rule.tag, rule.name, rule.enabled ? 1 : 0, rule.limHi, rule.limLo, rule.deadband, rule.on_delay_ms, rule.off_delay_ms, rule.stale_after_ms, rule.severity, rule.notify ? 1 : 0, this.o.clock.now(), !moved ? current.tag_index : rule.collection_id === proposed.collection_id && rule.tag === proposed.tag ? tagIndex : null, id);
     })();
-    this.rebuild();
+    this.rebuild([current.collection_id, rule.collection_id]);
   }
 
   deleteRule(grant: AccessGrant, id: string): void {
@@ -343,16 +347,19 @@ export class MonitorService {
         const rows = this.o.db.prepare("SELECT * FROM monitor_rules WHERE tagmetaId = ? AND origin = 'tagmeta'").all(String(entity.id)) as Array<Record<string, unknown>>;
         if (rows.length > 0) this.removeRules(rows.map(ruleOfRow));
       },
+      afterRollback: () => this.dirty.clear(),
       afterCommit: () => {
-        if (this.pendingRebuild) {
-          this.pendingRebuild = false;
-          this.rebuild();
+        if (this.dirty.size > 0) {
+          const ids = [...this.dirty];
+          this.dirty.clear();
+          this.rebuild(ids);
         }
       },
     };
   }
 
-  private pendingRebuild = false;
+  /** Collections whose rules changed inside the entity write in progress (rebuilt once it commits). */
+  private readonly dirty = new Set<string>();
 
   private followTagmeta(entity: Entity): void {
     const id = String(entity.id);
@@ -383,7 +390,7 @@ export class MonitorService {
       const rule = ruleOfRow(existing[0]);
       if (rule.collection_id === collectionId && rule.tag === tag) {
         this.o.db.prepare('UPDATE monitor_rules SET limHi = ?, limLo = ?, updated_ms = ? WHERE id = ?').run(limits.limHi, limits.limLo, now, rule.id);
-        this.pendingRebuild = true;
+        this.dirty.add(collectionId);
         return;
       }
       this.removeRules(existing.map(ruleOfRow));
@@ -410,8 +417,8 @@ export class MonitorService {
       .run(id, rule.collection_id, rule.tag, tagIndex, rule.name, rule.enabled ? 1 : 0, rule.limHi, rule.limLo, rule.deadband, rule.on_delay_ms, rule.off_delay_ms, rule.stale_after_ms, rule.severity, rule.notify ? 1 : 0, tagmetaId, origin, now, now);
     // A collection is monitored from its first rule on, unless someone disabled it on purpose.
     this.o.db.prepare('INSERT INTO monitor_collections (collection_id, enabled, tick_rate_ms) VALUES (?, 1, ?) ON CONFLICT (collection_id) DO NOTHING').run(rule.collection_id, this.o.settings.defaultTickRateMs);
-    if (this.o.db.inTransaction) this.pendingRebuild = true;
-    else this.rebuild();
+    if (this.o.db.inTransaction) this.dirty.add(rule.collection_id);
+    else this.rebuild([rule.collection_id]);
     return id;
   }
 
@@ -424,12 +431,13 @@ export class MonitorService {
         this.o.db.prepare('DELETE FROM monitor_rules WHERE id = ?').run(rule.id);
       }
     };
+    const collections = rules.map((r) => r.collection_id);
     if (this.o.db.inTransaction) {
       run();
-      this.pendingRebuild = true;
+      for (const id of collections) this.dirty.add(id);
     } else {
       this.o.db.transaction(run)();
-      this.rebuild();
+      this.rebuild(collections);
     }
   }
 
@@ -482,36 +490,42 @@ export class MonitorService {
     return { sql: where.join(' AND '), params };
   }
 
-  /** Reloads what the ticks need from SQLite (after any rule or collection change) and reschedules. */
-  private rebuild(): void {
-    const rules = (this.o.db.prepare('SELECT * FROM monitor_rules WHERE enabled = 1').all() as Array<Record<string, unknown>>).map(ruleOfRow);
-    const monitored = this.o.db.prepare('SELECT collection_id, tick_rate_ms FROM monitor_collections WHERE enabled = 1').all() as Array<{ collection_id: string; tick_rate_ms: number }>;
-    const byCollection = new Map<string, StoredRule[]>();
-    for (const rule of rules) {
-      let list = byCollection.get(rule.collection_id);
-      if (!list) byCollection.set(rule.collection_id, (list = []));
-      list.push(rule);
+  /**
+   * Reloads what the ticks need from SQLite, for the collections named (all when none are), and
+   * reschedules. Per collection, so making 10,000 rules one by one stays linear.
+   */
+  private rebuild(only?: Iterable<string>): void {
+    const ids = only ? [...new Set(only)] : null;
+    const rulesOf = this.o.db.prepare('SELECT * FROM monitor_rules WHERE enabled = 1 AND collection_id = ?');
+    const rateOf = this.o.db.prepare('SELECT tick_rate_ms FROM monitor_collections WHERE enabled = 1 AND collection_id = ?').pluck();
+    let targets: string[];
+    if (ids) targets = ids;
+    else {
+      targets = this.o.db.prepare('SELECT collection_id FROM monitor_collections WHERE enabled = 1').pluck().all() as string[];
+      for (const id of this.watches.keys()) if (!targets.includes(id)) this.watches.delete(id);
     }
     const now = this.o.clock.now();
-    const next = new Map<string, Watch>();
-    for (const { collection_id: id, tick_rate_ms: rate } of monitored) {
-      const list = byCollection.get(id);
-      if (!list) continue;
-      const tags = [...new Set(list.map((r) => r.tag))].sort();
+    for (const id of targets) {
+      const rate = rateOf.get(id) as number | undefined;
+      const rules = rate === undefined ? [] : (rulesOf.all(id) as Array<Record<string, unknown>>).map(ruleOfRow);
       const previous = this.watches.get(id);
-      const same = previous && previous.tags.length === tags.length && previous.tags.every((t, i) => t === tags[i]);
-      next.set(id, {
+      if (rules.length === 0 || rate === undefined) {
+        this.watches.delete(id);
+        this.snapshots.delete(id);
+        continue;
+      }
+      const tags = [...new Set(rules.map((r) => r.tag))].sort();
+      const same = previous !== undefined && previous.tags.length === tags.length && previous.tags.every((t, i) => t === tags[i]);
+      this.watches.set(id, {
         collectionId: id,
         rateMs: rate,
         nextDue: previous && previous.rateMs === rate ? previous.nextDue : alignedAfter(now, rate),
         version: same ? previous.version : ++this.watchVersion,
         sentVersion: same ? previous.sentVersion : -1,
         tags,
-        rules: list,
+        rules,
       });
     }
-    this.watches = next;
-    for (const id of this.snapshots.keys()) if (!next.has(id)) this.snapshots.delete(id);
     this.reschedule();
   }
 
@@ -608,7 +622,7 @@ export class MonitorService {
       }
       const next: RuleState = result.state.phase === 'active' || result.state.phase === 'pending_off' ? { ...result.state, eventId } : { ...result.state, eventId: null };
       if (!sameState(rule.state, next)) {
-        this.o.db.prepare('UPDATE monitor_rules SET phase = ?, kind = ?, since_ms = ?, event_id = ? WHERE id = ?').run(next.phase, next.kind, next.since, next.eventId, rule.id);
+        this.saveState.run(next.phase, next.kind, next.since, next.eventId, rule.id);
         rule.state = next;
       }
       let entry = shown.get(rule.tag);
