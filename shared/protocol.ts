@@ -32,6 +32,7 @@ export const OP = {
   REMOVE_COLLECTION: 12,
   PING: 13,
   QUERY_TABLE: 14,
+  MONITOR_SAMPLE: 15,
 } as const;
 
 /** One requested series: a tag and the aggregators to run on it, in order (empty: raw points). */
@@ -127,7 +128,34 @@ export type StorageTask =
   | { op: typeof OP.CLOSE_COLLECTION; id: string }
   | { op: typeof OP.OPEN_COLLECTION; id: string }
   | { op: typeof OP.REMOVE_COLLECTION; id: string }
+  | { op: typeof OP.MONITOR_SAMPLE; collections: MonitorSampleRequest[] }
   | { op: typeof OP.PING };
+
+/**
+ * One collection of a monitor tick. The worker keeps, per watched tag, the extremes of what was
+ * written since the last sample; `tags` comes only when the watch list changed (`version`), and a
+ * worker that does not hold `version` (it restarted) answers `resend` for that collection.
+ */
+export interface MonitorSampleRequest {
+  collectionId: string;
+  version: number;
+  tags?: string[];
+}
+
+/** Numbers per tag in MonitorSample.values: last ts, last value, max ts, max value, min ts, min value, points. */
+export const MONITOR_SAMPLE_STRIDE = 7;
+
+export interface MonitorSample {
+  collectionId: string;
+  /** The worker does not hold this version of the watch list: send the tags again. */
+  resend?: boolean;
+  /** The collection does not exist (any more) on this shard. */
+  missing?: boolean;
+  /** Per tag of the watch list, in its order, MONITOR_SAMPLE_STRIDE numbers (NaN: none). */
+  values?: Float64Array;
+  /** Each tag's index in the collection's tag dictionary (-1: never written); sent with a new watch list. */
+  tagIndexes?: number[];
+}
 
 /**
  * A write in the request ring: frame tag = sequence number, payload = u32
@@ -220,6 +248,7 @@ interface ReplyValues {
   [OP.CLOSE_COLLECTION]: null;
   [OP.OPEN_COLLECTION]: null;
   [OP.REMOVE_COLLECTION]: null;
+  [OP.MONITOR_SAMPLE]: MonitorSample[];
   [OP.PING]: null;
 }
 

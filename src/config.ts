@@ -59,6 +59,12 @@ export interface Config {
     readonly retention_days: number;
     readonly retention_interval_seconds: number;
   };
+  readonly monitor: {
+    readonly defaultTickRateMs: number;
+  };
+  readonly compat: {
+    readonly openMonitorAndBackup: boolean;
+  };
   readonly debug: {
     readonly crashRoute: boolean;
     readonly clockRoute: boolean;

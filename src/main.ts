@@ -21,6 +21,7 @@ import { syncEntitySchema } from './meta/schema.js';
 import { StorageService } from './storage/service.js';
 import { NotificationService } from './notifications/service.js';
 import { ServiceClock } from './clock.js';
+import { MonitorService } from './monitor/service.js';
 import type { ServiceContext } from './routes/context.js';
 import { buildSubsystems } from './routes/index.js';
 import { parseArgs, StartupError, USAGE } from './startup.js';
@@ -56,11 +57,16 @@ export async function startService(config: Config, log: Logger, env: NodeJS.Proc
     entities.addHooks(accounts.entityHooks());
     const tokens = new TokenService(secret, auth.tokenLifetimeSeconds, auth.tokenCacheSeconds, auth.tokenCacheMaxEntries, accounts, clock);
     const notifications = new NotificationService({ db, entities, tokens, clock, log, settings: config.notifications });
+    const monitor = new MonitorService({ db, storage, notifications, clock, log, settings: config.monitor });
+    entities.addHooks(monitor.entityHooks());
+    if (config.compat.openMonitorAndBackup) {
+      log.warn('compat.openMonitorAndBackup is on: the monitor and backup routes answer without a token');
+    }
     await ensureAdmin(accounts, { email: auth.adminEmail, password: env.HISTORIAN_ADMIN_PASSWORD, dataDir: config.dataDir, scryptCost: auth.scryptCost }, log);
 
     let port = config.server.port;
     let host!: SubsystemHost;
-    const ctx: ServiceContext = { config, log, db, accounts, tokens, tls, entities, storage, notifications, boundPort: () => port, health: () => host.health(), routeTable: () => routes };
+    const ctx: ServiceContext = { config, log, db, accounts, tokens, tls, entities, storage, notifications, monitor, boundPort: () => port, health: () => host.health(), routeTable: () => routes };
     host = new SubsystemHost(buildSubsystems(ctx), log);
     const routes = host.routes();
     await host.start();

@@ -294,6 +294,11 @@ export class ShardStore {
     if (this.idleMergers.length < MAX_IDLE_MERGERS) this.idleMergers.push(merger);
   }
 
+  /** The tag's index in the collection's tag dictionary; -1 when the tag or the collection is unknown. */
+  tagIndex(collectionId: string, tag: string): number {
+    return this.guard(() => this.find(collectionId)?.tagId(tag) ?? -1);
+  }
+
   /** [timestamp, value] of the tag's latest point (a tie goes to the later write), or null. */
   lastValue(collectionId: string, tag: string): [number, number] | null {
     return this.guard(() => {

@@ -19,6 +19,7 @@ import { ShardStore } from './shard-store.js';
 import { TagScopeReader } from './tag-scopes.js';
 import { WriteBuffer } from './write-buffer.js';
 import { WriteLoop } from './write-loop.js';
+import { MonitorWatch } from './monitor-watch.js';
 import { workerLog } from './worker-log.js';
 
 const data = workerData as StorageWorkerData;
@@ -35,9 +36,11 @@ const store = new ShardStore({
 const recovered = store.recover();
 log.info({ ...recovered }, 'shard recovered');
 
+const monitor = new MonitorWatch(store);
 const queries = new QueryRunner({ store, results, control, stallTimeoutMs: data.resultStallTimeoutMs, memory: new QueryMemory(data.queryMemoryBytes) });
 
 const tagScopes = new TagScopeReader(data.dataDir, () => Atomics.load(control, CONTROL_TAGMAP_VERSION));
+// Points reach the monitor when they are accepted (buffered ones before their flush).
 const buffer = new WriteBuffer(
   data.bufferCapacityPoints,
   (collectionId, batch) => store.append(collectionId, batch, 'os'),
@@ -66,6 +69,7 @@ function flushBuffer(): void {
 /** One handler per opcode, typed by it: what each returns is what ReplyOf says its caller gets. */
 const handlers: { [Op in StorageOp]: (task: TaskOf<Op>) => ReplyOf<Op> | Promise<ReplyOf<Op>> } = {
   [OP.PING]: () => null,
+  [OP.MONITOR_SAMPLE]: (task) => monitor.sample(task.collections),
   [OP.CREATE_COLLECTION]: (task) => store.createCollection(task.scope, task.extra),
   [OP.UPDATE_COLLECTION]: (task) => store.updateCollection(task.id, task.fields),
   [OP.QUERY]: (task) => queries.query(task),
@@ -129,7 +133,7 @@ process.on('exit', () => {
   }
 });
 
-const writes = new WriteLoop({ shardIndex: data.shardIndex, shardCount: data.shardCount, requests, answers: new WriteAnswers(results, data.resultStallTimeoutMs, log), store, buffer, tagScopes, log, limits: { minTimestampMs: data.minTimestampMs } });
+const writes = new WriteLoop({ shardIndex: data.shardIndex, shardCount: data.shardCount, requests, answers: new WriteAnswers(results, data.resultStallTimeoutMs, log), store, buffer, monitor, tagScopes, log, limits: { minTimestampMs: data.minTimestampMs } });
 void writes.run().catch((err) => {
   // The loop never ends on its own; a failure here is a bug: crash so piscina starts a fresh worker.
   log.fatal({ err: String((err as Error)?.stack ?? err) }, 'write loop failed');

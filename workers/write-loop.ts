@@ -27,6 +27,7 @@ import { toWireError, type WriteAnswers } from './answers.js';
 import type { ShardStore } from './shard-store.js';
 import type { TagScopeReader } from './tag-scopes.js';
 import type { WriteBuffer } from './write-buffer.js';
+import type { MonitorWatch } from './monitor-watch.js';
 import type { WorkerLog } from './worker-log.js';
 
 export interface WriteLoopOptions {
@@ -37,6 +38,8 @@ export interface WriteLoopOptions {
   store: ShardStore;
   /** The memory buffer of /write_buffered. */
   buffer: WriteBuffer;
+  /** Sees every accepted point of watched tags (alarm evaluation between ticks). */
+  monitor: MonitorWatch;
   tagScopes: TagScopeReader;
   log: WorkerLog;
   /** What the body decoders accept (storage.minTimestampMs). */
@@ -147,6 +150,7 @@ export class WriteLoop {
         throw new StorageError('UNAVAILABLE', `write buffer of shard ${this.opts.shardIndex} is full (${this.opts.buffer.pendingPoints} of ${this.opts.buffer.capacityPoints} points); retry after the next flush`);
       }
       outcome.points += batch.pointCount;
+      this.opts.monitor.observe(collectionId, batch);
       const known = new Set(this.opts.store.tagNames(collectionId));
       const fresh = batch.tagNames.filter((t) => !known.has(t));
       if (fresh.length > 0) outcome.learned.push({ collectionId, tags: fresh });
@@ -154,6 +158,7 @@ export class WriteLoop {
     }
     const { points, newTags } = this.opts.store.append(collectionId, batch, mode === 'sync' ? 'fsync' : 'os');
     outcome.points += points;
+    this.opts.monitor.observe(collectionId, batch);
     if (newTags.length > 0) outcome.learned.push({ collectionId, tags: newTags });
   }
 

@@ -40,4 +40,61 @@ export const MIGRATIONS: readonly string[] = [
      ranges TEXT NOT NULL,
      updated_at INTEGER NOT NULL
    ) WITHOUT ROWID;`,
+  // 5: the monitor: alarm rules with their evaluation state (so a restart resumes pending delays
+  // and open events), alarm events, monitored collections, and monitor settings.
+  `CREATE TABLE monitor_rules (
+     id TEXT PRIMARY KEY,
+     collection_id TEXT NOT NULL,
+     tag TEXT NOT NULL,
+     tag_index INTEGER,
+     name TEXT NOT NULL DEFAULT '',
+     enabled INTEGER NOT NULL DEFAULT 1,
+     limHi REAL,
+     limLo REAL,
+     deadband REAL NOT NULL DEFAULT 0,
+     on_delay_ms INTEGER NOT NULL DEFAULT 0,
+     off_delay_ms INTEGER NOT NULL DEFAULT 0,
+     stale_after_ms INTEGER,
+     severity TEXT NOT NULL DEFAULT 'warn',
+     notify INTEGER NOT NULL DEFAULT 1,
+     tagmetaId TEXT,
+     origin TEXT NOT NULL DEFAULT 'api',
+     created_ms INTEGER NOT NULL,
+     updated_ms INTEGER NOT NULL,
+     phase TEXT NOT NULL DEFAULT 'normal',
+     kind TEXT,
+     since_ms INTEGER,
+     event_id TEXT
+   );
+   CREATE INDEX monitor_rules_collection ON monitor_rules (collection_id);
+   CREATE INDEX monitor_rules_tagmeta ON monitor_rules (tagmetaId) WHERE tagmetaId IS NOT NULL;
+   CREATE TABLE monitor_events (
+     id TEXT PRIMARY KEY,
+     rule_id TEXT NOT NULL,
+     collection_id TEXT NOT NULL,
+     tag TEXT NOT NULL,
+     tag_index INTEGER,
+     kind TEXT NOT NULL,
+     status TEXT NOT NULL,
+     severity TEXT NOT NULL,
+     value REAL,
+     "limit" REAL,
+     started_ms INTEGER NOT NULL,
+     resolved_ms INTEGER,
+     acked_ms INTEGER,
+     acked_by TEXT,
+     message TEXT NOT NULL
+   );
+   CREATE INDEX monitor_events_started ON monitor_events (started_ms);
+   CREATE INDEX monitor_events_open ON monitor_events (status) WHERE status <> 'resolved';
+   CREATE INDEX monitor_events_rule ON monitor_events (rule_id);
+   CREATE TABLE monitor_collections (
+     collection_id TEXT PRIMARY KEY,
+     enabled INTEGER NOT NULL,
+     tick_rate_ms INTEGER NOT NULL
+   );
+   CREATE TABLE monitor_settings (
+     key TEXT PRIMARY KEY,
+     value TEXT NOT NULL
+   );`,
 ];

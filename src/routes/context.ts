@@ -11,6 +11,7 @@ import type { EntityStore } from '../meta/entities.js';
 import type { Logger } from '../log.js';
 import type { StorageService } from '../storage/service.js';
 import type { NotificationService } from '../notifications/service.js';
+import type { MonitorService } from '../monitor/service.js';
 import type { RouteDef } from '../http/route.js';
 import type { ServiceHealth } from '../subsystems.js';
 
@@ -25,6 +26,8 @@ export interface ServiceContext {
   readonly storage: StorageService;
   /** The producer API (`notify`) and the live streams. */
   readonly notifications: NotificationService;
+  /** Alarm rules, ticks and events. */
+  readonly monitor: MonitorService;
   /** The port actually bound (differs from config when it is 0). */
   boundPort(): number;
   /** Health of every subsystem (GET /svcapi/health). */

@@ -8,6 +8,7 @@ import { authRoutes } from './auth.js';
 import type { ServiceContext } from './context.js';
 import { entityRoutes } from './entities.js';
 import { notificationRoutes } from './notifications.js';
+import { monitorRoutes } from './monitor.js';
 import { queryRoutes } from './queries.js';
 import { tagMappingRoutes } from './tag-mappings.js';
 import { timeseriesRoutes } from './timeseries.js';
@@ -31,6 +32,13 @@ export function buildSubsystems(ctx: ServiceContext): Subsystem[] {
       start: () => ctx.storage.start(),
       stop: () => ctx.storage.close(),
       health: () => ctx.storage.health(),
+    },
+    {
+      name: 'monitor',
+      routes: () => monitorRoutes(ctx, ctx.monitor),
+      start: () => ctx.monitor.start(),
+      stop: () => ctx.monitor.stop(),
+      health: () => ctx.monitor.health(),
     },
   ];
 }

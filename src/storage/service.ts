@@ -15,7 +15,7 @@ import type { EntityDef } from '../meta/registry.js';
 import type { AccessGrant } from '../meta/access-grant.js';
 import { resultHead, resultTail } from '../../native-free-codecs/result-envelope.js';
 import { peekScope } from '../../native-free-codecs/scope-peek.js';
-import { OP, type BufferStats, type CollectionRecord, type ResultFormat, type SeriesRequest, type WriteMode, type WriteOutcome } from '../../shared/protocol.js';
+import { OP, type BufferStats, type CollectionRecord, type MonitorSample, type MonitorSampleRequest, type ResultFormat, type SeriesRequest, type WriteMode, type WriteOutcome } from '../../shared/protocol.js';
 import { isCompleteScope, SCOPE_FIELDS, type CollectionScope, type ScopeFields } from '../../shared/scope.js';
 import type { MetricRequest } from './query-spec.js';
 import { collectionId as idOf, parseCollectionId } from '../../shared/scope-path.js';
@@ -161,6 +161,50 @@ export class StorageService {
   /** Whether one of the caller's granted units (any unit, for admins) has a collection. */
   unitConfigured(grant: AccessGrant): boolean {
     return this.visibleCollections(grant).length > 0;
+  }
+
+  // ---- for the monitor -----------------------------------------------------
+
+  /** The collection a tag belongs to, from the tag-to-scope map; null when it was never written. */
+  collectionOfTag(tag: string): string | null {
+    return this.tagScopes.collectionOf(tag);
+  }
+
+  /** Whether a collection exists (whoever asks). */
+  hasCollection(id: string): boolean {
+    return this.catalog.get(id) !== undefined;
+  }
+
+  /** Whether the caller may reach collection `id` (false for a missing one too). */
+  canReach(grant: AccessGrant, id: string): boolean {
+    return this.visible(grant, id);
+  }
+
+  /** The unit entity a collection is bound to (by names), or null. */
+  unitIdOf(collectionId: string): number | null {
+    const record = this.catalog.get(collectionId);
+    return record ? (this.access.unitIds(record)[0] ?? null) : null;
+  }
+
+  /** Collection ids bound to a unit entity. */
+  collectionsOfUnit(unitId: number): string[] {
+    const names = this.namePath('units', { siteId: this.db.prepare('SELECT siteId FROM units WHERE id = ?').pluck().get(unitId) } as Entity);
+    const unit = this.db.prepare("SELECT json_extract(meta_data, '$.name') FROM units WHERE id = ?").pluck().get(unitId) as unknown;
+    if (!names || typeof unit !== 'string') return [];
+    return this.catalog.under([...names, unit]).map((r) => idOf(r));
+  }
+
+  /** One monitor tick: one MONITOR_SAMPLE task per shard for the collections it owns, in parallel. */
+  async monitorSample(requests: MonitorSampleRequest[]): Promise<MonitorSample[]> {
+    const byShard = new Map<Shard, MonitorSampleRequest[]>();
+    for (const request of requests) {
+      const shard = this.shards.shardFor(request.collectionId);
+      let list = byShard.get(shard);
+      if (!list) byShard.set(shard, (list = []));
+      list.push(request);
+    }
+    const replies = await Promise.all([...byShard].map(([shard, collections]) => shard.call({ op: OP.MONITOR_SAMPLE, collections })));
+    return replies.flat();
   }
 
   // ---- writes --------------------------------------------------------------

@@ -1,0 +1,107 @@
+// What the monitor needs of the writes: for each watched tag, the highest and lowest value
+// written since the last tick (and when), so a value that crosses a limit and comes back between
+// two ticks is still seen. Updated as writes are appended (one map lookup per collection per
+// write when nothing in it is watched); read and reset once per tick by MONITOR_SAMPLE, which
+// also gives each tag's last value from the store. Backfilled writes are not shown to it.
+
+import type { PointBatch } from '../native-free-codecs/points.js';
+import { MONITOR_SAMPLE_STRIDE, type MonitorSample, type MonitorSampleRequest } from '../shared/protocol.js';
+import type { ShardStore } from './shard-store.js';
+
+interface Extremes {
+  maxTs: number;
+  max: number;
+  minTs: number;
+  min: number;
+  points: number;
+  /** The newest point written since the watch began (the store's last value may lag a buffered write). */
+  lastTs: number;
+  last: number;
+}
+
+interface CollectionWatch {
+  version: number;
+  tags: string[];
+  byTag: Map<string, Extremes>;
+}
+
+const fresh = (): Extremes => ({ maxTs: NaN, max: -Infinity, minTs: NaN, min: Infinity, points: 0, lastTs: -Infinity, last: NaN });
+
+export class MonitorWatch {
+  private readonly collections = new Map<string, CollectionWatch>();
+
+  constructor(private readonly store: ShardStore) {}
+
+  /** Folds appended points into the extremes of the watched tags among them. */
+  observe(collectionId: string, batch: PointBatch): void {
+    const watch = this.collections.get(collectionId);
+    if (!watch) return;
+    for (let t = 0; t < batch.tagNames.length; t++) {
+      const e = watch.byTag.get(batch.tagNames[t]);
+      if (!e) continue;
+      for (let i = batch.tagStart[t]; i < batch.tagStart[t + 1]; i++) {
+        const v = batch.values[i];
+        if (v !== v) continue; // NaN: a gap in a binary row, not a value
+        const ts = batch.timestamps[i];
+        if (v > e.max) {
+          e.max = v;
+          e.maxTs = ts;
+        }
+        if (v < e.min) {
+          e.min = v;
+          e.minTs = ts;
+        }
+        if (ts >= e.lastTs) {
+          e.lastTs = ts;
+          e.last = v;
+        }
+        e.points++;
+      }
+    }
+  }
+
+  sample(requests: MonitorSampleRequest[]): MonitorSample[] {
+    return requests.map((request) => this.sampleOne(request));
+  }
+
+  private sampleOne({ collectionId, version, tags }: MonitorSampleRequest): MonitorSample {
+    if (!this.store.getCollection(collectionId)) {
+      this.collections.delete(collectionId);
+      return { collectionId, missing: true };
+    }
+    let watch = this.collections.get(collectionId);
+    let tagIndexes: number[] | undefined;
+    if (tags) {
+      const byTag = new Map<string, Extremes>();
+      for (const tag of tags) byTag.set(tag, watch?.byTag.get(tag) ?? fresh());
+      watch = { version, tags: tags.slice(), byTag };
+      this.collections.set(collectionId, watch);
+      tagIndexes = tags.map((tag) => this.store.tagIndex(collectionId, tag));
+    } else if (!watch || watch.version !== version) {
+      return { collectionId, resend: true };
+    }
+    const values = new Float64Array(watch.tags.length * MONITOR_SAMPLE_STRIDE).fill(NaN);
+    for (let i = 0; i < watch.tags.length; i++) {
+      const e = watch.byTag.get(watch.tags[i])!;
+      const at = i * MONITOR_SAMPLE_STRIDE;
+      const stored = this.store.lastValue(collectionId, watch.tags[i]);
+      const newer = stored && stored[0] > e.lastTs ? stored : e.lastTs > -Infinity ? [e.lastTs, e.last] : null;
+      if (newer) {
+        values[at] = newer[0];
+        values[at + 1] = newer[1];
+      }
+      if (e.points > 0) {
+        values[at + 2] = e.maxTs;
+        values[at + 3] = e.max;
+        values[at + 4] = e.minTs;
+        values[at + 5] = e.min;
+      }
+      values[at + 6] = e.points;
+      e.max = -Infinity;
+      e.min = Infinity;
+      e.maxTs = e.minTs = NaN;
+      e.points = 0;
+    }
+    return { collectionId, values, ...(tagIndexes ? { tagIndexes } : {}) };
+  }
+}
