@@ -230,8 +230,17 @@ export class ServerProcess {
 
 /** VmHWM ("high water mark" of resident memory) from /proc, in kB; null when the process is gone. */
 export function vmHwmKb(pid: number): number | null {
+  return statusKb(pid, 'VmHWM');
+}
+
+/** VmRSS (resident memory now) from /proc, in kB; null when the process is gone. */
+export function vmRssKb(pid: number): number | null {
+  return statusKb(pid, 'VmRSS');
+}
+
+function statusKb(pid: number, field: 'VmHWM' | 'VmRSS'): number | null {
   try {
-    const match = /^VmHWM:\s+(\d+) kB/m.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'));
+    const match = new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'));
     return match ? Number(match[1]) : null;
   } catch {
     return null;
