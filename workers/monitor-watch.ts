@@ -65,7 +65,7 @@ export class MonitorWatch {
   }
 
   private sampleOne({ collectionId, version, tags }: MonitorSampleRequest): MonitorSample {
-    if (!this.store.getCollection(collectionId)) {
+    if (!this.store.hasCollection(collectionId)) {
       this.collections.delete(collectionId);
       return { collectionId, missing: true };
     }
@@ -81,14 +81,14 @@ export class MonitorWatch {
       return { collectionId, resend: true };
     }
     const values = new Float64Array(watch.tags.length * MONITOR_SAMPLE_STRIDE).fill(NaN);
+    this.store.lastValuesInto(collectionId, watch.tags, values, MONITOR_SAMPLE_STRIDE);
     for (let i = 0; i < watch.tags.length; i++) {
       const e = watch.byTag.get(watch.tags[i])!;
       const at = i * MONITOR_SAMPLE_STRIDE;
-      const stored = this.store.lastValue(collectionId, watch.tags[i]);
-      const newer = stored && stored[0] > e.lastTs ? stored : e.lastTs > -Infinity ? [e.lastTs, e.last] : null;
-      if (newer) {
-        values[at] = newer[0];
-        values[at + 1] = newer[1];
+      // A buffered write is seen here before the store has it.
+      if (e.lastTs > -Infinity && !(values[at] >= e.lastTs)) {
+        values[at] = e.lastTs;
+        values[at + 1] = e.last;
       }
       if (e.points > 0) {
         values[at + 2] = e.maxTs;

@@ -294,9 +294,34 @@ export class ShardStore {
     if (this.idleMergers.length < MAX_IDLE_MERGERS) this.idleMergers.push(merger);
   }
 
+  /** Whether this shard holds the collection (cheaper than getCollection, which copies its record). */
+  hasCollection(id: string): boolean {
+    return this.find(id) !== null;
+  }
+
   /** The tag's index in the collection's tag dictionary; -1 when the tag or the collection is unknown. */
   tagIndex(collectionId: string, tag: string): number {
     return this.guard(() => this.find(collectionId)?.tagId(tag) ?? -1);
+  }
+
+  /**
+   * Last values of many tags of one collection at once (the monitor's tick): for tag i, its
+   * timestamp and value go to out[i * stride] and out[i * stride + 1]; NaN where there is none.
+   */
+  lastValuesInto(collectionId: string, tags: readonly string[], out: Float64Array, stride: number): void {
+    this.guard(() => {
+      const collection = this.require(collectionId);
+      for (let i = 0; i < tags.length; i++) {
+        const tagId = collection.tagId(tags[i]);
+        if (tagId < 0) continue;
+        if (collection.needsSealedLast(tagId)) this.lookUpSealedLast(collection, tagId);
+        const last = collection.lastValue(tagId);
+        if (last) {
+          out[i * stride] = last[0];
+          out[i * stride + 1] = last[1];
+        }
+      }
+    });
   }
 
   /** [timestamp, value] of the tag's latest point (a tie goes to the later write), or null. */

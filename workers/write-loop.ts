@@ -31,7 +31,7 @@ import type { MonitorWatch } from './monitor-watch.js';
 import type { WorkerLog } from './worker-log.js';
 
 /** Longest the write loop runs before it lets the worker's other tasks in. */
-const WRITE_SLICE_MS = 10;
+const WRITE_SLICE_MS = 4;
 
 export interface WriteLoopOptions {
   shardIndex: number;

@@ -63,11 +63,15 @@ interface SnapshotTag {
   rule_ids: string[];
 }
 
+/**
+ * A collection's latest evaluation, kept as the tick left it (the sampled values and each tag's
+ * state) and turned into the snapshot shape only when someone asks: a tick allocates nothing per tag.
+ */
 interface CollectionSnapshot {
-  collection_id: string;
-  tags: SnapshotTag[];
-  /** When this collection was last evaluated and how long its tick took. */
-  at: number;
+  watch: Watch;
+  values: Float64Array;
+  /** Per tag of the watch (same order), its state. */
+  states: Array<'normal' | AlarmKind>;
 }
 
 export interface EventQuery {
@@ -90,6 +94,8 @@ interface Watch {
   version: number;
   sentVersion: number;
   tags: string[];
+  /** Position of each tag in `tags` (and in the sampled values). */
+  tagAt: Map<string, number>;
   rules: StoredRule[];
 }
 
@@ -309,17 +315,37 @@ export class MonitorService {
   snapshot(grant: AccessGrant, onlyTriggered = false, collectionId?: string) {
     const reach = this.reach(grant);
     const collections = [...this.snapshots.values()]
-      .filter((c) => reach(c.collection_id) && (collectionId === undefined || c.collection_id === collectionId))
-      .filter((c) => !onlyTriggered || c.tags.some((t) => t.state !== 'normal'))
-      .map(({ collection_id, tags }) => ({ collection_id, tags }));
+      .filter(({ watch }) => reach(watch.collectionId) && (collectionId === undefined || watch.collectionId === collectionId))
+      .filter((c) => !onlyTriggered || c.states.some((state) => state !== 'normal'))
+      .map(({ watch, values, states }) => ({
+        collection_id: watch.collectionId,
+        tags: watch.tags.map((tag, i): SnapshotTag => {
+          const rules = watch.rules.filter((r) => r.tag === tag);
+          return {
+            tag,
+            tag_index: rules[0]?.tag_index ?? null,
+            value: numberOrNull(values[i * MONITOR_SAMPLE_STRIDE + 1]),
+            ts: numberOrNull(values[i * MONITOR_SAMPLE_STRIDE]),
+            state: states[i],
+            rule_ids: rules.map((r) => r.id),
+          };
+        }),
+      }));
     return { timestamp_ms: this.lastTickMs, tick_number: this.tickNumber, collections };
   }
 
   summary(grant: AccessGrant, collectionId?: string) {
-    const { collections } = this.snapshot(grant, false, collectionId);
+    const reach = this.reach(grant);
+    let collections = 0;
+    let triggered = 0;
+    for (const { watch, states } of this.snapshots.values()) {
+      if (!reach(watch.collectionId) || (collectionId !== undefined && watch.collectionId !== collectionId)) continue;
+      collections++;
+      for (const state of states) if (state !== 'normal') triggered++;
+    }
     return {
-      collection_count: collections.length,
-      triggered_tags: collections.reduce((n, c) => n + c.tags.filter((t) => t.state !== 'normal').length, 0),
+      collection_count: collections,
+      triggered_tags: triggered,
       timestamp_ms: this.lastTickMs,
       tick_number: this.tickNumber,
       evaluation_duration_ms: this.lastDurationMs,
@@ -523,6 +549,7 @@ export class MonitorService {
         version: same ? previous.version : ++this.watchVersion,
         sentVersion: same ? previous.sentVersion : -1,
         tags,
+        tagAt: new Map(tags.map((t, i) => [t, i])),
         rules,
       });
     }
@@ -562,6 +589,7 @@ export class MonitorService {
       ...(w.sentVersion !== w.version || w.rules.some((r) => r.tag_index === null) ? { tags: w.tags } : {}),
     }));
     const samples = await this.o.storage.monitorSample(requests);
+    const sampled = performance.now();
     if (!this.running) return;
     const byId = new Map(due.map((w) => [w.collectionId, w]));
     const notes: Array<() => void> = [];
@@ -588,7 +616,9 @@ export class MonitorService {
     }
     this.tickNumber++;
     this.lastTickMs = now;
-    this.lastDurationMs = Math.round((performance.now() - began) * 1000) / 1000;
+    const ended = performance.now();
+    this.lastDurationMs = Math.round((ended - began) * 1000) / 1000;
+    this.o.log.debug({ tick: this.tickNumber, collections: due.length, sampleMs: Math.round((sampled - began) * 100) / 100, evaluateMs: Math.round((ended - sampled) * 100) / 100 }, 'monitor tick');
   }
 
   private learnTagIndexes(watch: Watch, indexes: number[]): void {
@@ -605,34 +635,30 @@ export class MonitorService {
   }
 
   private evaluateCollection(watch: Watch, values: Float64Array, now: number, notes: Array<() => void>): void {
-    const tagAt = new Map(watch.tags.map((t, i) => [t, i]));
-    const shown = new Map<string, SnapshotTag>();
+    const states = new Array<'normal' | AlarmKind>(watch.tags.length).fill('normal');
     for (const rule of watch.rules) {
-      const i = tagAt.get(rule.tag)!;
+      const i = watch.tagAt.get(rule.tag)!;
       const at = i * MONITOR_SAMPLE_STRIDE;
       const tagValues: TagValues = { lastTs: values[at], last: values[at + 1], max: values[at + 3], min: values[at + 5] };
       const result = evaluate(rule, rule.state, tagValues, now);
-      let eventId = rule.state.eventId;
-      for (const t of result.transitions) {
-        if (t.type === 'open') eventId = this.openEvent(rule, t.kind, t.value, t.limit, now, notes);
-        else {
-          if (eventId) this.closeEvent(rule, eventId, t.kind, t.value, now, notes);
-          eventId = null;
+      if (result.transitions.length > 0 || !sameState(rule.state, result.state)) {
+        let eventId = rule.state.eventId;
+        for (const t of result.transitions) {
+          if (t.type === 'open') eventId = this.openEvent(rule, t.kind, t.value, t.limit, now, notes);
+          else {
+            if (eventId) this.closeEvent(rule, eventId, t.kind, t.value, now, notes);
+            eventId = null;
+          }
+        }
+        const next: RuleState = result.state.phase === 'active' || result.state.phase === 'pending_off' ? { ...result.state, eventId } : { ...result.state, eventId: null };
+        if (!sameState(rule.state, next)) {
+          this.saveState.run(next.phase, next.kind, next.since, next.eventId, rule.id);
+          rule.state = next;
         }
       }
-      const next: RuleState = result.state.phase === 'active' || result.state.phase === 'pending_off' ? { ...result.state, eventId } : { ...result.state, eventId: null };
-      if (!sameState(rule.state, next)) {
-        this.saveState.run(next.phase, next.kind, next.since, next.eventId, rule.id);
-        rule.state = next;
-      }
-      let entry = shown.get(rule.tag);
-      if (!entry) {
-        shown.set(rule.tag, (entry = { tag: rule.tag, tag_index: rule.tag_index, value: numberOrNull(tagValues.last), ts: numberOrNull(tagValues.lastTs), state: 'normal', rule_ids: [] }));
-      }
-      entry.rule_ids.push(rule.id);
-      if (entry.state === 'normal') entry.state = result.shown;
+      if (states[i] === 'normal') states[i] = result.shown;
     }
-    this.snapshots.set(watch.collectionId, { collection_id: watch.collectionId, tags: [...shown.values()], at: now });
+    this.snapshots.set(watch.collectionId, { watch, values, states });
   }
 
   private openEvent(rule: StoredRule, kind: AlarmKind, value: number | null, limit: number | null, now: number, notes: Array<() => void>): string {
