@@ -9,6 +9,7 @@ import https from 'node:https';
 import { StringDecoder } from 'node:string_decoder';
 import { waitFor } from '../support/wait-for.js';
 import type { HttpResult, TestService } from './harness.js';
+import { parseSseBlock } from '../support/sse-block.js';
 
 export const M = '/svcapi/monitor';
 export const enc = encodeURIComponent;
@@ -223,20 +224,8 @@ export class NotificationStream {
         this.block.push(line);
         continue;
       }
-      let type = 'message';
-      let id: string | null = null;
-      const data: string[] = [];
-      for (const l of this.block) {
-        if (l.startsWith(':')) continue;
-        const colon = l.indexOf(':');
-        const name = colon < 0 ? l : l.slice(0, colon);
-        let value = colon < 0 ? '' : l.slice(colon + 1);
-        if (value.startsWith(' ')) value = value.slice(1);
-        if (name === 'event') type = value;
-        else if (name === 'data') data.push(value);
-        else if (name === 'id') id = value;
-      }
-      if (data.length > 0) this.events.push({ type, id, data: data.join('\n') });
+      const { event, id, data } = parseSseBlock(this.block);
+      if (data !== null) this.events.push({ type: event ?? 'message', id, data });
       this.block = [];
     }
   }

@@ -14,11 +14,13 @@ import { Agent, fetch as undiciFetch } from 'undici';
 import { prng } from '../support/prng.js';
 import { waitFor } from '../support/wait-for.js';
 import { startService, type HttpResult, type TestService } from './harness.js';
+import { parseSseBlock } from '../support/sse-block.js';
+import { accountHelpers, filterQuery, USER_PASSWORD, type Account } from './accounts.js';
 
 const STREAM = '/svcapi/notifications/stream';
-const PASSWORD = 'user-password-1';
+const PASSWORD = USER_PASSWORD;
 const enc = encodeURIComponent;
-const filterQ = (filter: unknown) => `filter=${enc(JSON.stringify(filter))}`;
+const filterQ = filterQuery;
 const BASE = { severity: 'info', source: 'custom', title: 'stream test', body: 'body' };
 /** A payload near the 16384-byte limit: 600 of these are ~9 MB of events, more than the kernel buffers of a loopback connection hold (~4.5 MB). */
 const BIG_PAYLOAD = { blob: 'x'.repeat(15_000) };
@@ -133,21 +135,9 @@ class RawStream {
     }
     const lines = this.block;
     this.block = [];
-    let type: string | null = null;
-    let id: string | null = null;
-    const data: string[] = [];
-    for (const l of lines) {
-      if (l.startsWith(':')) continue;
-      const colon = l.indexOf(':');
-      const name = colon < 0 ? l : l.slice(0, colon);
-      let value = colon < 0 ? '' : l.slice(colon + 1);
-      if (value.startsWith(' ')) value = value.slice(1);
-      if (name === 'event') type = value;
-      else if (name === 'data') data.push(value);
-      else if (name === 'id') id = value;
-      else if (name === 'retry') this.retries.push(Number(value));
-    }
-    if (type !== null || data.length > 0) this.events.push({ type: type ?? 'message', id, data: data.join('\n'), raw: `${lines.join('\n')}\n\n` });
+    const { event, id, data, retry } = parseSseBlock(lines);
+    if (retry !== null) this.retries.push(retry);
+    if (event !== null || data !== null) this.events.push({ type: event ?? 'message', id, data: data ?? '', raw: `${lines.join('\n')}\n\n` });
   }
 
   /** Parsed JSON of a non-stream answer (401, 400). */
@@ -288,27 +278,8 @@ class EsStream {
 
 // ---------------------------------------------------------------- service helpers
 
-interface Account {
-  email: string;
-  id: string;
-  token: string;
-}
-
 function helpers(svcRef: () => TestService, adminRef: () => string) {
-  const call = (token: string | undefined, method: string, urlPath: string, body?: unknown): Promise<HttpResult> =>
-    svcRef().request(method, urlPath, { body, token });
-  const mk = async (url: string, body: object): Promise<string> => {
-    const res = await call(adminRef(), 'POST', `/svcapi/${url}`, body);
-    assert.equal(res.status, 200, `${url}: ${res.text}`);
-    return res.body.id as string;
-  };
-  const account = async (email: string, grant?: { orgs?: string[]; sites?: string[]; units?: string[] }): Promise<Account> => {
-    const svc = svcRef();
-    await svc.newUser(email, PASSWORD);
-    const user = (await call(adminRef(), 'GET', `/svcapi/users/findOne?${filterQ({ where: { email } })}`)).body;
-    if (grant) await mk('userprofiles', { usersId: user.id, accessAllowed: { orgs: [], sites: [], units: [], ...grant } });
-    return { email, id: user.id, token: await svc.login(email, PASSWORD) };
-  };
+  const { call, mk, account } = accountHelpers(svcRef, adminRef);
   const notify = async (fields: Record<string, unknown> = {}): Promise<Record<string, any>> => {
     const res = await call(adminRef(), 'POST', '/svcapi/notifications', { ...BASE, ...fields });
     assert.equal(res.status, 201, `create: ${res.status} ${res.text.slice(0, 300)}`);

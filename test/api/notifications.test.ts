@@ -8,37 +8,16 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { waitFor } from '../support/wait-for.js';
 import { startService, type HttpResult, type TestService } from './harness.js';
+import { accountHelpers, filterQuery, USER_PASSWORD, type Account } from './accounts.js';
 
 const enc = encodeURIComponent;
-const filterQ = (filter: unknown) => `filter=${enc(JSON.stringify(filter))}`;
-const PASSWORD = 'user-password-1';
+const filterQ = filterQuery;
+const PASSWORD = USER_PASSWORD;
 const MINIMAL = { severity: 'info', source: 'custom', title: 'Boiler pressure', body: 'Pressure above the warning limit' };
-
-interface Account {
-  email: string;
-  id: string;
-  token: string;
-}
 
 /** Calls shared by the describes below; each binds them to its own service. */
 function helpers(svcRef: () => TestService, adminRef: () => string) {
-  const call = (token: string | undefined, method: string, urlPath: string, body?: unknown): Promise<HttpResult> =>
-    svcRef().request(method, urlPath, { body, token });
-  const mk = async (url: string, body: object): Promise<string> => {
-    const res = await call(adminRef(), 'POST', `/svcapi/${url}`, body);
-    assert.equal(res.status, 200, `${url}: ${res.text}`);
-    return res.body.id as string;
-  };
-  /** A registered account, with a userprofiles grant when `grant` is given, logged in after the grant. */
-  const account = async (email: string, grant?: { orgs?: string[]; sites?: string[]; units?: string[] }): Promise<Account> => {
-    const svc = svcRef();
-    await svc.newUser(email, PASSWORD);
-    const user = (await call(adminRef(), 'GET', `/svcapi/users/findOne?${filterQ({ where: { email } })}`)).body;
-    assert.equal(typeof user?.id, 'string', `users/findOne ${email}`);
-    if (grant) await mk('userprofiles', { usersId: user.id, accessAllowed: { orgs: [], sites: [], units: [], ...grant } });
-    return { email, id: user.id, token: await svc.login(email, PASSWORD) };
-  };
-  /** POST /svcapi/notifications as admin; asserts 201 and returns the stored row. */
+  const { call, mk, account } = accountHelpers(svcRef, adminRef);
   const notify = async (fields: Record<string, unknown> = {}): Promise<Record<string, any>> => {
     const res = await call(adminRef(), 'POST', '/svcapi/notifications', { ...MINIMAL, ...fields });
     assert.equal(res.status, 201, `create ${JSON.stringify(fields).slice(0, 120)}: ${res.status} ${res.text}`);
