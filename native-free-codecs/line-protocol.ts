@@ -627,10 +627,13 @@ class LineParser {
   private skipString(field: number): void {
     const b = this.b;
     const n = this.n;
+    const startLine = this.line;
     let p = this.p + 1;
     for (;;) {
       if (p >= n) {
-        this.p = n; // the rest of the body was inside the string, its lines already counted
+        // The rest of the body was inside the string: the error is on the line it opened.
+        this.p = n;
+        this.line = startLine;
         fault(`field ${JSON.stringify(this.fieldKeys[field])}: string value has no closing quote`);
       }
       const c = b[p];
