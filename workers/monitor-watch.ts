@@ -22,7 +22,13 @@ interface Extremes {
 interface CollectionWatch {
   version: number;
   tags: string[];
+  /** By tag name, for the writes; the same objects in `tags` order, for the ticks. */
   byTag: Map<string, Extremes>;
+  extremes: Extremes[];
+  /** Each tag's id in the collection's dictionary (-1: not written yet, looked up again each tick). */
+  tagIds: Int32Array;
+  /** Whether some tag has no id yet. */
+  unknownIds: boolean;
 }
 
 const fresh = (): Extremes => ({ maxTs: NaN, max: -Infinity, minTs: NaN, min: Infinity, points: 0, lastTs: -Infinity, last: NaN });
@@ -74,16 +80,23 @@ export class MonitorWatch {
     if (tags) {
       const byTag = new Map<string, Extremes>();
       for (const tag of tags) byTag.set(tag, watch?.byTag.get(tag) ?? fresh());
-      watch = { version, tags: tags.slice(), byTag };
+      watch = { version, tags: tags.slice(), byTag, extremes: tags.map((tag) => byTag.get(tag)!), tagIds: new Int32Array(tags.length).fill(-1), unknownIds: true };
       this.collections.set(collectionId, watch);
-      tagIndexes = tags.map((tag) => this.store.tagIndex(collectionId, tag));
     } else if (!watch || watch.version !== version) {
       return { collectionId, resend: true };
     }
+    if (watch.unknownIds) {
+      watch.unknownIds = false;
+      for (let i = 0; i < watch.tags.length; i++) {
+        if (watch.tagIds[i] < 0) watch.tagIds[i] = this.store.tagIndex(collectionId, watch.tags[i]);
+        if (watch.tagIds[i] < 0) watch.unknownIds = true;
+      }
+    }
+    if (tags) tagIndexes = Array.from(watch.tagIds);
     const values = new Float64Array(watch.tags.length * MONITOR_SAMPLE_STRIDE).fill(NaN);
-    this.store.lastValuesInto(collectionId, watch.tags, values, MONITOR_SAMPLE_STRIDE);
+    this.store.lastValuesInto(collectionId, watch.tagIds, values, MONITOR_SAMPLE_STRIDE);
     for (let i = 0; i < watch.tags.length; i++) {
-      const e = watch.byTag.get(watch.tags[i])!;
+      const e = watch.extremes[i];
       const at = i * MONITOR_SAMPLE_STRIDE;
       // A buffered write is seen here before the store has it.
       if (e.lastTs > -Infinity && !(values[at] >= e.lastTs)) {

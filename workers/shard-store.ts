@@ -305,14 +305,15 @@ export class ShardStore {
   }
 
   /**
-   * Last values of many tags of one collection at once (the monitor's tick): for tag i, its
-   * timestamp and value go to out[i * stride] and out[i * stride + 1]; NaN where there is none.
+   * Last values of many tags of one collection at once (the monitor's tick), by tag id (see
+   * tagIndex; -1 is skipped): for tag i, its timestamp and value go to out[i * stride] and
+   * out[i * stride + 1]; they stay NaN where there is none.
    */
-  lastValuesInto(collectionId: string, tags: readonly string[], out: Float64Array, stride: number): void {
+  lastValuesInto(collectionId: string, tagIds: Int32Array, out: Float64Array, stride: number): void {
     this.guard(() => {
       const collection = this.require(collectionId);
-      for (let i = 0; i < tags.length; i++) {
-        const tagId = collection.tagId(tags[i]);
+      for (let i = 0; i < tagIds.length; i++) {
+        const tagId = tagIds[i];
         if (tagId < 0) continue;
         if (collection.needsSealedLast(tagId)) this.lookUpSealedLast(collection, tagId);
         const last = collection.lastValue(tagId);
