@@ -480,3 +480,26 @@ describe('monitor routes', () => {
     await call(admin, 'DELETE', `${M}/rule/${enc(evilRule)}`);
   });
 });
+
+describe('compat.openMonitorAndBackup', () => {
+  test('on: monitor routes answer without a token (as the legacy build did) and the start logs a warning; off is the default', async () => {
+    const open = await startService({ config: { compat: { openMonitorAndBackup: true } } });
+    try {
+      const status = await open.get(`${M}/status`);
+      assert.equal(status.status, 200, status.text);
+      assert.equal(typeof status.body.tick_number, 'number');
+      assert.equal((await open.request('PUT', `${M}/config`, { body: { enabled: false } })).status, 200);
+      assert.equal((await open.get(`${M}/config`)).body.enabled, false);
+      assert.ok(open.logs().some((l) => l.level === 40 && String(l.msg).includes('compat.openMonitorAndBackup is on')), 'warning at start');
+    } finally {
+      await open.dispose();
+    }
+    const closed = await startService();
+    try {
+      assert.equal((await closed.get(`${M}/status`)).status, 401);
+      assert.ok(!closed.logs().some((l) => String(l.msg).includes('compat.openMonitorAndBackup')));
+    } finally {
+      await closed.dispose();
+    }
+  });
+});
