@@ -14,6 +14,7 @@ import { ensureCertificates } from './http/certificates.js';
 import { HttpServer } from './http/server.js';
 import { createLogger, flushLogs, type Logger } from './log.js';
 import { openMetadataDb } from './meta/database.js';
+import { WalCheckpointer } from './meta/checkpointer.js';
 import { EntityStore } from './meta/entities.js';
 import { registerSqlFunctions } from './meta/filter.js';
 import { Registry } from './meta/registry.js';
@@ -44,6 +45,8 @@ export async function startService(config: Config, log: Logger, env: NodeJS.Proc
     const tls = ensureCertificates(config.dataDir, config.tls, log);
     const db = openMetadataDb(config.dataDir);
     cleanups.push(() => void db.close());
+    const checkpointer = new WalCheckpointer(db, db.name, log);
+    cleanups.push(() => checkpointer.stop());
     const registry = new Registry();
     syncEntitySchema(db, registry);
     registerSqlFunctions(db, { regexpBudgetSteps: config.meta.regexpBudgetSteps });
