@@ -550,6 +550,11 @@ console.log('');
 console.log(
   `Goals of issue 15: monitor cost ${num(cost * 100, 1)}% of ingest throughput (goal < 5%): ${cost < 0.05 ? 'met' : 'NOT met'} (${num((1 - bracketed) * 100, 1)}% against the mean of both "off" windows); p99 evaluation ${ms(onEvaluation.p99)} (goal < 20 ms): ${onEvaluation.p99 < 20 ? 'met' : 'NOT met'}.`,
 );
+const disturbed = all.filter((p) => p.otherCores >= 0.1);
+if (disturbed.length > 0) {
+  console.log('');
+  console.log(`⚠ Other processes used the cores during ${disturbed.map((p) => `"${p.label}" (${num(p.otherCores, 1)} cores)`).join(', ')}: those windows are not comparable; run it again on a quiet machine.`);
+}
 console.log('');
 // A slow tick shows here as one bad value, a tick that grows with the backlog as a climb.
 console.log(`\`evaluation_duration_ms\` of each tick of the "on" window, in order (ms): ${[...on.ticks.values()].map((v) => num(v, 1)).join(' ')}`);
