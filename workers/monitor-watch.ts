@@ -77,6 +77,11 @@ export class MonitorWatch {
     }
     let watch = this.collections.get(collectionId);
     let tagIndexes: number[] | undefined;
+    if (tags && tags.length === 0) {
+      // The collection is no longer monitored (or the monitor is off): stop looking at its writes.
+      this.collections.delete(collectionId);
+      return { collectionId, values: new Float64Array(0), tagIndexes: [] };
+    }
     if (tags) {
       const byTag = new Map<string, Extremes>();
       for (const tag of tags) byTag.set(tag, watch?.byTag.get(tag) ?? fresh());

@@ -162,6 +162,11 @@ export class MonitorService {
   setEnabled(enabled: boolean): void {
     this.o.db.prepare("INSERT INTO monitor_settings (key, value) VALUES ('enabled', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value").run(String(enabled));
     this.enabled = enabled;
+    if (!enabled) {
+      // The workers stop tracking writes for it; switched on again, the tag lists are sent anew.
+      this.forgetInWorkers([...this.watches.keys()]);
+      for (const watch of this.watches.values()) watch.sentVersion = -1;
+    }
     this.o.log.info({ enabled }, enabled ? 'monitor enabled' : 'monitor disabled');
     this.reschedule();
   }
@@ -528,7 +533,9 @@ export class MonitorService {
     if (ids) targets = ids;
     else {
       targets = this.o.db.prepare('SELECT collection_id FROM monitor_collections WHERE enabled = 1').pluck().all() as string[];
-      for (const id of this.watches.keys()) if (!targets.includes(id)) this.watches.delete(id);
+      const gone = [...this.watches.keys()].filter((id) => !targets.includes(id));
+      for (const id of gone) this.watches.delete(id);
+      if (gone.length > 0) this.forgetInWorkers(gone);
     }
     const now = this.o.clock.now();
     for (const id of targets) {
@@ -536,6 +543,7 @@ export class MonitorService {
       const rules = rate === undefined ? [] : (rulesOf.all(id) as Array<Record<string, unknown>>).map(ruleOfRow);
       const previous = this.watches.get(id);
       if (rules.length === 0 || rate === undefined) {
+        if (previous) this.forgetInWorkers([id]);
         this.watches.delete(id);
         this.snapshots.delete(id);
         continue;
@@ -554,6 +562,14 @@ export class MonitorService {
       });
     }
     this.reschedule();
+  }
+
+  /** Tells the storage workers to stop tracking writes of these collections (an empty tag list). */
+  private forgetInWorkers(collectionIds: string[]): void {
+    if (collectionIds.length === 0 || !this.running) return;
+    this.o.storage.monitorSample(collectionIds.map((collectionId) => ({ collectionId, version: 0, tags: [] }))).catch((err) => {
+      this.o.log.warn({ err: String(err), collections: collectionIds.length }, 'could not tell the storage workers to stop watching collections');
+    });
   }
 
   private reschedule(): void {
