@@ -41,7 +41,7 @@
  */
 
 import { isScopeField, type ScopeField } from '../shared/scope.js';
-import { MAX_TIMESTAMP, tagNameProblem, type WriteScope } from './points-batch.js';
+import { asciiString, exactDecimal, MAX_TIMESTAMP, tagNameProblem, TWO_POW_53, type WriteScope } from './points-batch.js';
 
 export type Precision = 'ns' | 'us' | 'ms' | 's';
 
@@ -142,14 +142,9 @@ const LOWER_N = 0x6e;
 const LOWER_T = 0x74;
 const LOWER_U = 0x75;
 
-const TWO_POW_53 = 9007199254740992;
 // What fieldValue read.
 const POINT = 1;
 const STRING = 2;
-const POW10 = new Float64Array([
-  1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16,
-  1e17, 1e18, 1e19, 1e20, 1e21, 1e22,
-]);
 const INT64_MAX_DIGITS = asciiBytes('9223372036854775807');
 const INT64_MIN_DIGITS = asciiBytes('9223372036854775808');
 const UINT64_MAX_DIGITS = asciiBytes('18446744073709551615');
@@ -648,7 +643,7 @@ class LineParser {
   }
 
   /**
-   * A float, or an integer with `i` / `u`, at p. Fast path (Clinger, as in points-json.ts):
+   * A float, or an integer with `i` / `u`, at p. Fast path (Clinger, points-batch.ts exactDecimal):
    * digits read as an integer below 2^53 and a decimal exponent within ±22 give a correctly
    * rounded double in one operation; anything else goes to Number() on the token text.
    */
@@ -707,11 +702,9 @@ class LineParser {
       return negative ? 0 - v : v; // 0 - 0 is 0, not -0
     }
     this.p = p;
-    let v: number;
     if (m === 0) return 0; // -0.0 too: the store keeps no negative zero
-    if (m < TWO_POW_53 && exponent >= -22 && exponent <= 22) {
-      v = exponent === 0 ? m : exponent > 0 ? m * POW10[exponent] : m / POW10[-exponent];
-    } else {
+    let v = exactDecimal(m, exponent);
+    if (v !== v) {
       v = Number(asciiString(b, negative ? digitsStart : start, p));
       if (v === Infinity) fault(`field ${JSON.stringify(this.fieldKeys[field])}: ${quoted(b, start, p)} is out of the float64 range`);
     }
@@ -784,8 +777,3 @@ class LineParser {
   }
 }
 
-function asciiString(b: Uint8Array, start: number, end: number): string {
-  let s = '';
-  for (let i = start; i < end; i++) s += String.fromCharCode(b[i]);
-  return s;
-}

@@ -34,6 +34,35 @@ export class WriteBodyError extends Error {
 }
 
 export const MAX_TIMESTAMP = 9007199254740991; // 2^53 - 1
+
+/** 2^53: integers below it are exact doubles. */
+export const TWO_POW_53 = 9007199254740992;
+
+/** Every power of ten a double holds exactly; beyond 1e22 they are rounded. */
+const POW10 = new Float64Array([
+  1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16,
+  1e17, 1e18, 1e19, 1e20, 1e21, 1e22,
+]);
+
+/**
+ * m × 10^exponent by Clinger's fast path, the text decoders' shared number step: when the digits
+ * read as an integer m stay below 2^53 and the exponent is within ±22, m and 10^|exponent| are
+ * exact doubles, so one IEEE multiplication or division rounds correctly. NaN outside that
+ * range: the caller then parses the token text with Number(), which is always correct.
+ */
+export function exactDecimal(m: number, exponent: number): number {
+  if (m >= TWO_POW_53 || exponent < -22 || exponent > 22) return NaN;
+  return exponent === 0 ? m : exponent > 0 ? m * POW10[exponent] : m / POW10[-exponent];
+}
+
+/** Bytes known to be ASCII as a string (chunked: fromCharCode.apply takes the view as its argument list). */
+export function asciiString(b: Uint8Array, start: number, end: number): string {
+  let s = '';
+  for (let i = start; i < end; i += 4096) {
+    s += String.fromCharCode.apply(null, b.subarray(i, Math.min(end, i + 4096)) as unknown as number[]);
+  }
+  return s;
+}
 const MAX_TAG_NAME_BYTES = 256;
 
 export const utf8Encoder = new TextEncoder();

@@ -6,15 +6,8 @@
  */
 
 import { SCOPE_FIELDS, type ScopeField } from '../shared/scope.js';
-import { BatchBuilder, isTimestamp, malformed, q, timestampProblem, utf8Encoder, utf8String, type DecodeLimits, type PointBatch, type WriteScope } from './points-batch.js';
+import { asciiString, BatchBuilder, exactDecimal, isTimestamp, malformed, q, timestampProblem, utf8Encoder, utf8String, type DecodeLimits, type PointBatch, type WriteScope } from './points-batch.js';
 
-const TWO_POW_53 = 9007199254740992;
-
-/** Every power of ten a double holds exactly; beyond 1e22 they are rounded. */
-const POW10 = new Float64Array([
-  1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16,
-  1e17, 1e18, 1e19, 1e20, 1e21, 1e22,
-]);
 
 // JSON bytes.
 const TAB = 0x09;
@@ -64,15 +57,6 @@ function bytesOf(ascii: string): Uint8Array {
 }
 
 /** Latin-1/ASCII bytes to a string in a few calls, not one concatenation per byte. */
-function asciiString(b: Uint8Array, start: number, end: number): string {
-  // fromCharCode.apply takes the view as its argument list; chunks stay below engine argument caps.
-  let s = '';
-  for (let i = start; i < end; i += 4096) {
-    s += String.fromCharCode.apply(null, b.subarray(i, Math.min(end, i + 4096)) as unknown as number[]);
-  }
-  return s;
-}
-
 /**
  * A byte-level scanner over one JSON write body. Positions are byte offsets into `b`; reading
  * past the end yields undefined, which matches no expected byte, so the bounds are checked only
@@ -405,9 +389,10 @@ class JsonScanner extends BatchBuilder {
     let v: number;
     // m only grows, so a final m below 2^53 means every step was exact.
     if (m === 0) v = 0;
-    else if (m < TWO_POW_53 && exponent >= -22 && exponent <= 22) {
-      v = exponent === 0 ? m : exponent > 0 ? m * POW10[exponent] : m / POW10[-exponent];
-    } else return Number(asciiString(b, start, p));
+    else {
+      v = exactDecimal(m, exponent);
+      if (v !== v) return Number(asciiString(b, start, p));
+    }
     return negative ? -v : v;
   }
 
