@@ -6,6 +6,7 @@ import https from 'node:https';
 import tls from 'node:tls';
 import { describeReply, percentiles, sleep } from './runner.js';
 import type { HttpsClient } from './service.js';
+import { parseSseBlock } from '../test/support/sse-block.js';
 
 /** What the stream needs of a running service. */
 export interface StreamTarget {
@@ -45,16 +46,8 @@ export class SseParser {
     while ((end = this.pending.indexOf('\n\n')) >= 0) {
       const block = this.pending.slice(0, end);
       this.pending = this.pending.slice(end + 2);
-      const e: SseEvent = { event: 'message', id: '', data: '' };
-      for (const line of block.split('\n')) {
-        if (line.startsWith(':')) continue; // keep-alive comment
-        const colon = line.indexOf(':');
-        const field = colon < 0 ? line : line.slice(0, colon);
-        const value = colon < 0 ? '' : line.slice(colon + 1).replace(/^ /, '');
-        if (field === 'event') e.event = value;
-        else if (field === 'id') e.id = value;
-        else if (field === 'data') e.data += (e.data ? '\n' : '') + value;
-      }
+      const fields = parseSseBlock(block.split('\n')); // keep-alive comments are skipped there
+      const e: SseEvent = { event: fields.event ?? 'message', id: fields.id ?? '', data: fields.data ?? '' };
       if (e.data || e.event !== 'message') this.onEvent(e);
     }
   }

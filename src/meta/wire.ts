@@ -35,7 +35,8 @@ export function parseId(def: EntityDef, raw: unknown, field = 'id'): number | st
   return parseIntegerId(raw, field);
 }
 
-function parseIntegerId(raw: unknown, field: string): number {
+/** A whole-number id (integer, or its decimal string), else 400 naming `field`. */
+export function parseIntegerId(raw: unknown, field: string): number {
   if (typeof raw === 'number' && Number.isSafeInteger(raw) && raw >= 0) return raw;
   if (typeof raw === 'string' && WHOLE_NUMBER.test(raw) && Number.isSafeInteger(Number(raw))) return Number(raw);
   throw badRequest(`${field} must be an id (a whole number), got ${JSON.stringify(raw)}`);

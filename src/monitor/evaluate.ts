@@ -44,7 +44,7 @@ export interface TagValues {
 
 export type Transition =
   | { type: 'open'; kind: AlarmKind; value: number | null; limit: number | null }
-  | { type: 'resolve'; kind: AlarmKind; value: number | null };
+  | { type: 'resolve'; kind: AlarmKind; value: number | null; limit: number | null };
 
 export interface Evaluation {
   state: RuleState;
@@ -89,7 +89,7 @@ export function evaluate(rule: RuleLimits, state: RuleState, values: TagValues, 
     return { phase: 'active', kind, since: null, eventId: null };
   };
   const resolve = (kind: AlarmKind): RuleState => {
-    transitions.push({ type: 'resolve', kind, value: valueOf(values) });
+    transitions.push({ type: 'resolve', kind, value: valueOf(values), limit: limitOf(rule, kind) });
     return NORMAL;
   };
   /** From normal: a condition starts its on-delay, or opens at once. */

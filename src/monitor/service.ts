@@ -662,7 +662,7 @@ export class MonitorService {
         for (const t of result.transitions) {
           if (t.type === 'open') eventId = this.openEvent(rule, t.kind, t.value, t.limit, now, notes);
           else {
-            if (eventId) this.closeEvent(rule, eventId, t.kind, t.value, now, notes);
+            if (eventId) this.closeEvent(rule, eventId, t.kind, t.value, t.limit, now, notes);
             eventId = null;
           }
         }
@@ -688,10 +688,9 @@ export class MonitorService {
     return id;
   }
 
-  private closeEvent(rule: StoredRule, eventId: string, kind: AlarmKind, value: number | null, now: number, notes: Array<() => void>): void {
+  private closeEvent(rule: StoredRule, eventId: string, kind: AlarmKind, value: number | null, limit: number | null, now: number, notes: Array<() => void>): void {
     this.o.db.prepare("UPDATE monitor_events SET status = 'resolved', resolved_ms = ? WHERE id = ? AND status <> 'resolved'").run(now, eventId);
     this.o.log.info({ event: eventId, rule: rule.id, collection: rule.collection_id, tag: rule.tag, kind, value }, 'alarm resolved');
-    const limit = kind === 'high' ? rule.limHi : kind === 'low' ? rule.limLo : rule.stale_after_ms;
     if (rule.notify) notes.push(() => this.notify(rule, 'info', `${rule.tag} back to normal${value === null ? '' : `: ${value}`} (was ${kind})`, { rule_id: rule.id, event_id: eventId, collection_id: rule.collection_id, tag: rule.tag, value, limit }));
   }
 

@@ -4,6 +4,7 @@
 
 import { S } from '../http/compile.js';
 import { badRequest } from '../http/errors.js';
+import { parseIntegerId } from '../meta/wire.js';
 import type { JsonSchema, Request, RouteDef } from '../http/route.js';
 import { AccessGrant } from '../meta/access-grant.js';
 import { NOTIFICATION_SEVERITIES, NOTIFICATION_SOURCES } from '../meta/rules.js';
@@ -92,8 +93,7 @@ function lastEventIdOf(req: Request): number | null {
   const raw = header !== undefined && header !== '' ? header : req.query.lastEventId;
   if (raw === undefined || raw === '') return null;
   const name = header !== undefined && header !== '' ? 'Last-Event-ID' : 'lastEventId';
-  if (typeof raw !== 'string' || !/^(0|[1-9][0-9]{0,15})$/.test(raw.trim())) {
-    throw badRequest(`${name} must be a notification id (a whole number), got ${JSON.stringify(raw).slice(0, 40)}`);
-  }
-  return Number(raw.trim());
+  if (typeof raw !== 'string') throw badRequest(`${name} must be given once`);
+  // A notification id, read as every entity id is.
+  return parseIntegerId(raw.trim(), name);
 }

@@ -1,6 +1,6 @@
 // One Server-Sent Events block (the lines up to a blank line) read the way the HTML standard's
 // event-stream parser reads it: comments skipped, one optional space after the colon, data lines
-// joined with newlines. The raw stream readers of the tests share it.
+// joined with newlines. The tests' raw stream readers and bench/sse.ts share it.
 
 export interface SseFields {
   /** The `event:` field, null when absent (a plain `message`). */
