@@ -195,15 +195,29 @@ export function vmImportLines(scope: Scope, chunk: Chunk): string {
   return s;
 }
 
+/**
+ * Order of the lines in a line protocol body: `tag`, each tag's rows together;
+ * `time`, every tag's value at one timestamp, then the next timestamp (what a
+ * collector such as Telegraf sends: it polls all its tags each interval and
+ * flushes its buffer in the order the readings arrived).
+ */
+export type LineOrder = 'tag' | 'time';
+
 /** InfluxDB line protocol, ms precision: `<measurement>,<scope tags>,tag=<tag> value=<v> <ts>`. */
-export function influxLines(measurement: string, scope: Scope, chunk: Chunk): string {
+export function influxLines(measurement: string, scope: Scope, chunk: Chunk, order: LineOrder = 'tag'): string {
   const tails = perRow(chunk.timestamps, (ts) => ` ${ts}\n`);
   // Tag keys in sorted order, which is the order Influx would sort them into anyway.
   const scopeTags = `grid=${influxEscape(scope.grid)},organization=${influxEscape(scope.organization)},site=${influxEscape(scope.site)}`;
+  const heads = chunk.columns.map(({ name }) => `${influxEscape(measurement)},${scopeTags},tag=${influxEscape(name)},unit=${influxEscape(scope.unit)} value=`);
   let s = '';
-  for (const { name, values } of chunk.columns) {
-    const head = `${influxEscape(measurement)},${scopeTags},tag=${influxEscape(name)},unit=${influxEscape(scope.unit)} value=`;
-    for (let i = 0; i < values.length; i++) s += head + values[i] + tails[i];
+  if (order === 'tag') {
+    chunk.columns.forEach(({ values }, c) => {
+      for (let i = 0; i < values.length; i++) s += heads[c] + values[i] + tails[i];
+    });
+  } else {
+    for (let i = 0; i < chunk.timestamps.length; i++) {
+      for (let c = 0; c < heads.length; c++) s += heads[c] + chunk.columns[c].values[i] + tails[i];
+    }
   }
   return s;
 }

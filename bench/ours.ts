@@ -159,11 +159,37 @@ export function aggregatedQuery(label: string, client: HttpsClient, load: QueryL
   });
 }
 
-/** Seals every finished day, then measures the collection's folder. */
-export async function sealAndMeasure(client: HttpsClient, service: OurService, scope: Scope): Promise<{ sealedDays: number; disk: DiskUsage }> {
+/** Seals every finished day; answers how many days were sealed. */
+export async function sealNow(client: HttpsClient): Promise<number> {
   const reply = await client.postJson('/svcapi/seal_now', {});
   if (reply.status !== 200 || json(reply).success !== true) throw describeReply('POST /svcapi/seal_now', reply);
-  return { sealedDays: json(reply).sealedDays as number, disk: diskUsage(collectionDir(service, scope)) };
+  return json(reply).sealedDays as number;
+}
+
+/** Seals every finished day, then measures the collection's folder. */
+export async function sealAndMeasure(client: HttpsClient, service: OurService, scope: Scope): Promise<{ sealedDays: number; disk: DiskUsage }> {
+  const sealedDays = await sealNow(client);
+  return { sealedDays, disk: diskUsage(collectionDir(service, scope)) };
+}
+
+/**
+ * An `ingestconfigs` row (as the admin makes one): the ingest routes resolve
+ * `clientId` to the collection `scope`, with `grid` unless a line or the URL names one.
+ */
+export async function createIngestClient(client: HttpsClient, clientId: string, scope: Omit<Scope, 'grid'> & { grid?: string }): Promise<void> {
+  const reply = await client.postJson('/svcapi/ingestconfigs', { clientId, ...scope, enabled: true });
+  if (reply.status !== 200) throw describeReply('POST /svcapi/ingestconfigs', reply);
+}
+
+/** Points stored per tag between `start` and `end` (inclusive), counted by the server (`count` per day). */
+export async function countStoredPoints(client: HttpsClient, scope: Scope, tags: readonly string[], start: number, end: number): Promise<Map<string, number>> {
+  const reply = await client.postJson('/svcapi/fast_query', {
+    start_absolute: start, end_absolute: end, ...scope,
+    metrics: tags.map((name) => ({ name, aggregators: [{ name: 'count', sampling: { value: 1, unit: 'days' } }] })),
+  });
+  if (reply.status !== 200) throw describeReply('POST /svcapi/fast_query (count)', reply);
+  const answer = json(reply) as Record<string, Array<[number, number]> | undefined>;
+  return new Map(tags.map((tag) => [tag, (answer[tag] ?? []).reduce((n, [, count]) => n + count, 0)]));
 }
 
 /** 1-minute windows of one tag at random places in the data set. */

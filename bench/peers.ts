@@ -15,31 +15,23 @@
  * (its data dir kept for the certificate) before VictoriaMetrics starts.
  */
 
-import { execFileSync } from 'node:child_process';
-import fs from 'node:fs';
-import path from 'node:path';
 import { Dataset, influxLines, vmImportLines, type Chunk } from './dataset.js';
 import { createCollection, ingestOurs, rawQueryBinary, rawQueryJson, sealAndMeasure, scopeFor, withHealthProbe } from './ours.js';
-import { commandLine, describeReply, describeRounds, ingest, int, machine, markdownTable, mib, ms, num, Phases, rawQuery, sizeOptions, sleep, type IngestResult, type RawQueryResult } from './runner.js';
-import { diskUsage, freePort, HttpsClient, ServerProcess, startOurService, tempDir, waitForQuiet, type DiskUsage, type Reply } from './service.js';
+import {
+  countInfluxChunk, countLines, describeInfluxCompaction, expectStatus, flushAndMergeVictoriaMetrics, INFLUX_DB, requirePeerBinaries, serviceTls,
+  startInfluxDb, startVictoriaMetrics, SystemRuns, waitInfluxCompaction,
+} from './peer-servers.js';
+import { commandLine, describeRounds, ingest, int, machine, markdownTable, mib, ms, num, rawQuery, sizeOptions, type IngestResult, type RawQueryResult } from './runner.js';
+import { diskUsage, startOurService, waitForQuiet, type DiskUsage } from './service.js';
 
-const VM_BIN = '/usr/bin/victoria-metrics';
-const INFLUX_BIN = '/usr/bin/influxd';
-
-const missing = [VM_BIN, INFLUX_BIN].filter((bin) => !fs.existsSync(bin));
-if (missing.length > 0) {
-  process.stderr.write(`missing ${missing.join(' and ')}; install the peers first:\n  apt-get install -y victoria-metrics influxdb\n`);
-  process.exit(1);
-}
+requirePeerBinaries();
 
 const { sizes } = sizeOptions();
 const { connections } = sizes;
 const dataset = new Dataset(sizes);
 const scope = scopeFor('boiler-json');
-const phases = new Phases();
-const logTails = new Map<string, () => string[]>();
-/** Temp dirs and files of the peers, removed at the end unless --keep. */
-const leftovers: string[] = [];
+const runs = new SystemRuns(sizes.waitIdle);
+const { phases } = runs;
 
 /** What each system reports; null where its phase failed. */
 interface Figures {
@@ -60,8 +52,8 @@ process.stderr.write(`data set ${int(dataset.options.tags)} tags × ${int(datase
 process.stderr.write('our service\n');
 await waitForQuiet(sizes.waitIdle);
 const service = await startOurService({});
-const tls = { crt: path.join(service.dataDir, 'tls', 'server.crt'), key: path.join(service.dataDir, 'tls', 'server.key'), ca: service.ca };
-logTails.set('ours', () => service.process.logTail(30));
+const tls = serviceTls(service);
+runs.watch('ours', service.process);
 
 const ours = await (async () => {
   const client = service.client(connections);
@@ -96,23 +88,11 @@ const ours = await (async () => {
 // ---- VictoriaMetrics ------------------------------------------------------------------------
 
 const vm = await runPeer('VictoriaMetrics', async () => {
-  const dir = tempDir('bench-vm-');
-  leftovers.push(dir);
-  const port = await freePort();
-  const proc = new ServerProcess('victoria-metrics', VM_BIN, [
-    `-storageDataPath=${dir}`,
-    `-httpListenAddr=127.0.0.1:${port}`,
-    '-tls',
-    `-tlsCertFile=${tls.crt}`,
-    `-tlsKeyFile=${tls.key}`,
-    '-retentionPeriod=100y', // the data set is dated 2024-01-01
-    '-search.disableCache', // every query reads storage, as ours does
-  ]);
-  logTails.set('VictoriaMetrics', () => proc.logTail(30));
-  const client = new HttpsClient(port, tls.ca, connections);
+  const server = await startVictoriaMetrics(tls, connections);
+  runs.removeAtEnd(...server.paths);
+  runs.watch('VictoriaMetrics', server.proc);
+  const { client } = server;
   try {
-    await waitReady(proc, () => client.get('/health'), (r) => r.status === 200);
-    const version = packageVersion('victoria-metrics');
     const ingested = await phases.run('VictoriaMetrics: ingest', () =>
       ingest<Chunk>({
         label: 'VictoriaMetrics /api/v1/import',
@@ -125,24 +105,10 @@ const vm = await runPeer('VictoriaMetrics', async () => {
         check: expectStatus('POST /api/v1/import', 204),
       }),
     );
-    // Rows ingested are buffered in memory for about a second: flush, then merge every part.
     const flushStart = performance.now();
     const disk = await phases.run('VictoriaMetrics: flush and merge', async () => {
-      expectStatus('GET /internal/force_flush', 200)(await client.get('/internal/force_flush'));
-      expectStatus('GET /internal/force_merge', 200)(await client.get('/internal/force_merge'));
-      // force_merge only starts a background merge: wait until no merge runs,
-      // nothing is pending and the folder has stopped changing.
-      let last = -1;
-      let steady = 0;
-      await waitFor(180, async () => {
-        const metrics = (await client.get('/metrics')).body.toString();
-        const busy = /^vm_(active_force_merges|active_merges|pending_rows)(\{[^}]*\})? [1-9]/m.test(metrics);
-        const bytes = diskUsage(dir).bytes;
-        steady = !busy && bytes === last ? steady + 1 : 0;
-        last = bytes;
-        return steady >= 3;
-      });
-      return diskUsage(dir);
+      await flushAndMergeVictoriaMetrics(server);
+      return diskUsage(server.dataDir);
     });
     const flushSeconds = (performance.now() - flushStart) / 1000;
     const selector = (tag: string) =>
@@ -158,62 +124,21 @@ const vm = await runPeer('VictoriaMetrics', async () => {
         count: (body) => countLines(body, (line) => (JSON.parse(line) as { values: unknown[] }).values.length),
       }),
     );
-    const cipher = await client.tlsCipher('/health');
-    return { ingest: ingested, query, disk, flushNote: `force_flush + force_merge, ${num(flushSeconds)} s (whole -storageDataPath)`, peakRss: proc.peakRssBytes(), version, cipher };
+    const cipher = await client.tlsCipher(server.probePath);
+    return { ingest: ingested, query, disk, flushNote: `force_flush + force_merge, ${num(flushSeconds)} s (whole -storageDataPath)`, peakRss: server.proc.peakRssBytes(), version: server.version, cipher };
   } finally {
-    client.close();
-    await proc.stop();
+    await server.stop();
   }
 });
 
 // ---- InfluxDB -------------------------------------------------------------------------------
 
 const influx = await runPeer('InfluxDB', async () => {
-  const dir = tempDir('bench-influx-');
-  const port = await freePort();
-  const rpcPort = await freePort();
-  const configFile = `${dir}.conf`;
-  leftovers.push(dir, configFile);
-  // Defaults except: our own dirs and ports, HTTPS, no telemetry or self
-  // monitoring (it would add its own data), and short "cold" delays so the
-  // cache is snapshotted and fully compacted within seconds of the ingest
-  // instead of after 10 minutes and 4 hours.
-  fs.writeFileSync(
-    configFile,
-    [
-      'reporting-enabled = false',
-      `bind-address = "127.0.0.1:${rpcPort}"`,
-      '[meta]',
-      `  dir = "${dir}/meta"`,
-      '  logging-enabled = false',
-      '[data]',
-      `  dir = "${dir}/data"`,
-      `  wal-dir = "${dir}/wal"`,
-      '  query-log-enabled = false',
-      '  cache-snapshot-write-cold-duration = "2s"',
-      '  compact-full-write-cold-duration = "5s"',
-      '[monitor]',
-      '  store-enabled = false',
-      '[continuous_queries]',
-      '  enabled = false',
-      '[http]',
-      '  enabled = true',
-      `  bind-address = "127.0.0.1:${port}"`,
-      '  log-enabled = false',
-      '  https-enabled = true',
-      `  https-certificate = "${tls.crt}"`,
-      `  https-private-key = "${tls.key}"`,
-      '',
-    ].join('\n'),
-  );
-  const proc = new ServerProcess('influxd', INFLUX_BIN, ['-config', configFile]);
-  logTails.set('InfluxDB', () => proc.logTail(30));
-  const client = new HttpsClient(port, tls.ca, connections);
+  const server = await startInfluxDb(tls, connections);
+  runs.removeAtEnd(...server.paths);
+  runs.watch('InfluxDB', server.proc);
+  const { client } = server;
   try {
-    await waitReady(proc, () => client.get('/ping'), (r) => r.status === 204);
-    const version = packageVersion('influxdb');
-    const created = await client.request('POST', '/query', `q=${encodeURIComponent('CREATE DATABASE bench')}`, { 'content-type': 'application/x-www-form-urlencoded' });
-    expectStatus('POST /query CREATE DATABASE', 200)(created);
     const ingested = await phases.run('InfluxDB: ingest', () =>
       ingest<Chunk>({
         label: 'InfluxDB /write',
@@ -222,12 +147,12 @@ const influx = await runPeer('InfluxDB', async () => {
         totalPoints: dataset.totalPoints,
         encodeWhileSending: sizes.encodeWhileSending,
         encode: (chunk) => ({ bytes: influxLines('sensor', scope, chunk), points: chunk.points }),
-        send: (body) => client.request('POST', '/write?db=bench&precision=ms', body.bytes, { 'content-type': 'text/plain' }),
+        send: (body) => client.request('POST', `/write?db=${INFLUX_DB}&precision=ms`, body.bytes, { 'content-type': 'text/plain' }),
         check: expectStatus('POST /write', 204),
       }),
     );
     const compactStart = performance.now();
-    const compaction = await phases.run('InfluxDB: compaction', () => waitInfluxCompaction(dir));
+    const compaction = await phases.run('InfluxDB: compaction', () => waitInfluxCompaction(server.dataDir));
     const compactSeconds = (performance.now() - compactStart) / 1000;
     const where = (tag: string) =>
       `"tag"='${tag}' AND "organization"='${scope.organization}' AND "site"='${scope.site}' AND "unit"='${scope.unit}' AND "grid"='${scope.grid}' AND time >= ${dataset.startMs}ms AND time <= ${dataset.endMs}ms`;
@@ -236,7 +161,7 @@ const influx = await runPeer('InfluxDB', async () => {
         label: 'InfluxDB /query',
         load: sizes,
         tags: dataset.tagNames,
-        request: (tag) => client.get(`/query?db=bench&epoch=ms&chunked=true&chunk_size=10000&q=${encodeURIComponent(`SELECT "value" FROM "sensor" WHERE ${where(tag)}`)}`),
+        request: (tag) => client.get(`/query?db=${INFLUX_DB}&epoch=ms&chunked=true&chunk_size=10000&q=${encodeURIComponent(`SELECT "value" FROM "sensor" WHERE ${where(tag)}`)}`),
         count: (body) => countLines(body, countInfluxChunk),
       }),
     );
@@ -244,16 +169,13 @@ const influx = await runPeer('InfluxDB', async () => {
       ingest: ingested,
       query,
       disk: compaction?.disk ?? null,
-      flushNote: compaction
-        ? `${compaction.settled ? 'WAL snapshotted and fully compacted' : `NOT fully compacted (${compaction.tsmFiles} TSM files, ${int(compaction.walBytes)} WAL bytes)`} after ${num(compactSeconds)} s (data + wal + meta)`
-        : 'compaction wait failed',
-      peakRss: proc.peakRssBytes(),
-      version,
-      cipher: await client.tlsCipher('/ping'),
+      flushNote: compaction ? `${describeInfluxCompaction(compaction, compactSeconds)} (data + wal + meta)` : 'compaction wait failed',
+      peakRss: server.proc.peakRssBytes(),
+      version: server.version,
+      cipher: await client.tlsCipher(server.probePath),
     };
   } finally {
-    client.close();
-    await proc.stop();
+    await server.stop();
   }
 });
 
@@ -315,112 +237,14 @@ console.log(
     'ours ÷ VM: above 1 is better for rates, below 1 is better for bytes and memory.',
   ].join('\n'),
 );
-console.log(phases.report((phase) => logTails.get(phase.split(':')[0])?.() ?? []));
+console.log(runs.report());
 
-if (sizes.keep) {
-  process.stderr.write(`data dirs kept: ${[service.dataDir, ...leftovers].join(' ')}\n`);
-} else {
-  await service.dispose();
-  for (const p of leftovers) fs.rmSync(p, { recursive: true, force: true });
-}
-process.exitCode = phases.failures.length > 0 ? 1 : 0;
+await runs.finish(sizes.keep, service);
 
 // ---- helpers --------------------------------------------------------------------------------
 
 /** Runs one peer; a failure to start is recorded and the peer's column shows FAILED. */
 async function runPeer(name: string, run: () => Promise<Figures>): Promise<{ figures: Figures } | null> {
-  process.stderr.write(`${name}\n`);
-  await waitForQuiet(sizes.waitIdle);
-  const figures = await phases.run(`${name}: run`, run);
+  const figures = await runs.system(name, run);
   return figures ? { figures } : null;
-}
-
-function expectStatus(what: string, status: number): (reply: Reply) => void {
-  return (reply) => {
-    if (reply.status !== status) throw describeReply(what, reply);
-  };
-}
-
-async function waitReady(proc: ServerProcess, probe: () => Promise<Reply>, ok: (r: Reply) => boolean): Promise<void> {
-  const deadline = Date.now() + 60_000;
-  for (;;) {
-    if (!proc.running) throw new Error(`${proc.name} exited while starting:\n${proc.logTail().join('\n')}`);
-    try {
-      if (ok(await probe())) return;
-    } catch {
-      // not listening yet
-    }
-    if (Date.now() > deadline) throw new Error(`${proc.name} not ready after 60 s:\n${proc.logTail().join('\n')}`);
-    await sleep(100);
-  }
-}
-
-async function waitFor(seconds: number, done: () => Promise<boolean>): Promise<void> {
-  const deadline = Date.now() + seconds * 1000;
-  while (!(await done())) {
-    if (Date.now() > deadline) throw new Error(`still not done after ${seconds} s`);
-    await sleep(500);
-  }
-}
-
-/** The Debian package's version (VictoriaMetrics' own -version prints nothing in this build). */
-function packageVersion(pkg: string): string {
-  try {
-    return `${pkg} ${execFileSync('dpkg-query', ['-W', '-f', '${Version}', pkg], { encoding: 'utf8' }).trim()}`;
-  } catch {
-    return `${pkg} (version unknown)`;
-  }
-}
-
-function countLines(body: Buffer, count: (line: string) => number): number {
-  let n = 0;
-  for (const line of body.toString('utf8').split('\n')) if (line.trim() !== '') n += count(line);
-  return n;
-}
-
-/** One chunk of a chunked InfluxQL answer; an error inside it is an error of the query. */
-function countInfluxChunk(line: string): number {
-  const chunk = JSON.parse(line) as { error?: string; results: Array<{ error?: string; series?: Array<{ values: unknown[] }> }> };
-  if (chunk.error) throw new Error(`InfluxDB query error: ${chunk.error}`);
-  let n = 0;
-  for (const result of chunk.results) {
-    if (result.error) throw new Error(`InfluxDB query error: ${result.error}`);
-    for (const series of result.series ?? []) n += series.values.length;
-  }
-  return n;
-}
-
-/**
- * Waits until the WAL is empty and the shard is one TSM file with no
- * compaction in progress (size unchanged for 3 polls), or 180 s.
- */
-async function waitInfluxCompaction(dir: string): Promise<{ disk: DiskUsage; settled: boolean; tsmFiles: number; walBytes: number }> {
-  const deadline = Date.now() + 180_000;
-  let lastBytes = -1;
-  let steady = 0;
-  for (;;) {
-    await sleep(1000);
-    const files = listFiles(path.join(dir, 'data'));
-    const tsmFiles = files.filter((f) => f.endsWith('.tsm')).length;
-    const compacting = files.some((f) => f.endsWith('.tmp'));
-    const walBytes = diskUsage(path.join(dir, 'wal')).bytes;
-    const disk = diskUsage(dir);
-    steady = disk.bytes === lastBytes ? steady + 1 : 0;
-    lastBytes = disk.bytes;
-    const settled = walBytes === 0 && tsmFiles === 1 && !compacting && steady >= 3;
-    if (settled || Date.now() > deadline) return { disk, settled, tsmFiles, walBytes };
-    process.stderr.write(`  InfluxDB: waiting for compaction (${tsmFiles} TSM files, WAL ${int(walBytes)} bytes)\n`);
-  }
-}
-
-function listFiles(dir: string): string[] {
-  const out: string[] = [];
-  const walk = (p: string) => {
-    for (const entry of fs.readdirSync(p, { withFileTypes: true })) {
-      if (entry.isDirectory()) walk(path.join(p, entry.name));
-      else out.push(path.join(p, entry.name));
-    }
-  };
-  if (fs.existsSync(dir)) walk(dir);
-  return out;
 }

@@ -355,13 +355,7 @@ export function sizeOptions(extra: Record<string, { type: 'string' | 'boolean' }
   });
   const quick = values.quick === true;
   const all = values as Record<string, string | boolean | undefined>;
-  const n = (name: string, fallback: number): number => {
-    const raw = all[name];
-    if (raw === undefined) return fallback;
-    const v = Number(raw);
-    if (!Number.isInteger(v) || v <= 0) throw new Error(`--${name} must be a positive integer, got ${String(raw)}`);
-    return v;
-  };
+  const n = (name: string, fallback: number): number => positiveIntOption(all, name, fallback);
   const sizes: SizeOptions = {
     tags: n('tags', quick ? 10 : 100),
     points: n('points', quick ? 8640 : 86_400),
@@ -376,6 +370,15 @@ export function sizeOptions(extra: Record<string, { type: 'string' | 'boolean' }
     queryRounds: n('query-rounds', 5),
   };
   return { sizes, values: all };
+}
+
+/** The flag `--<name>` as a positive integer, `fallback` when it is absent. */
+export function positiveIntOption(values: Record<string, string | boolean | undefined>, name: string, fallback: number): number {
+  const raw = values[name];
+  if (raw === undefined) return fallback;
+  const v = Number(raw);
+  if (!Number.isInteger(v) || v <= 0) throw new Error(`--${name} must be a positive integer, got ${String(raw)}`);
+  return v;
 }
 
 /** Runs one phase; a failure is recorded (for the report) instead of ending the run. */

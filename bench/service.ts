@@ -429,7 +429,13 @@ export async function startOurService(settings: Record<string, unknown> = {}): P
     HISTORIAN_ADMIN_EMAIL: ADMIN_EMAIL,
     HISTORIAN_ADMIN_PASSWORD: ADMIN_PASSWORD,
   });
-  const listening = await proc.waitForLine((line) => line.includes('"msg":"listening"'), 60_000);
+  const listening = await proc.waitForLine((line) => line.includes('"msg":"listening"'), 60_000).catch(async (err: unknown) => {
+    // A service that did not start (a setting it refuses, say) leaves no temp dir behind.
+    await proc.stop();
+    fs.rmSync(dataDir, { recursive: true, force: true });
+    fs.rmSync(configFile, { force: true });
+    throw err;
+  });
   const port = (JSON.parse(listening) as { port: number }).port;
   const ca = await fetchCa(port);
   const login = new HttpsClient(port, ca, 1);
