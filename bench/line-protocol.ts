@@ -23,7 +23,7 @@ import {
   startInfluxDb, startVictoriaMetrics, SystemRuns, VM_BIN, waitInfluxCompaction, type PeerServer, type PeerTls,
 } from './peer-servers.js';
 import { commandLine, describeReply, ingest, int, machine, markdownTable, mib, num, positiveIntOption, sizeOptions, type IngestResult } from './runner.js';
-import { diskUsage, json, startOurService, tempDir, type DiskUsage, type HttpsClient, type OurService } from './service.js';
+import { diskUsage, json, processCpuSeconds, startOurService, tempDir, type DiskUsage, type HttpsClient, type OurService } from './service.js';
 
 const MEASUREMENT = 'sensor';
 /** The ingestconfigs row our service resolves `db=` to. */
@@ -73,6 +73,8 @@ interface Figures {
   version: string;
   /** TLS cipher suite agreed with the bench client (each system should pay the same for TLS). */
   cipher: string;
+  /** CPU seconds (user + system) the server used over the ingest phase (it is idle while the bodies are built). */
+  ingestServerCpu: number;
 }
 
 /** One system under test, started; `server.dataDir` is measured after it stops. */
@@ -139,6 +141,7 @@ const rows: string[][] = [
   ['before the stop; what was measured', ...columns((f) => f.diskNote), '', ''],
   ['peak RSS (VmHWM), whole run', ...columns((f) => mib(f.peakRss)), ...ratios((f) => f.peakRss)],
   ['TLS cipher suite agreed with the bench client', ...columns((f) => f.cipher), '', ''],
+  ['CPU in the ingest, core-seconds per million points: server / bench client', ...columns((f) => `${num(f.ingestServerCpu / (total / 1e6), 3)} / ${f.ingest ? num(f.ingest.clientCpuSeconds / (total / 1e6), 3) : '?'}`), ...ratios((f) => f.ingestServerCpu)],
   ['cores other processes kept busy during the ingest', ...ingested((r) => num(r.otherCores, 1)), '', ''],
 ];
 
@@ -164,7 +167,8 @@ console.log(
       : 'Every request body was built before the clock started (the same bytes for all three); the timed phase is sending, parsing and storing.',
     `Our service ran with ingest.rateLimitPerMinute ${int(OUR_SETTINGS.ingest.rateLimitPerMinute)} (default 1,000), so its per-client limiter did not throttle the run.`,
     'InfluxDB preallocates sparse series-file segments, so its file sizes exceed its allocated blocks; the allocated row is the fair one for it.',
-    'ours ÷ peer: above 1 is better for rates, below 1 is better for bytes and memory.',
+    'CPU in the ingest: the server process (all threads) and this client over the timed window; on a shared machine the server figure moves less than points/s.',
+    'ours ÷ peer: above 1 is better for rates, below 1 is better for bytes, memory and CPU.',
   ].join('\n'),
 );
 console.log(runs.report());
@@ -185,8 +189,11 @@ function measure(name: string, start: () => Promise<Contender>): Promise<Figures
     let stored: number | null = null;
     let settled: string | null = null;
     let cipher = 'FAILED';
+    let ingestServerCpu = NaN;
     try {
+      const cpu0 = processCpuSeconds(server.proc.pid);
       ingest = await runs.phases.run(`${name}: ingest`, () => ingestLines(`${name} ${writePath}`, server.client, writePath));
+      ingestServerCpu = processCpuSeconds(server.proc.pid) - cpu0;
       settled = await runs.phases.run(`${name}: flush`, settle);
       stored = await runs.phases.run(`${name}: count`, count);
       cipher = await server.client.tlsCipher(server.probePath);
@@ -194,7 +201,7 @@ function measure(name: string, start: () => Promise<Contender>): Promise<Figures
       await server.stop();
     }
     const diskNote = `${settled ?? 'flush FAILED'}; ${measured()}`;
-    return { ingest, stored, disk: diskUsage(server.dataDir), diskNote, peakRss: server.proc.peakRssBytes(), version: server.version, cipher };
+    return { ingest, stored, disk: diskUsage(server.dataDir), diskNote, peakRss: server.proc.peakRssBytes(), version: server.version, cipher, ingestServerCpu };
   });
 }
 

@@ -61,6 +61,8 @@ export interface IngestResult {
   encodeWhileSending: boolean;
   /** Cores other processes kept busy meanwhile (see cpuMeter). */
   otherCores: number;
+  /** CPU seconds (user + system) this process used in the timed window. */
+  clientCpuSeconds: number;
 }
 
 export interface IngestOptions<C> {
@@ -116,6 +118,7 @@ export async function ingest<C>(o: IngestOptions<C>): Promise<IngestResult> {
   }
   const progress = new Progress(o.label, o.totalPoints, 'points');
   const other = cpuMeter();
+  const clientCpu = process.cpuUsage();
   const start = performance.now();
   await runPool(o.connections, jobs, async (body) => {
     for (let attempt = 0; ; attempt++) {
@@ -134,8 +137,9 @@ export async function ingest<C>(o: IngestOptions<C>): Promise<IngestResult> {
     progress.update(points);
   });
   const seconds = (performance.now() - start) / 1000;
+  const { user, system } = process.cpuUsage(clientCpu);
   progress.done(points, seconds);
-  return { points, requests, seconds, pointsPerSecond: points / seconds, bytesSent, retries, encodeMs, encodeWhileSending, otherCores: other() };
+  return { points, requests, seconds, pointsPerSecond: points / seconds, bytesSent, retries, encodeMs, encodeWhileSending, otherCores: other(), clientCpuSeconds: (user + system) / 1e6 };
 }
 
 const EMPTY_BODY: Body = { bytes: new Uint8Array(0), points: 0 };
