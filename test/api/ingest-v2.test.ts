@@ -316,7 +316,11 @@ describe('/ingest/v2: InfluxDB line protocol', () => {
 
   test('auth: Bearer, Token, Basic email:password and u/p query all write; missing or bad is 401 in each form\'s shape', async () => {
     await ingestClient('auth');
-    const lockable = await helpers.account('wrong-password@plant.test', { orgs: [] });
+    // Wrong passwords count toward the login lockout (auth.lockoutFailures): each kind of bad
+    // credential gets its own account, so none reaches the lockout and answers 429 instead.
+    const wrongBasic = await helpers.account('wrong-basic@plant.test');
+    const wrongQuery = await helpers.account('wrong-query@plant.test');
+    const noPassword = await helpers.account('no-password@plant.test');
     const t = nsOf(T0 + 13_000);
     const good: Array<[string, ApiForm, string | null, Record<string, string>]> = [
       ['bearer', '1.x', `Bearer ${admin}`, {}],
@@ -337,11 +341,11 @@ describe('/ingest/v2: InfluxDB line protocol', () => {
       ['missing', null, {}],
       ['bearer garbage', 'Bearer not-a-jwt', {}],
       ['token garbage', 'Token not-a-jwt', {}],
-      ['basic wrong password', basicAuth(lockable.email, 'wrong-password'), {}],
+      ['basic wrong password', basicAuth(wrongBasic.email, 'wrong-password'), {}],
       ['basic unknown email', basicAuth('nobody@plant.test', USER_PASSWORD), {}],
       ['basic not base64', 'Basic %%%', {}],
-      ['u/p wrong password', null, { u: lockable.email, p: 'wrong-password' }],
-      ['u without p', null, { u: writer.email }],
+      ['u/p wrong password', null, { u: wrongQuery.email, p: 'wrong-password' }],
+      ['u without p', null, { u: noPassword.email }],
     ];
     for (const form of ['1.x', '2.x'] as const) {
       for (const [name, auth, params] of bad) {
@@ -498,19 +502,19 @@ describe('/ingest/v2: InfluxDB line protocol', () => {
   test('influx (node-influx, 1.x): writePoints with a schema, every precision and a retention policy, read back exactly; its errors', async () => {
     await ingestClient('influx1');
     const { InfluxDB, FieldType } = Influx;
-    const connect = (password: string) =>
+    const connect = (username: string, password: string) =>
       new InfluxDB({
         host: '127.0.0.1',
         port: svc.port,
         protocol: 'https',
         path: '/ingest/v2',
         database: 'influx1',
-        username: writer.email,
+        username,
         password,
         options: { ca: svc.ca },
         schema: [{ measurement: 'pump', tags: ['line'], fields: { flow: FieldType.FLOAT, count: FieldType.INTEGER, on: FieldType.BOOLEAN, note: FieldType.STRING } }],
       });
-    const influx = connect(USER_PASSWORD);
+    const influx = connect(writer.email, USER_PASSWORD);
     const point = (ms: number, i: number) => ({ measurement: 'pump', tags: { line: 'B' }, fields: { flow: 12.5 + i, count: 3 + i, on: i % 2 === 0, note: `n${i}` }, timestamp: new Date(ms) });
     // precision n is the library's default; it sends rp= (empty) when no retention policy is given.
     await influx.writePoints([point(T0 + 1000, 0)]);
@@ -538,7 +542,7 @@ describe('/ingest/v2: InfluxDB line protocol', () => {
       },
     );
     await expectPoints(inGrid(ACME), { 'pump_pw.v': [[T0 + 6000, 1]] }, 'the good line of node-influx\'s partial write');
-    await assert.rejects(connect('wrong-password').writePoints([point(T0 + 7000, 9)], { precision: 'ms' }), (err: Error & { res?: { statusCode?: number } }) => err.res?.statusCode === 401);
+    await assert.rejects(connect('nobody-influx@plant.test', 'wrong-password').writePoints([point(T0 + 7000, 9)], { precision: 'ms' }), (err: Error & { res?: { statusCode?: number } }) => err.res?.statusCode === 401);
   });
 
   // ---- Telegraf replays -------------------------------------------------------------------------
