@@ -14,6 +14,7 @@ import zlib from 'node:zlib';
 import { after, before, describe, test } from 'node:test';
 import { HttpError, InfluxDB as InfluxDB2, Point, setLogger } from '@influxdata/influxdb-client';
 import Influx from 'influx';
+import { waitFor } from '../support/wait-for.js';
 import { USER_PASSWORD, accountHelpers, type Account } from './accounts.js';
 import { ADMIN_EMAIL, ADMIN_PASSWORD, startService, type HttpResult, type TestService } from './harness.js';
 import {
@@ -141,7 +142,8 @@ describe('/ingest/v2: InfluxDB line protocol', () => {
     const health = await send(svc, 'GET', '/ingest/v2/health', null);
     assert.equal(health.status, 200, health.text);
     assert.equal(typeof health.body?.version, 'string', health.text);
-    assert.deepEqual(health.body, { name: 'historian', message: 'ready for queries and writes', status: 'pass', version: health.body.version });
+    const { name, message, status } = health.body;
+    assert.deepEqual({ name, message, status }, { name: 'historian', message: 'ready for queries and writes', status: 'pass' });
   });
 
   test('every precision on both paths (ns default, us, ms, s; 1.x n and u), rounding down to ms', async () => {
@@ -285,7 +287,10 @@ describe('/ingest/v2: InfluxDB line protocol', () => {
     // A client whose own unit the caller may not reach.
     await ingestClient('evil-client', EVIL);
     refused(await post('2.x', 'evil-client', `sc2 v=7 ${t}`, { auth: `Token ${writer.token}` }), '2.x', 403, 'forbidden', /outside your access grant/, "client's unit outside the grant");
-    await expectPoints(inGrid(EVIL), { 'sc2.v': [] }, 'nothing reached the evil org');
+    // Nothing reached the evil org: not even the collection a first ingest would create.
+    const evil = await svc.get(`/svcapi/fast_query?tags=sc2.v&start=0&end=${T0 + DAY}&${new URLSearchParams({ ...inGrid(EVIL) })}`, admin);
+    assert.equal(evil.status, 404, evil.text);
+    assert.match(evil.body.error, /evil\/s2\/u2\/default not found/);
   });
 
   test('grid: line tag, else the client row, else rp / the bucket part after "/", else default', async () => {
@@ -446,6 +451,28 @@ describe('/ingest/v2: InfluxDB line protocol', () => {
     refused(await post('2.x', 'no-such-client', 'm v=1'), '2.x', 404, 'not found', /ingest client "no-such-client" not found/, '2.x unknown client');
     await ingestClient('switched-off', ACME, { enabled: false });
     refused(await post('2.x', 'switched-off', 'm v=1'), '2.x', 404, 'not found', /"switched-off" is disabled/, 'disabled client');
+  });
+
+  test('no password or token of an ingest request (u/p query, Basic, Bearer, Token) reaches a log line', async () => {
+    await ingestClient('log-check');
+    const secret = 'query-password-in-the-url';
+    const email = 'log-check@plant.test';
+    await svc.newUser(email, secret); // no grant: its writes are 403, after the password was checked
+    for (const form of ['1.x', '2.x'] as const) {
+      const answers = [
+        await post(form, 'log-check', `log v=1 ${nsOf(T0)}`, { auth: null, params: { u: email, p: secret } }),
+        await post(form, 'log-check', `log v=2 ${nsOf(T0)}`, { auth: basicAuth(email, secret) }),
+        await post(form, 'log-check', `log v=3 ${nsOf(T0)}`, { auth: `Token ${writer.token}`, params: { marker: `log-check-${form}` } }),
+      ];
+      assert.deepEqual(answers.map((r) => r.status), [403, 403, 204], `${form}: ${answers.map((r) => r.text).join(' ')}`);
+    }
+    // The log is written in batches: wait for the last request's line.
+    await waitFor(() => svc.logLines.some((l) => l.includes('log-check-2.x')), 'the ingest requests were logged');
+    assert.ok(svc.logLines.some((l) => l.includes('u=log-check%40plant.test')), 'the u/p requests were logged with their query');
+    const secrets = [secret, USER_PASSWORD, ADMIN_PASSWORD, writer.token, admin, Buffer.from(`${email}:${secret}`).toString('base64')];
+    for (const line of svc.logLines) {
+      for (const s of secrets) assert.ok(!line.includes(s), `a log line holds a secret: ${line}`);
+    }
   });
 
   // ---- clients no one here wrote -------------------------------------------------------------
