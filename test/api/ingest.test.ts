@@ -521,7 +521,7 @@ describe('ingest routes (default ingest.maxBodyBytes, storage ring 1 MiB, 5 requ
     const rows = 25_000;
     const timestamps = Array.from({ length: rows }, (_, i) => T0 + 5 * DAY + i * 1000);
     const columns: Record<string, number[]> = {};
-    for (let t = 0; t < 40; t++) columns[`${prefix}-${String(t).padStart(2, '0')}`] = timestamps.map(() => Math.round(rnd() * 2e6) / 1000 - 1000);
+    for (let t = 0; t < 40; t++) columns[`${prefix}-${String(t).padStart(2, '0')}`] = timestamps.map(() => (Math.round(rnd() * 2e6) - 1e6) / 1000);
     return { timestamps, columns };
   };
 
