@@ -3,7 +3,7 @@
  * rules and errors as the JSON scanner (points.ts). Pure TypeScript: runs in a browser.
  */
 
-import { BatchBuilder, entriesOf, field, isTimestamp, malformed, q, scopeOf, timestampProblem, type DecodeLimits, type PointBatch, type WriteScope } from './points-batch.js';
+import { BatchBuilder, entriesOf, field, isTimestamp, malformed, q, scopeOf, tagNameProblem, timestampProblem, WriteBodyError, type DecodeLimits, type PointBatch, type WriteScope } from './points-batch.js';
 
 const MAX_TIMESTAMP_BIGINT = 9007199254740991n;
 
@@ -135,4 +135,83 @@ function decodeColumnObject(timestamps: unknown, columns: unknown, scope: WriteS
     }
   }
   return out.finish(scope);
+}
+
+/** Whether a decoded body is in the rows shape of the ingest routes: an array, or an object with `ts` or `values`. */
+export function isRowsObject(obj: unknown): boolean {
+  if (isList(obj)) return true;
+  const entries = entriesOf(obj);
+  return entries !== null && entries.some(([k]) => k === 'ts' || k === 'values');
+}
+
+/**
+ * Decodes ingest rows, `{"ts": <ms>, "values": {"<tag>": <number|null>, …}}` or an array of them
+ * (WIRE.md part 2 "Ingest"), into one PointBatch: each tag's points in row order, a null value
+ * being no point. Any other key in a row, or `values` not an object, is malformed (naming the
+ * row); a bad timestamp or a non-finite value is a rejection, as in the other shapes.
+ */
+export function decodeRowsObject(obj: unknown, limits: DecodeLimits = {}): PointBatch {
+  const rows = isList(obj) ? obj : [obj];
+  const minTs = limits.minTimestampMs ?? 0;
+  const tagIds = new Map<string, number>();
+  const tagNames: string[] = [];
+  const counts: number[] = [];
+  const parsed: Array<{ ts: unknown; values: Array<[string, unknown]> }> = new Array(rows.length);
+  let rejection: string | null = null;
+  const reject = (message: string) => {
+    if (rejection === null) rejection = message;
+  };
+  for (let r = 0; r < rows.length; r++) {
+    const row = entriesOf(rows[r]);
+    if (row === null) malformed(`row ${r} must be an object {"ts": <ms>, "values": {"<tag>": <number>, …}}`);
+    let ts: unknown;
+    let values: Array<[string, unknown]> | null = null;
+    for (const [k, v] of row) {
+      if (k === 'ts') ts = v;
+      else if (k === 'values') {
+        values = entriesOf(v);
+        if (values === null) malformed(`row ${r}: "values" must be an object mapping tag names to numbers`);
+      } else malformed(`row ${r}: unknown key ${q(k)} (a row has "ts" and "values")`);
+    }
+    if (ts === undefined) malformed(`row ${r}: "ts" is missing`);
+    if (values === null) malformed(`row ${r}: "values" is missing`);
+    parsed[r] = { ts, values };
+    for (const [name, v] of values) {
+      if (v === null) continue;
+      let id = tagIds.get(name);
+      if (id === undefined) {
+        id = tagNames.length;
+        tagIds.set(name, id);
+        tagNames.push(name);
+        counts.push(0);
+        const problem = tagNameProblem(name);
+        if (problem !== null) reject(`tag ${q(name)} (row ${r}): ${problem}`);
+      }
+      counts[id]++;
+    }
+  }
+  const tagStart = new Uint32Array(tagNames.length + 1);
+  for (let t = 0; t < tagNames.length; t++) tagStart[t + 1] = tagStart[t] + counts[t];
+  const total = tagStart[tagNames.length];
+  const fill = tagStart.slice(0, tagNames.length);
+  const timestamps = new Float64Array(total);
+  const values = new Float64Array(total);
+  for (let r = 0; r < parsed.length; r++) {
+    const { ts, values: row } = parsed[r];
+    const t = objectTimestamp(ts, minTs);
+    if (t !== t) {
+      const asNumber = objectTimestamp(ts, 0);
+      reject(`row ${r}: ${timestampProblem(asNumber === asNumber ? asNumber : ts instanceof Date ? ts.getTime() : describe(ts), minTs)}`);
+    }
+    for (const [name, x] of row) {
+      if (x === null) continue;
+      const v = objectValue(x);
+      if (v !== v) reject(`row ${r} tag ${q(name)}: value must be a finite number or null, got ${describe(x)}`);
+      const at = fill[tagIds.get(name)!]++;
+      timestamps[at] = t;
+      values[at] = v;
+    }
+  }
+  if (rejection !== null) throw new WriteBodyError('rejected', rejection);
+  return { scope: {}, tagNames, tagStart, timestamps, values, pointCount: total };
 }

@@ -32,5 +32,5 @@
 
 export { WriteBodyError, type DecodeLimits, type PointBatch, type WriteScope } from './points-batch.js';
 export { decodeJsonWriteBody } from './points-json.js';
-export { decodeWriteObject } from './points-object.js';
+export { decodeRowsObject, decodeWriteObject, isRowsObject } from './points-object.js';
 export { decodeBinaryBatch, encodeBinaryBatch } from './points-hsw1.js';

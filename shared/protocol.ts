@@ -8,6 +8,7 @@
 // src/storage/shards.ts writes what workers/storage-worker.ts reads, and
 // neither side owns it.
 
+import type { Precision } from '../native-free-codecs/line-protocol.js';
 import type { ResultFormat } from '../native-free-codecs/result-envelope.js';
 import type { AggregatorSpec } from './aggregator-spec.js';
 import type { WireError } from './errors.js';
@@ -178,6 +179,36 @@ export interface WriteFrameHeader {
   allowedUnits: string[] | null;
   /** Set for points another shard decoded: an HSW1 body for this collection. */
   collectionId?: string;
+  /** Ingest: the scope fields a body (or a line) does not name come from here, the ingest client's collection. */
+  defaultScope?: CollectionScope;
+  /** Ingest: rows (`{ts, values}` or an array of them) are a body shape too. */
+  rows?: boolean;
+  /** Set when contentType is LINE_PROTOCOL: the timestamp unit and the time of lines without one. */
+  lineProtocol?: { precision: Precision; nowMs: number };
+  /** The body is gzip-compressed; decoded, it may have at most `maxDecodedBytes` (else 413 naming `maxDecodedSetting`). */
+  contentEncoding?: 'gzip';
+  maxDecodedBytes?: number;
+  maxDecodedSetting?: string;
+  /** Historical data: the monitor does not see these points (backfill never raises alarms). */
+  backfill?: boolean;
+  /**
+   * One part of a body larger than a frame may carry: parts share the frame tag and come in
+   * order (frames of other writes may come between them); the worker gathers them and answers
+   * once, after the last. `abort` (on a part of no bytes) drops what was gathered.
+   */
+  part?: { index: number; count: number; totalBytes: number; abort?: boolean };
+}
+
+/** Internal content type of InfluxDB line protocol bodies (clients send text/plain). */
+export const LINE_PROTOCOL = 'text/x-influx-line-protocol';
+
+/** What a line protocol write reports besides its points (partial writes, skipped string fields). */
+export interface LineCounts {
+  accepted: number;
+  rejected: number;
+  stringFields: number;
+  /** WIRE's `partial write: … dropped=<n>` text, or null when every line was good. */
+  partialError: string | null;
 }
 
 const headerEncoder = new TextEncoder();
@@ -217,6 +248,8 @@ export interface WriteOutcome {
   created: CollectionRecord[];
   /** Points for collections owned by other shards, as HSW1 binary bodies, for the main thread to forward. */
   forward: Array<{ collectionId: string; body: Uint8Array }>;
+  /** Line protocol bodies only. */
+  lines?: LineCounts;
 }
 
 export interface BufferStats {

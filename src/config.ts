@@ -62,6 +62,12 @@ export interface Config {
   readonly monitor: {
     readonly defaultTickRateMs: number;
   };
+  readonly ingest: {
+    readonly maxBodyBytes: number;
+    readonly rateLimitPerMinute: number;
+    readonly tokenCacheSeconds: number;
+    readonly tokenCacheMaxEntries: number;
+  };
   readonly compat: {
     readonly openMonitorAndBackup: boolean;
   };

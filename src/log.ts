@@ -9,6 +9,8 @@ import { LogSink } from './log-sink.js';
 export type { Logger };
 
 const SECRET_KEYS = ['password', 'new_password', 'token', 'access_token', 'authorization', 'secret'];
+/** Query parameters that are secrets only under exactly this name: InfluxDB 1.x's password (`p`, /ingest/v2). */
+const SECRET_PARAMETERS = ['p'];
 
 /** Lines are written in batches (log-sink.ts), and by flushLogs() before the process exits. */
 const destination = new LogSink(1);
@@ -57,6 +59,7 @@ function redactParameter(part: string): string {
   const rawName = eq < 0 ? part : part.slice(0, eq);
   const name = decodeName(rawName);
   const squeezed = name.replace(/[\s\0-\x1f\x7f]/g, '');
+  if (SECRET_PARAMETERS.includes(squeezed)) return `${rawName}=[redacted]`;
   if (!SECRET_KEYS.some((key) => squeezed.includes(key))) return part;
   // A name that is exactly a secret key is kept (however encoded); any other could carry the secret in itself.
   return SECRET_KEYS.includes(squeezed) ? `${rawName}=[redacted]` : '[redacted]';

@@ -17,6 +17,11 @@ interface Extremes {
   /** The newest point written since the watch began (the store's last value may lag a buffered write). */
   lastTs: number;
   last: number;
+  /** Newest backfilled timestamp (-Infinity: none since the watch began). */
+  backfillTs: number;
+  /** The store's last point just before the first backfill (NaN: none), which backfill must not displace. */
+  beforeBackfillTs: number;
+  beforeBackfill: number;
 }
 
 interface CollectionWatch {
@@ -31,7 +36,7 @@ interface CollectionWatch {
   unknownIds: boolean;
 }
 
-const fresh = (): Extremes => ({ maxTs: NaN, max: -Infinity, minTs: NaN, min: Infinity, points: 0, lastTs: -Infinity, last: NaN });
+const fresh = (): Extremes => ({ maxTs: NaN, max: -Infinity, minTs: NaN, min: Infinity, points: 0, lastTs: -Infinity, last: NaN, backfillTs: -Infinity, beforeBackfillTs: NaN, beforeBackfill: NaN });
 
 export class MonitorWatch {
   private readonly collections = new Map<string, CollectionWatch>();
@@ -63,6 +68,32 @@ export class MonitorWatch {
         }
         e.points++;
       }
+    }
+  }
+
+  /**
+   * Called before backfilled points are appended (they are never observed): remembers, for the
+   * watched tags among them, the store's last point before the first backfill and the newest
+   * backfilled time, so a backfilled point that becomes the store's newest is not shown to the
+   * monitor as the tag's current value.
+   */
+  beforeBackfill(collectionId: string, batch: PointBatch): void {
+    const watch = this.collections.get(collectionId);
+    if (!watch) return;
+    const one = new Float64Array(MONITOR_SAMPLE_STRIDE).fill(NaN);
+    for (let t = 0; t < batch.tagNames.length; t++) {
+      const e = watch.byTag.get(batch.tagNames[t]);
+      if (!e || batch.tagStart[t] === batch.tagStart[t + 1]) continue;
+      if (e.backfillTs === -Infinity) {
+        const id = this.store.tagIndex(collectionId, batch.tagNames[t]);
+        if (id >= 0) {
+          one.fill(NaN);
+          this.store.lastValuesInto(collectionId, Int32Array.of(id), one, MONITOR_SAMPLE_STRIDE);
+          e.beforeBackfillTs = one[0];
+          e.beforeBackfill = one[1];
+        }
+      }
+      for (let i = batch.tagStart[t]; i < batch.tagStart[t + 1]; i++) if (batch.timestamps[i] > e.backfillTs) e.backfillTs = batch.timestamps[i];
     }
   }
 
@@ -103,6 +134,12 @@ export class MonitorWatch {
     for (let i = 0; i < watch.tags.length; i++) {
       const e = watch.extremes[i];
       const at = i * MONITOR_SAMPLE_STRIDE;
+      // The store's newest point is a backfilled one: the monitor sees the newest live point instead.
+      if (values[at] <= e.backfillTs && values[at] > e.lastTs) {
+        const keep = e.beforeBackfillTs === e.beforeBackfillTs && e.beforeBackfillTs > e.lastTs;
+        values[at] = keep ? e.beforeBackfillTs : e.lastTs > -Infinity ? e.lastTs : NaN;
+        values[at + 1] = keep ? e.beforeBackfill : e.last;
+      }
       // A buffered write is seen here before the store has it.
       if (e.lastTs > -Infinity && !(values[at] >= e.lastTs)) {
         values[at] = e.lastTs;

@@ -14,14 +14,17 @@
 // points of collections another shard owns go back to the main thread as
 // HSW1 bodies for it to forward.
 
+import zlib from 'node:zlib';
 import { unpack } from 'msgpackr';
-import { decodeBinaryBatch, decodeJsonWriteBody, decodeWriteObject, encodeBinaryBatch, WriteBodyError, type DecodeLimits, type PointBatch } from '../native-free-codecs/points.js';
+import { linePointsByCollection } from '../native-free-codecs/line-points.js';
+import { parseLineProtocol, partialWriteMessage } from '../native-free-codecs/line-protocol.js';
+import { decodeBinaryBatch, decodeJsonWriteBody, decodeRowsObject, decodeWriteObject, encodeBinaryBatch, isRowsObject, WriteBodyError, type DecodeLimits, type PointBatch } from '../native-free-codecs/points.js';
 import type { RingConsumer } from '../native-free-codecs/ring.js';
 import { duplicateScopeKey } from '../native-free-codecs/scope-peek.js';
 import { StorageError } from '../shared/errors.js';
-import { readWriteFrame, type WriteFrameHeader, type WriteMode, type WriteOutcome, type WriteReply } from '../shared/protocol.js';
-import { isCompleteScope } from '../shared/scope.js';
-import { collectionId as idOf } from '../shared/scope-path.js';
+import { LINE_PROTOCOL, readWriteFrame, type WriteFrameHeader, type WriteMode, type WriteOutcome, type WriteReply } from '../shared/protocol.js';
+import { isCompleteScope, SCOPE_FIELDS } from '../shared/scope.js';
+import { collectionId as idOf, validateScope } from '../shared/scope-path.js';
 import { shardOf } from '../shared/shard-hash.js';
 import { toWireError, type WriteAnswers } from './answers.js';
 import type { ShardStore } from './shard-store.js';
@@ -32,6 +35,18 @@ import type { WorkerLog } from './worker-log.js';
 
 /** Longest the write loop runs before it lets the worker's other tasks in. */
 const WRITE_SLICE_MS = 4;
+
+/** Bytes of multi-part bodies (WriteFrameHeader.part) a worker gathers at once; a body beyond it is answered 503. */
+const MAX_GATHERED_BYTES = 64 << 20;
+
+/** A body arriving in parts. */
+interface Gathering {
+  bytes: Uint8Array;
+  filled: number;
+  next: number;
+  /** Why the body cannot be written (answered when its last part comes). */
+  failed: string | null;
+}
 
 export interface WriteLoopOptions {
   shardIndex: number;
@@ -72,10 +87,13 @@ export class WriteLoop {
       const awaitingSync: Array<{ seq: number; reply: WriteReply }> = [];
       while (frame) {
         const seq = frame.tag;
-        const { mode, reply } = this.handleFrame(frame.payload);
+        const handled = this.handleFrame(seq, frame.payload);
         requests.release();
-        if (mode === 'sync' && reply.ok && reply.value.points > 0) awaitingSync.push({ seq, reply });
-        else answers.send(seq, reply);
+        if (handled !== null) {
+          const { mode, reply } = handled;
+          if (mode === 'sync' && reply.ok && reply.value.points > 0) awaitingSync.push({ seq, reply });
+          else answers.send(seq, reply);
+        }
         frame = performance.now() - sliceStart > WRITE_SLICE_MS ? null : requests.tryRead();
       }
       if (awaitingSync.length === 0) continue;
@@ -89,7 +107,8 @@ export class WriteLoop {
     }
   }
 
-  private handleFrame(payload: Uint8Array): { mode: WriteMode; reply: WriteReply } {
+  /** A frame's answer, or null for a part of a body still arriving (answered with its last part). */
+  private handleFrame(seq: number, payload: Uint8Array): { mode: WriteMode; reply: WriteReply } | null {
     let header: WriteFrameHeader;
     let body: Uint8Array;
     try {
@@ -97,7 +116,14 @@ export class WriteLoop {
     } catch (err) {
       return { mode: 'fast', reply: { ok: false, error: { code: 'INTERNAL', message: `bad write frame: ${(err as Error).message}` } } };
     }
+    if (header.part) {
+      const whole = this.gather(seq, header, body);
+      if (whole === null) return null;
+      if (typeof whole === 'string') return { mode: header.mode, reply: { ok: false, error: { code: 'UNAVAILABLE', message: whole } } };
+      body = whole;
+    }
     try {
+      if (header.contentEncoding === 'gzip') body = gunzip(body, header);
       const outcome = header.collectionId ? this.writeDecoded(header, body) : this.writeBody(header, body);
       return { mode: header.mode, reply: { ok: true, value: outcome } };
     } catch (err) {
@@ -105,14 +131,61 @@ export class WriteLoop {
     }
   }
 
+  private readonly gathering = new Map<number, Gathering>();
+  private gatheredBytes = 0;
+
+  /**
+   * Adds one part of a multi-part body: the whole body once its last part is in, a reason to
+   * refuse it (parts lost to a worker restart, too many bodies gathering), or null meanwhile.
+   */
+  private gather(seq: number, header: WriteFrameHeader, part: Uint8Array): Uint8Array | string | null {
+    const { index, count, totalBytes, abort } = header.part!;
+    let g = this.gathering.get(seq);
+    const drop = () => {
+      if (!g) return;
+      this.gathering.delete(seq);
+      this.gatheredBytes -= g.bytes.length;
+    };
+    if (abort) {
+      drop(); // the main thread gave up on this body and answered its client
+      return null;
+    }
+    if (index === 0) {
+      drop(); // a sequence number reused after an abort that never arrived
+      const fits = this.gatheredBytes + totalBytes <= MAX_GATHERED_BYTES;
+      g = { bytes: new Uint8Array(fits ? totalBytes : 0), filled: 0, next: 0, failed: fits ? null : `storage shard ${this.opts.shardIndex} is receiving too many large bodies at once; retry shortly` };
+      this.gathering.set(seq, g);
+      this.gatheredBytes += g.bytes.length;
+    }
+    if (!g || g.next !== index) {
+      // Earlier parts went to a worker that died: this one cannot put the body together.
+      if (index === count - 1) {
+        drop();
+        return `storage shard ${this.opts.shardIndex} restarted while the body was arriving; retry the request`;
+      }
+      return null;
+    }
+    if (g.failed === null) {
+      if (g.filled + part.length > g.bytes.length) g.failed = 'write body parts longer than announced';
+      else g.bytes.set(part, g.filled);
+    }
+    g.filled += part.length;
+    g.next++;
+    if (index < count - 1) return null;
+    drop();
+    if (g.failed === null && g.filled !== totalBytes) g.failed = 'write body parts shorter than announced';
+    return g.failed ?? g.bytes;
+  }
+
   private writeBody(header: WriteFrameHeader, body: Uint8Array): WriteOutcome {
+    if (header.contentType === LINE_PROTOCOL) return this.writeLines(header, body);
     const outcome: WriteOutcome = { points: 0, learned: [], created: [], forward: [] };
     // msgpack maps and the HSW1 scope object keep the last of two equal keys without a word.
     const repeated = isJson(header.contentType) ? null : duplicateScopeKey(body, header.contentType);
     if (repeated) return { ...outcome, error: { code: 'BAD_REQUEST', message: `"${repeated}" appears more than once` } };
     let batch: PointBatch;
     try {
-      batch = decode(body, header.contentType, this.opts.limits);
+      batch = decode(body, header.contentType, this.opts.limits, header.rows === true);
     } catch (err) {
       if (err instanceof WriteBodyError) {
         if (err.kind === 'rejected') return { ...outcome, refused: err.message };
@@ -120,8 +193,40 @@ export class WriteLoop {
       }
       throw err;
     }
+    if (header.defaultScope) batch = { ...batch, scope: { ...header.defaultScope, ...batch.scope } };
     try {
-      const groups = this.resolveCollections(batch);
+      return this.writeGroups(header, this.resolveCollections(batch), outcome);
+    } catch (err) {
+      if (err instanceof StorageError && err.code === 'BAD_REQUEST') return { ...outcome, refused: err.message };
+      throw err;
+    }
+  }
+
+  /**
+   * A line protocol body: the good lines are written (all of them or none), the bad ones
+   * dropped and counted; each series goes to the collection its scope tags name over the
+   * ingest client's scope.
+   */
+  private writeLines(header: WriteFrameHeader, body: Uint8Array): WriteOutcome {
+    const outcome: WriteOutcome = { points: 0, learned: [], created: [], forward: [] };
+    const { precision, nowMs } = header.lineProtocol!;
+    const lines = parseLineProtocol(body, { precision, nowMs, minTimestampMs: this.opts.limits.minTimestampMs });
+    outcome.lines = { accepted: lines.acceptedLines, rejected: lines.rejectedLines, stringFields: lines.stringFields, partialError: partialWriteMessage(lines) };
+    const groups = linePointsByCollection(lines, header.defaultScope!).map(({ scope, batch }) => {
+      try {
+        validateScope(scope); // names from line tags become folder names
+      } catch (err) {
+        const field = SCOPE_FIELDS.find((f) => scope[f] !== header.defaultScope![f]);
+        throw new StorageError('BAD_REQUEST', `line tag ${field ?? 'grid'}: ${(err as Error).message}`);
+      }
+      return { collectionId: idOf(scope), batch };
+    });
+    return this.writeGroups(header, groups, outcome);
+  }
+
+  /** Checks every collection (grant, existence) before appending anything, then appends or forwards each. */
+  private writeGroups(header: WriteFrameHeader, groups: Array<{ collectionId: string; batch: PointBatch }>, outcome: WriteOutcome): WriteOutcome {
+    {
       const allowed = header.allowedUnits ? new Set(header.allowedUnits) : null;
       // Validate everything before writing anything (all or nothing per request).
       for (const { collectionId } of groups) {
@@ -133,12 +238,9 @@ export class WriteLoop {
         }
       }
       for (const { collectionId, batch: part } of groups) {
-        if (this.isLocal(collectionId)) this.appendLocal(collectionId, part, header.mode, header.autoCreate, outcome);
+        if (this.isLocal(collectionId)) this.appendLocal(collectionId, part, header, outcome);
         else outcome.forward.push({ collectionId, body: toBinary(collectionId, part) });
       }
-    } catch (err) {
-      if (err instanceof StorageError && err.code === 'BAD_REQUEST') return { ...outcome, refused: err.message };
-      throw err;
     }
     return outcome;
   }
@@ -146,11 +248,16 @@ export class WriteLoop {
   /** Points another shard decoded (and the main thread forwarded), as an HSW1 body. */
   private writeDecoded(header: WriteFrameHeader, body: Uint8Array): WriteOutcome {
     const outcome: WriteOutcome = { points: 0, learned: [], created: [], forward: [] };
-    this.appendLocal(header.collectionId!, decodeBinaryBatch(body, this.opts.limits), header.mode, header.autoCreate, outcome);
+    this.appendLocal(header.collectionId!, decodeBinaryBatch(body, this.opts.limits), header, outcome);
     return outcome;
   }
 
-  private appendLocal(collectionId: string, batch: PointBatch, mode: WriteMode, autoCreate: boolean, outcome: WriteOutcome): void {
+  private appendLocal(collectionId: string, batch: PointBatch, header: WriteFrameHeader, outcome: WriteOutcome): void {
+    const { mode, autoCreate } = header;
+    // Backfilled points are kept from the monitor, live ones shown to it.
+    const monitor = this.opts.monitor;
+    const observe = header.backfill ? () => {} : () => monitor.observe(collectionId, batch);
+    if (header.backfill) monitor.beforeBackfill(collectionId, batch);
     if (!this.opts.store.getCollection(collectionId)) {
       if (!autoCreate) throw new StorageError('BAD_REQUEST', `collection ${collectionId} does not exist`);
       const [organization, site, unit, grid] = collectionId.split('/');
@@ -161,7 +268,7 @@ export class WriteLoop {
         throw new StorageError('UNAVAILABLE', `write buffer of shard ${this.opts.shardIndex} is full (${this.opts.buffer.pendingPoints} of ${this.opts.buffer.capacityPoints} points); retry after the next flush`);
       }
       outcome.points += batch.pointCount;
-      this.opts.monitor.observe(collectionId, batch);
+      observe();
       const known = new Set(this.opts.store.tagNames(collectionId));
       const fresh = batch.tagNames.filter((t) => !known.has(t));
       if (fresh.length > 0) outcome.learned.push({ collectionId, tags: fresh });
@@ -169,7 +276,7 @@ export class WriteLoop {
     }
     const { points, newTags } = this.opts.store.append(collectionId, batch, mode === 'sync' ? 'fsync' : 'os');
     outcome.points += points;
-    this.opts.monitor.observe(collectionId, batch);
+    observe();
     if (newTags.length > 0) outcome.learned.push({ collectionId, tags: newTags });
   }
 
@@ -199,7 +306,8 @@ function isJson(contentType: string): boolean {
   return !contentType.startsWith('application/octet-stream') && !contentType.startsWith('application/msgpack') && !contentType.startsWith('application/x-msgpack');
 }
 
-function decode(body: Uint8Array, contentType: string, limits: DecodeLimits): PointBatch {
+/** The body as points; `rows` lets the ingest routes' rows shape through as well. */
+function decode(body: Uint8Array, contentType: string, limits: DecodeLimits, rows: boolean): PointBatch {
   if (contentType.startsWith('application/octet-stream')) return decodeBinaryBatch(body, limits);
   if (contentType.startsWith('application/msgpack') || contentType.startsWith('application/x-msgpack')) {
     let value: unknown;
@@ -208,9 +316,40 @@ function decode(body: Uint8Array, contentType: string, limits: DecodeLimits): Po
     } catch (err) {
       throw new WriteBodyError('malformed', `malformed msgpack body: ${(err as Error).message}`);
     }
-    return decodeWriteObject(value, limits);
+    return rows && isRowsObject(value) ? decodeRowsObject(value, limits) : decodeWriteObject(value, limits);
+  }
+  if (rows && startsLikeRows(body)) {
+    let value: unknown;
+    try {
+      value = JSON.parse(Buffer.from(body.buffer, body.byteOffset, body.byteLength).toString('utf8'));
+    } catch (err) {
+      throw new WriteBodyError('malformed', `malformed JSON body: ${(err as Error).message}`);
+    }
+    return decodeRowsObject(value, limits);
   }
   return decodeJsonWriteBody(body, limits);
+}
+
+/** A JSON body that opens with `[`, or with an object whose first key is "ts" or "values" (a row). */
+function startsLikeRows(body: Uint8Array): boolean {
+  const head = Buffer.from(body.buffer, body.byteOffset, Math.min(body.byteLength, 64)).toString('latin1');
+  return /^\s*(\[|\{\s*"(ts|values)")/.test(head);
+}
+
+/** A gzip body decoded, at most header.maxDecodedBytes long. */
+function gunzip(body: Uint8Array, header: WriteFrameHeader): Uint8Array {
+  const limit = header.maxDecodedBytes ?? Number.MAX_SAFE_INTEGER;
+  try {
+    return zlib.gunzipSync(body, { maxOutputLength: Math.min(limit, 2 ** 31 - 1) });
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'ERR_BUFFER_TOO_LARGE') throw tooLarge(limit, header);
+    throw new StorageError('BAD_REQUEST', `the body is not valid gzip (Content-Encoding: gzip): ${(err as Error).message}`);
+  }
+}
+
+function tooLarge(limit: number, header: WriteFrameHeader): StorageError {
+  return new StorageError('PAYLOAD_TOO_LARGE', `the decoded (gunzipped) body is larger than ${limit} bytes (${header.maxDecodedSetting ?? 'the route limit'})`);
 }
 
 function selectTags(batch: PointBatch, tagIndexes: number[]): PointBatch {

@@ -89,6 +89,11 @@ export class TokenService {
     readonly clock = new ServiceClock(),
   ) {}
 
+  /** The same tokens verified with another cache window and bound (the ingest routes keep theirs longer). */
+  withCache(cacheSeconds: number, cacheMaxEntries: number): TokenService {
+    return new TokenService(this.secret, this.lifetimeSeconds, cacheSeconds, cacheMaxEntries, this.accounts, this.clock);
+  }
+
   sign(account: GrantClaims & { readonly stamp: string }): string {
     const iat = Math.floor(this.clock.now() / 1000); // jsonwebtoken counts expiresIn from iat
     return jwt.sign(
@@ -111,7 +116,10 @@ export class TokenService {
     const entry = this.verifySignature(token);
     const facts = entry.facts;
     const account = this.accounts.current(facts.sub);
-    if (!account) throw unauthorized('the account of this token no longer exists');
+    if (!account) {
+      this.cache.delete(token); // a deleted account's token is not kept
+      throw unauthorized('the account of this token no longer exists');
+    }
     if (account.stamp !== facts.stamp) throw unauthorized('token revoked: the password changed since it was issued; log in again');
     // The account state object is replaced whenever the account changes, so the same object means the same claims.
     if (entry.account === account && entry.claims) return entry.claims;

@@ -1,15 +1,23 @@
 // Every error reply of the service is built here, from the one registry of
 // codes (shared/errors.ts, which storage workers use too). The contract allows
 // two body shapes: `{error}` (the default) and `{status: "error", message}`
-// for routes that declare it. Errors that come back from a storage worker
-// travel as `{code, message}` and are rebuilt here.
+// for routes that declare it; the InfluxDB 2 write path (/ingest/v2/api/v2/…)
+// answers in InfluxDB 2's own `{code, message}`. Errors that come back from a
+// storage worker travel as `{code, message}` and are rebuilt here.
 
 import { ERROR_CODES, type ErrorCode, type WireError } from '../../shared/errors.js';
 
 export { ERROR_CODES, type ErrorCode } from '../../shared/errors.js';
 
-/** `error`: `{error: message}`; `status`: `{status: "error", message}`. */
-export type ErrorShape = 'error' | 'status';
+/** `error`: `{error: message}`; `status`: `{status: "error", message}`; `influx2`: `{code: <InfluxDB 2 code>, message}`. */
+export type ErrorShape = 'error' | 'status' | 'influx2';
+
+/** InfluxDB 2's error codes by HTTP status (what its clients, Telegraf among them, read). */
+const INFLUX2_CODES: Record<number, string> = {
+  400: 'invalid', 401: 'unauthorized', 403: 'forbidden', 404: 'not found', 405: 'method not allowed', 409: 'conflict',
+  413: 'request too large', 415: 'unsupported media type', 422: 'unprocessable entity', 429: 'too many requests',
+  501: 'not implemented', 503: 'unavailable', 507: 'unavailable',
+};
 
 export class HttpError extends Error {
   readonly code: ErrorCode;
@@ -43,7 +51,8 @@ export const notFound = (message = 'not found') => new HttpError('NOT_FOUND', me
 export const conflict = (message: string) => new HttpError('CONFLICT', message);
 export const unavailable = (message: string) => new HttpError('UNAVAILABLE', message);
 
-export function errorBody(shape: ErrorShape, message: string): Record<string, string> {
+export function errorBody(shape: ErrorShape, message: string, status = 500): Record<string, string> {
+  if (shape === 'influx2') return { code: INFLUX2_CODES[status] ?? 'internal error', message };
   return shape === 'status' ? { status: 'error', message } : { error: message };
 }
 
@@ -51,9 +60,9 @@ export function errorBody(shape: ErrorShape, message: string): Record<string, st
 export function toErrorReply(err: unknown, shape: ErrorShape): { status: number; body: string; headers?: Record<string, string> } {
   if (isWireConvertible(err)) err = HttpError.fromWire(err.toWire());
   if (err instanceof HttpError) {
-    return { status: err.status, body: JSON.stringify(errorBody(shape, err.message)), headers: err.headers };
+    return { status: err.status, body: JSON.stringify(errorBody(shape, err.message, err.status)), headers: err.headers };
   }
-  return { status: 500, body: JSON.stringify(errorBody(shape, 'internal error')) };
+  return { status: 500, body: JSON.stringify(errorBody(shape, 'internal error', 500)) };
 }
 
 /** Errors of other layers (storage) that know their wire form, e.g. StorageError. */
@@ -70,5 +79,6 @@ export const ERROR_SCHEMA = {
       properties: { status: { type: 'string', enum: ['error'] }, message: { type: 'string' } },
       required: ['status', 'message'],
     },
+    { type: 'object', properties: { code: { type: 'string' }, message: { type: 'string' } }, required: ['code', 'message'] },
   ],
 } as const;

@@ -118,7 +118,13 @@ export interface RouteDef {
    * instead of holding the grace period.
    */
   longLived?: boolean;
-  /** Error body shape: `{error}` (default) or `{status: "error", message}`. */
+  /**
+   * The route's own credential check, in place of the bearer token (the Influx forms of
+   * /ingest/v2: `Token`, Basic, `u`/`p`): the claims, or a 401. May be async (a password is
+   * checked); the body is read meanwhile. Role rules (admin, read-only) apply as for tokens.
+   */
+  authenticate?: (req: { headers: Readonly<Record<string, string>>; query: Record<string, unknown>; remoteAddress: string; path: string }) => Claims | Promise<Claims>;
+  /** Error body shape: `{error}` (default), `{status: "error", message}`, or InfluxDB 2's `{code, message}`. */
   errorShape?: ErrorShape;
   handler: Handler;
 }

@@ -8,7 +8,7 @@ import { performance } from 'node:perf_hooks';
 import { randomBytes } from 'node:crypto';
 import uWS from 'uWebSockets.js';
 import { unpack } from 'msgpackr';
-import type { TokenService } from '../auth/tokens.js';
+import type { Claims, TokenService } from '../auth/tokens.js';
 import { redactQuery, type Logger } from '../log.js';
 import { checkDecodedBodyDepth, checkJsonBodyDepth } from './body-guard.js';
 import { check, compileRoute, type CompiledRoute } from './compile.js';
@@ -203,39 +203,73 @@ export class HttpServer {
       const route = match.value;
       ex.errorShape = route.def.errorShape ?? 'error';
       const query = parseQuery(ex.rawQuery);
-      const user = this.authorize(route.def, headers, query);
+      const user = this.authorize(route.def, headers, query, ex);
+      if (user instanceof Promise) {
+        // A credential check that takes time (a password): the body is read meanwhile, since
+        // uWS hands over body bytes only to a reader attached now.
+        const needsBody = route.def.body !== undefined || route.def.rawBody !== undefined;
+        const body = needsBody ? this.bodyOf(ex, route.def, headers) : Promise.resolve(new Uint8Array(0));
+        body.catch(() => {}); // reported below, after the credentials
+        user.then(
+          async (claims) => {
+            ex.user = claims.sub;
+            const bytes = await body;
+            if (!ex.done) this.dispatch(ex, route, match.params, query, headers, claims, bytes);
+          },
+        ).catch((err) => {
+          if (!ex.done) this.fail(ex, err);
+        });
+        return;
+      }
       ex.user = user?.sub ?? null;
+      if (!route.def.body && !route.def.rawBody) {
+        this.dispatch(ex, route, match.params, query, headers, user, null);
+        return;
+      }
       check(route.validateParams, match.params, 'path');
       check(route.validateQuery, query, 'query');
+      this.bodyOf(ex, route.def, headers).then(
+        (bytes) => {
+          if (!ex.done) this.dispatch(ex, route, match.params, query, headers, user, bytes, true);
+        },
+        (err) => {
+          if (!ex.done) this.fail(ex, err);
+        },
+      );
+    } catch (err) {
+      this.fail(ex, err);
+    }
+  }
 
+  private bodyOf(ex: Exchange, def: RouteDef, headers: Record<string, string>): Promise<Uint8Array> {
+    const { limit, setting } = this.bodyLimit(def);
+    return new Promise((resolve, reject) => this.readBody(ex, headers['content-length'], limit, setting, (err, bytes) => (err ? reject(err) : resolve(bytes))));
+  }
+
+  /** Validates the path and query (unless `validated`) and runs the handler; `bytes` is null for a route without a body. */
+  private dispatch(ex: Exchange, route: CompiledRoute, params: Record<string, string>, query: Record<string, unknown>, headers: Record<string, string>, user: Claims | null, bytes: Uint8Array | null, validated = false): void {
+    try {
+      if (!validated) {
+        check(route.validateParams, params, 'path');
+        check(route.validateQuery, query, 'query');
+      }
       const base = {
-        method: lookup as HttpMethod,
+        method: (ex.head ? 'GET' : ex.method) as HttpMethod,
         path: ex.path,
         rawQuery: ex.rawQuery,
-        params: match.params,
+        params,
         query,
         headers,
         user,
         remoteAddress: ex.remote,
         signal: ex.controller.signal,
       };
-      if (!route.def.body && !route.def.rawBody) {
-        this.run(ex, route, { ...base, body: undefined, rawBody: null });
-        return;
-      }
-      const { limit, setting } = this.bodyLimit(route.def);
-      this.readBody(ex, headers['content-length'], limit, setting, (err, bytes) => {
-        if (ex.done) return;
-        if (err) return this.fail(ex, err);
-        try {
-          const request = route.def.rawBody
-            ? { ...base, body: undefined, rawBody: bytes }
-            : { ...base, body: decodeBody(bytes, headers['content-type'], route), rawBody: null };
-          this.run(ex, route, request);
-        } catch (e) {
-          this.fail(ex, e);
-        }
-      });
+      const request = bytes === null
+        ? { ...base, body: undefined, rawBody: null }
+        : route.def.rawBody
+          ? { ...base, body: undefined, rawBody: bytes }
+          : { ...base, body: decodeBody(bytes, headers['content-type'], route), rawBody: null };
+      this.run(ex, route, request);
     } catch (err) {
       this.fail(ex, err);
     }
@@ -307,13 +341,20 @@ export class HttpServer {
     });
   }
 
-  private authorize(def: RouteDef, headers: Record<string, string>, query: Record<string, unknown>) {
+  /** The caller's claims (null on public routes); a promise when the route's own credential check takes time. */
+  private authorize(def: RouteDef, headers: Record<string, string>, query: Record<string, unknown>, ex: Exchange): Claims | null | Promise<Claims> {
     if (def.auth === 'public') return null;
+    const permit = (user: Claims): Claims => {
+      if (def.auth === 'admin' && user.role !== 'admin') throw new HttpError('FORBIDDEN', 'admin role required');
+      if (user.role === 'read-only' && mutates(def)) throw new HttpError('FORBIDDEN', 'read-only account cannot change data');
+      return user;
+    };
+    if (def.authenticate) {
+      const user = def.authenticate({ headers, query, remoteAddress: ex.remote, path: ex.path });
+      return user instanceof Promise ? user.then(permit) : permit(user);
+    }
     const fromQuery = def.tokenInQuery && headers.authorization === undefined && typeof query.access_token === 'string' ? query.access_token : undefined;
-    const user = this.opts.tokens.verifyHeader(headers.authorization ?? fromQuery);
-    if (def.auth === 'admin' && user.role !== 'admin') throw new HttpError('FORBIDDEN', 'admin role required');
-    if (user.role === 'read-only' && mutates(def)) throw new HttpError('FORBIDDEN', 'read-only account cannot change data');
-    return user;
+    return permit(this.opts.tokens.verifyHeader(headers.authorization ?? fromQuery));
   }
 
   private run(ex: Exchange, route: CompiledRoute, request: Request): void {
@@ -344,6 +385,14 @@ export class HttpServer {
       return;
     }
     const status = reply.status ?? 200;
+    if (status === 204) {
+      // No body, and no content-length or content-type for one: clients read nothing after the head.
+      ex.done = true;
+      const { statusLine: line, headers } = head(ex, status, '', reply.headers);
+      sendHeadOnly(ex.res, { statusLine: line, headers: headers.filter(([name]) => name !== 'content-type') }, null, this.draining);
+      this.finish(ex, status);
+      return;
+    }
     let payload: string | Uint8Array;
     let contentType: string;
     if (reply.contentType) {

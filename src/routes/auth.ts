@@ -17,8 +17,8 @@
 // mounts it; otherwise that clock is the system clock.
 
 import { checkEmail } from '../auth/email.js';
-import { decoy, hashPassword, verifyPassword } from '../auth/passwords.js';
-import { clientKey, LoginLockout, SlidingWindowLimiter } from '../auth/rate-limit.js';
+import { hashPassword } from '../auth/passwords.js';
+import { INVALID_CREDENTIALS } from '../auth/password-login.js';
 import { normalizeEmail } from '../auth/users.js';
 import { S } from '../http/compile.js';
 import { HttpError, badRequest, notFound } from '../http/errors.js';
@@ -26,7 +26,6 @@ import type { Request, RouteDef } from '../http/route.js';
 import { AccessGrant } from '../meta/access-grant.js';
 import type { ServiceContext } from './context.js';
 
-const INVALID_CREDENTIALS = 'invalid username or password';
 /** The one success reply of register, for a new email and an existing one alike. */
 const REGISTERED = 'registration received; log in with this email and password';
 
@@ -36,30 +35,9 @@ export function authRoutes(ctx: ServiceContext): RouteDef[] {
   const { accounts, tokens, config } = ctx;
   const auth = config.auth;
   const clock = tokens.clock;
-  const windowMs = auth.rateLimitWindowSeconds * 1000;
-  const perEmail = new SlidingWindowLimiter(auth.rateLimitRequests, windowMs, clock.now);
-  const perAddress = new SlidingWindowLimiter(auth.rateLimitRequestsPerAddress, windowMs, clock.now);
-  const lockout = new LoginLockout(auth.lockoutFailures, auth.lockoutSeconds * 1000, clock.now);
-
-  /** First of the three limits: one address, whatever emails it names. Returns the address key. */
-  const limitAddress = (req: Request): string => {
-    const client = clientKey(req.remoteAddress);
-    if (!perAddress.take(client)) {
-      ctx.log.warn({ remote: req.remoteAddress, path: req.path }, 'audit: register/login refused, too many requests from one address');
-      throw new HttpError('RATE_LIMITED', `too many register/login requests from your address (auth.rateLimitRequestsPerAddress); try again later`, {
-        'retry-after': String(perAddress.retryAfterSeconds(client)),
-      });
-    }
-    return client;
-  };
-  const limitEmail = (email: string) => {
-    if (!perEmail.take(email)) {
-      ctx.log.warn({ email }, 'audit: register/login refused, too many requests for one email');
-      throw new HttpError('RATE_LIMITED', 'too many requests for this email; try again later', {
-        'retry-after': String(perEmail.retryAfterSeconds(email)),
-      });
-    }
-  };
+  const login = ctx.passwordLogin;
+  const limitAddress = (req: Request): string => login.limitAddress(req.remoteAddress, req.path);
+  const limitEmail = (email: string) => login.limitEmail(email);
 
   const debugRoutes: RouteDef[] = !config.debug.clockRoute ? [] : [
     {
@@ -127,31 +105,13 @@ export function authRoutes(ctx: ServiceContext): RouteDef[] {
         429: { description: 'rate limited or locked' },
       },
       handler: async (req) => {
-        const client = limitAddress(req);
         const body = req.body as { email: string; password: string };
         const checked = checkEmail(body.email);
-        if (!checked.ok) throw badRequest(checked.error);
-        const email = checked.email;
-        limitEmail(email);
-        const lockKey = `${email}\n${client}`;
-        const lockedMs = lockout.lockedFor(lockKey);
-        if (lockedMs > 0) {
-          ctx.log.warn({ email, remote: req.remoteAddress }, 'audit: login refused, locked after repeated failures');
-          const minutes = Math.ceil(lockedMs / 60_000);
-          throw new HttpError('ACCOUNT_LOCKED', `account locked for your address after repeated failed logins; try again in ${minutes} minute(s)`, {
-            'retry-after': String(Math.ceil(lockedMs / 1000)),
-          });
+        if (!checked.ok) {
+          limitAddress(req); // a malformed email still counts against the address
+          throw badRequest(checked.error);
         }
-        const account = accounts.find(email);
-        // Verify against a decoy when the account is missing so timing does not reveal which emails exist.
-        const ok = await verifyPassword(body.password, account?.passwordHash ?? (await decoy(auth.scryptCost)));
-        const state = account && ok ? accounts.stateAfterLogin(account) : null;
-        if (!state) {
-          lockout.recordFailure(lockKey);
-          ctx.log.warn({ email, remote: req.remoteAddress, account: account ? 'exists' : 'none' }, 'audit: login failed');
-          throw new HttpError('BAD_CREDENTIALS', INVALID_CREDENTIALS);
-        }
-        lockout.recordSuccess(lockKey);
+        const state = await login.check(checked.email, body.password, req.remoteAddress, req.path);
         return { body: { token: tokens.sign(state) } };
       },
     },

@@ -4,6 +4,7 @@
 
 import type { Config } from '../config.js';
 import type { AccountStore } from '../auth/users.js';
+import type { PasswordLogin } from '../auth/password-login.js';
 import type { TokenService } from '../auth/tokens.js';
 import type { TlsFiles } from '../http/certificates.js';
 import type { Db } from '../meta/database.js';
@@ -21,6 +22,8 @@ export interface ServiceContext {
   readonly db: Db;
   readonly accounts: AccountStore;
   readonly tokens: TokenService;
+  /** The one password check (login, ingest Basic credentials) with its rate limits and lockout. */
+  readonly passwordLogin: PasswordLogin;
   readonly tls: TlsFiles;
   readonly entities: EntityStore;
   readonly storage: StorageService;

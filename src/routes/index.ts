@@ -7,6 +7,8 @@ import type { Subsystem } from '../subsystems.js';
 import { authRoutes } from './auth.js';
 import type { ServiceContext } from './context.js';
 import { entityRoutes } from './entities.js';
+import { ingestRoutes } from './ingest.js';
+import { IngestService } from '../ingest/service.js';
 import { notificationRoutes } from './notifications.js';
 import { monitorRoutes } from './monitor.js';
 import { queryRoutes } from './queries.js';
@@ -32,6 +34,13 @@ export function buildSubsystems(ctx: ServiceContext): Subsystem[] {
       start: () => ctx.storage.start(),
       stop: () => ctx.storage.close(),
       health: () => ctx.storage.health(),
+    },
+    {
+      name: 'ingest',
+      routes: () => ingestRoutes(ctx, new IngestService(ctx)),
+      start: () => {
+        if (!ctx.storage.isRunning) throw new Error('the storage subsystem is not running');
+      },
     },
     {
       name: 'monitor',

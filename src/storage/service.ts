@@ -15,7 +15,7 @@ import type { EntityDef } from '../meta/registry.js';
 import type { AccessGrant } from '../meta/access-grant.js';
 import { resultHead, resultTail } from '../../native-free-codecs/result-envelope.js';
 import { peekScope } from '../../native-free-codecs/scope-peek.js';
-import { OP, type BufferStats, type CollectionRecord, type MonitorSample, type MonitorSampleRequest, type ResultFormat, type SeriesRequest, type WriteMode, type WriteOutcome } from '../../shared/protocol.js';
+import { OP, type BufferStats, type CollectionRecord, type LineCounts, type MonitorSample, type MonitorSampleRequest, type ResultFormat, type SeriesRequest, type WriteFrameHeader, type WriteMode, type WriteOutcome } from '../../shared/protocol.js';
 import { isCompleteScope, SCOPE_FIELDS, type CollectionScope, type ScopeFields } from '../../shared/scope.js';
 import type { MetricRequest } from './query-spec.js';
 import { collectionId as idOf, parseCollectionId } from '../../shared/scope-path.js';
@@ -53,7 +53,21 @@ function afterPrefix(out: ResponseStream, prefix: Uint8Array): ResponseStream {
   };
 }
 
-export type WriteResult = { success: true; points: number } | { success: false; error: string };
+export type WriteResult = { success: true; points: number; lines?: LineCounts } | { success: false; error: string };
+
+/** What the ingest routes add to a write (see WriteFrameHeader). */
+export interface WriteOptions {
+  /** The ingest client's collection: the scope fields the body (or a line) does not name. */
+  defaultScope?: CollectionScope;
+  rows?: boolean;
+  lineProtocol?: WriteFrameHeader['lineProtocol'];
+  contentEncoding?: 'gzip';
+  maxDecodedBytes?: number;
+  maxDecodedSetting?: string;
+  backfill?: boolean;
+  /** Create missing collections (default: storage.autoCreateCollections). */
+  autoCreate?: boolean;
+}
 
 export class StorageService {
   readonly shards: ShardPool;
@@ -219,17 +233,20 @@ export class StorageService {
 
   // ---- writes --------------------------------------------------------------
 
-  async write(grant: AccessGrant, body: Uint8Array, contentType: string, mode: WriteMode, signal: AbortSignal): Promise<WriteResult> {
+  async write(grant: AccessGrant, body: Uint8Array, contentType: string, mode: WriteMode, signal: AbortSignal, options: WriteOptions = {}): Promise<WriteResult> {
     this.checkDisk();
-    const peeked = peekScope(body, contentType);
-    const autoCreate = this.config.storage.autoCreateCollections;
+    const { defaultScope, ...extra } = options;
+    // Bodies only the worker can read (compressed, line protocol) have no scope to peek at.
+    const peeked = options.contentEncoding || options.lineProtocol ? {} : peekScope(body, contentType);
+    const scope = defaultScope ? { ...defaultScope, ...peeked } : peeked;
+    const autoCreate = options.autoCreate ?? this.config.storage.autoCreateCollections;
     // The peeked scope only picks the shard (and turns a plain 403 away early): the worker
     // decodes the scope itself and checks it against the caller's units, so a body that
     // peeks one way and decodes another (repeated or escaped keys) gains nothing.
     const allowedUnits = this.access.unitPaths(grant);
     let shard: Shard;
-    if (isCompleteScope(peeked)) {
-      const id = idOf(peeked);
+    if (isCompleteScope(scope)) {
+      const id = idOf(scope);
       parseCollectionId(id); // names that cannot be folders are a 400 here, before any worker sees them
       if (allowedUnits && !allowedUnits.includes(id.slice(0, id.lastIndexOf('/')))) throw forbidden(`collection ${id} is outside your access grant`);
       shard = this.shards.shardFor(id);
@@ -237,24 +254,25 @@ export class StorageService {
       // No scope in the body: a worker resolves tags through the tag map and forwards what it does not own.
       shard = this.shards.shards[this.roundRobin++ % this.shards.shards.length];
     }
-    const outcome = await shard.write(body, { mode, contentType, autoCreate, allowedUnits });
-    return this.settle(outcome, mode, autoCreate);
+    const header: WriteFrameHeader = { mode, contentType, autoCreate, allowedUnits, ...(defaultScope ? { defaultScope } : {}), ...extra };
+    const outcome = await shard.write(body, header);
+    return this.settle(outcome, header);
   }
 
-  private async settle(outcome: WriteOutcome, mode: WriteMode, autoCreate: boolean): Promise<WriteResult> {
+  private async settle(outcome: WriteOutcome, header: WriteFrameHeader): Promise<WriteResult> {
     if (outcome.error) throw HttpError.fromWire(outcome.error);
     if (outcome.refused) return { success: false, error: outcome.refused };
     this.absorb(outcome);
     let points = outcome.points;
     for (const { collectionId, body } of outcome.forward) {
       const owner = this.shards.shardFor(collectionId);
-      const forwarded = await owner.write(body, { mode, contentType: 'application/octet-stream', autoCreate, allowedUnits: null, collectionId });
+      const forwarded = await owner.write(body, { mode: header.mode, contentType: 'application/octet-stream', autoCreate: header.autoCreate, allowedUnits: null, collectionId, ...(header.backfill ? { backfill: true } : {}) });
       if (forwarded.error) throw HttpError.fromWire(forwarded.error);
       if (forwarded.refused) return { success: false, error: forwarded.refused };
       this.absorb(forwarded);
       points += forwarded.points;
     }
-    return { success: true, points };
+    return outcome.lines ? { success: true, points, lines: outcome.lines } : { success: true, points };
   }
 
   private absorb(outcome: WriteOutcome): void {

@@ -66,6 +66,9 @@ export interface ShardPoolOptions {
 /** Workers that fail before the first one ever answered, after which the shard counts as unable to start. */
 const MAX_FAILED_STARTS = 3;
 
+/** Largest part of a write body too large for one ring frame: small enough for other writes to go between parts. */
+const PART_BYTES = 1 << 20;
+
 /** Queries that may wait for a free control slot of one shard before more are refused (503). */
 const MAX_WAITING_QUERIES = 1024;
 
@@ -190,13 +193,15 @@ export class Shard {
    * waits for the worker's answer on the result ring. A full ring is a 503 at
    * once; a worker that dies leaves unreleased frames for its successor, which
    * answers them; no answer within storage.writeTimeoutMs is a 503.
+   *
+   * A body larger than one frame may carry goes in parts (see WriteFrameHeader.part), each
+   * written when the ring has room for it, so a 10 MB ingest body crosses a 4 MiB ring while
+   * other writes go on between its parts; the worker decodes it only once it has it all.
    */
   async write(body: Uint8Array, header: WriteFrameHeader): Promise<WriteOutcome> {
     if (this.closed) throw new HttpError('UNAVAILABLE', 'storage is shutting down');
     const head = writeFrameHead(header);
-    if (head.length + body.length > this.requests.maxPayloadBytes) {
-      throw new HttpError('PAYLOAD_TOO_LARGE', `body of ${body.length} bytes is larger than the shard ring allows (${this.requests.maxPayloadBytes - head.length} bytes; storage.requestRingBytes)`);
-    }
+    const whole = head.length + body.length <= this.requests.maxPayloadBytes;
     const seq = this.nextSeq();
     const reply = new Promise<WriteReply>((resolve, reject) => {
       const timer = setTimeout(() => {
@@ -217,14 +222,40 @@ export class Shard {
         },
       });
     });
-    if (!this.requests.tryWrite(seq, [head, body])) {
-      this.listeners.delete(seq);
-      throw new HttpError('UNAVAILABLE', `storage shard ${this.index} is busy (request ring full); retry shortly`);
+    reply.catch(() => {}); // observed below, or abandoned when the parts could not be sent
+    if (whole) {
+      if (!this.requests.tryWrite(seq, [head, body])) {
+        this.listeners.delete(seq);
+        throw new HttpError('UNAVAILABLE', `storage shard ${this.index} is busy (request ring full); retry shortly`);
+      }
+    } else {
+      await this.writeParts(seq, body, header);
     }
     this.drain();
     const answer = await reply;
     if (!answer.ok) throw fromWire(answer.error);
     return answer.value;
+  }
+
+  /** The parts of a body too large for one frame, each waiting (up to storage.writeTimeoutMs in all) for ring space. */
+  private async writeParts(seq: number, body: Uint8Array, header: WriteFrameHeader): Promise<void> {
+    const partBytes = Math.min(PART_BYTES, this.requests.maxPayloadBytes >>> 1);
+    const count = Math.ceil(body.length / partBytes);
+    const deadline = Date.now() + this.writeTimeoutMs;
+    for (let index = 0; index < count; index++) {
+      const head = writeFrameHead({ ...header, part: { index, count, totalBytes: body.length } });
+      const slice = body.subarray(index * partBytes, Math.min(body.length, (index + 1) * partBytes));
+      while (!this.requests.tryWrite(seq, [head, slice])) {
+        const left = deadline - Date.now();
+        if (this.closed || left <= 0 || (await this.requests.waitForSpaceAsync(head.length + slice.length, left)) === 'timed-out') {
+          this.listeners.delete(seq);
+          // Tell the worker to drop what it gathered; if even this does not fit, it drops it when it runs short.
+          if (index > 0) this.requests.tryWrite(seq, writeFrameHead({ ...header, part: { index, count, totalBytes: body.length, abort: true } }));
+          throw new HttpError('UNAVAILABLE', `storage shard ${this.index} is busy (request ring full for storage.writeTimeoutMs); retry shortly`, { 'retry-after': '1' });
+        }
+      }
+      if (index === 0) this.drain();
+    }
   }
 
   /**

@@ -1,0 +1,83 @@
+/**
+ * Parsed line protocol (line-protocol.ts) as the columnar PointBatch the store appends, one per
+ * collection: each series' scope is its scope tags over the ingest client's scope, and each point
+ * goes to the historian tag `<series name>.<field key>`, in the order the lines gave them.
+ * Pure TypeScript: runs in a browser.
+ */
+
+import { SCOPE_FIELDS, type CollectionScope } from '../shared/scope.js';
+import { lineTagName, type LineProtocolBatch } from './line-protocol.js';
+import type { PointBatch } from './points-batch.js';
+
+export interface CollectionPoints {
+  scope: CollectionScope;
+  batch: PointBatch;
+}
+
+/** The points of `lines` grouped by collection; `base` gives the scope fields a line does not name. */
+export function linePointsByCollection(lines: LineProtocolBatch, base: CollectionScope): CollectionPoints[] {
+  const n = lines.pointCount;
+  // Each series' collection (a handful of distinct scopes, usually one).
+  const collectionOfSeries = new Int32Array(lines.series.length);
+  const collections: Array<{ scope: CollectionScope; tagNames: string[]; tagCounts: number[] }> = [];
+  const collectionByKey = new Map<string, number>();
+  lines.series.forEach((series, s) => {
+    const scope = { ...base };
+    for (const field of SCOPE_FIELDS) if (series.scope[field] !== undefined) scope[field] = series.scope[field]!;
+    const key = SCOPE_FIELDS.map((f) => scope[f]).join('\u0000');
+    let c = collectionByKey.get(key);
+    if (c === undefined) {
+      c = collections.length;
+      collectionByKey.set(key, c);
+      collections.push({ scope, tagNames: [], tagCounts: [] });
+    }
+    collectionOfSeries[s] = c;
+  });
+  // Each point's tag within its collection, keyed by (series, field).
+  const fieldCount = lines.fieldKeys.length;
+  const tagOfKey = new Map<number, number>();
+  const pointTag = new Uint32Array(n);
+  for (let i = 0; i < n; i++) {
+    const s = lines.pointSeries[i];
+    const key = s * fieldCount + lines.pointField[i];
+    let tag = tagOfKey.get(key);
+    const collection = collections[collectionOfSeries[s]];
+    if (tag === undefined) {
+      tag = collection.tagNames.length;
+      tagOfKey.set(key, tag);
+      collection.tagNames.push(lineTagName(lines, i));
+      collection.tagCounts.push(0);
+    }
+    collection.tagCounts[tag]++;
+    pointTag[i] = tag;
+  }
+  // Two series of one collection can map to the same tag name (`m` with tag `a=b`, and a
+  // measurement named `m,a=b`): merge them, so a name has one place in the batch.
+  const builds = collections.map((c) => {
+    const merged = new Map<string, number>();
+    const alias = c.tagNames.map((name) => {
+      let to = merged.get(name);
+      if (to === undefined) merged.set(name, (to = merged.size));
+      return to;
+    });
+    const names = [...merged.keys()];
+    const counts = new Array<number>(names.length).fill(0);
+    c.tagCounts.forEach((count, t) => (counts[alias[t]] += count));
+    const tagStart = new Uint32Array(names.length + 1);
+    for (let t = 0; t < names.length; t++) tagStart[t + 1] = tagStart[t] + counts[t];
+    const total = tagStart[names.length];
+    return { scope: c.scope, alias, names, tagStart, fill: tagStart.slice(0, names.length), timestamps: new Float64Array(total), values: new Float64Array(total) };
+  });
+  for (let i = 0; i < n; i++) {
+    const b = builds[collectionOfSeries[lines.pointSeries[i]]];
+    const at = b.fill[b.alias[pointTag[i]]]++;
+    b.timestamps[at] = lines.timestamps[i];
+    b.values[at] = lines.values[i];
+  }
+  return builds
+    .filter((b) => b.names.length > 0)
+    .map((b) => ({
+      scope: b.scope,
+      batch: { scope: b.scope, tagNames: b.names, tagStart: b.tagStart, timestamps: b.timestamps, values: b.values, pointCount: b.timestamps.length },
+    }));
+}

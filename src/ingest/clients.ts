@@ -1,0 +1,46 @@
+// Ingest clients: the `ingestconfigs` rows (generic entity CRUD) that name a collector by its
+// `clientId` and give the collection its data goes to (WIRE.md part 2 "Ingest"). Looked up on
+// every request (one indexed-by-nothing scan of a table of a few rows), so an admin's change
+// takes effect on the next request.
+
+import { HttpError, notFound } from '../http/errors.js';
+import type { Db } from '../meta/database.js';
+
+export interface IngestClient {
+  clientId: string;
+  organization: string;
+  site: string;
+  unit: string;
+  /** The row's grid, or null: the tag group (path segment, `rp`, bucket suffix) then names it. */
+  grid: string | null;
+}
+
+export class IngestClients {
+  private readonly byClientId;
+
+  constructor(db: Db) {
+    this.byClientId = db
+      .prepare<[string], string>("SELECT meta_data FROM ingestconfigs WHERE CASE WHEN json_valid(meta_data) THEN json_extract(meta_data, '$.clientId') END = ? ORDER BY id")
+      .pluck();
+  }
+
+  /** The enabled client named `clientId`: 404 when there is none or it is disabled, 409 when two rows claim the name. */
+  resolve(clientId: string): IngestClient {
+    const rows = this.byClientId.all(clientId);
+    const named = JSON.stringify(clientId);
+    if (rows.length === 0) throw notFound(`ingest client ${named} not found (no ingestconfigs row has this clientId)`);
+    if (rows.length > 1) throw new HttpError('CONFLICT', `ingest client ${named} is named by ${rows.length} ingestconfigs rows; keep one`);
+    const row = JSON.parse(rows[0]) as Record<string, unknown>;
+    if (row.enabled === false || row.enabled === 0 || row.enabled === 'false') throw notFound(`ingest client ${named} is disabled (ingestconfigs enabled: false)`);
+    for (const field of ['organization', 'site', 'unit'] as const) {
+      if (typeof row[field] !== 'string' || row[field] === '') throw notFound(`ingest client ${named} is not usable: its ingestconfigs row has no "${field}"`);
+    }
+    return {
+      clientId,
+      organization: row.organization as string,
+      site: row.site as string,
+      unit: row.unit as string,
+      grid: typeof row.grid === 'string' && row.grid !== '' ? row.grid : null,
+    };
+  }
+}

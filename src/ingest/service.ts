@@ -1,0 +1,149 @@
+// External ingest (WIRE.md part 2 "Ingest"): a collector names its ingest client (an
+// `ingestconfigs` row) and a tag group; its body, in any write format or as rows or InfluxDB
+// line protocol, goes to that client's collection through the same storage write as
+// /svcapi/write_fast, decoded and access-checked in the storage worker. Here: the client, the
+// per-client rate limit, the counters, and backfill's place behind live ingest.
+
+import { SlidingWindowLimiter } from '../auth/rate-limit.js';
+import { HttpError } from '../http/errors.js';
+import type { Request } from '../http/route.js';
+import { AccessGrant } from '../meta/access-grant.js';
+import type { ServiceContext } from '../routes/context.js';
+import type { WriteOptions, WriteResult } from '../storage/service.js';
+import type { Precision } from '../../native-free-codecs/line-protocol.js';
+import { LINE_PROTOCOL } from '../../shared/protocol.js';
+import { validateScope } from '../../shared/scope-path.js';
+import { IngestClients } from './clients.js';
+import { IngestCredentials } from './credentials.js';
+import { IngestStats, type IngestCounters } from './stats.js';
+
+/** The grid of a client with no grid of its own and no tag group (a line protocol write without `rp`). */
+export const DEFAULT_GRID = 'default';
+
+/** Longest a backfill write waits for live ingest to finish before it goes anyway (so it is never starved). */
+const BACKFILL_MAX_WAIT_MS = 1000;
+
+export interface IngestRequest {
+  clientId: string;
+  /** The path's tag group, `rp`, or the bucket's suffix; null when none was given. */
+  tagGroup: string | null;
+  backfill: boolean;
+  /** Line protocol with this timestamp unit; absent for the other bodies. */
+  precision?: Precision;
+}
+
+export class IngestService {
+  readonly stats = new IngestStats();
+  readonly credentials: IngestCredentials;
+  private readonly clients: IngestClients;
+  private readonly limiter: SlidingWindowLimiter;
+  private liveWrites = 0;
+  private liveIdle: Array<() => void> = [];
+  /** Backfill writes go one at a time, each behind the live writes running when it starts. */
+  private backfillTail: Promise<unknown> = Promise.resolve();
+
+  constructor(private readonly ctx: ServiceContext) {
+    const settings = ctx.config.ingest;
+    this.clients = new IngestClients(ctx.db);
+    this.limiter = new SlidingWindowLimiter(settings.rateLimitPerMinute, 60_000, ctx.tokens.clock.now);
+    this.credentials = new IngestCredentials(
+      ctx.tokens.withCache(settings.tokenCacheSeconds, settings.tokenCacheMaxEntries),
+      ctx.accounts,
+      ctx.passwordLogin,
+      ctx.tokens.clock,
+      settings.tokenCacheSeconds,
+      settings.tokenCacheMaxEntries,
+    );
+  }
+
+  /** Writes one ingest body; 404 unknown client, 429 over its rate, 403 outside the caller's grant, 413 too large once decoded. */
+  async write(req: Request, ingest: IngestRequest): Promise<WriteResult> {
+    const client = this.clients.resolve(ingest.clientId);
+    const grid = client.grid ?? ingest.tagGroup ?? DEFAULT_GRID;
+    const counters = this.stats.of(client, grid);
+    counters.requests++;
+    counters.lastSeen = Date.now();
+    if (!this.limiter.take(client.clientId)) {
+      counters.rateLimited++;
+      counters.rejectedRequests++;
+      throw new HttpError('RATE_LIMITED', `ingest client ${JSON.stringify(client.clientId)} is over ingest.rateLimitPerMinute (${this.ctx.config.ingest.rateLimitPerMinute} requests a minute)`, {
+        'retry-after': String(this.limiter.retryAfterSeconds(client.clientId)),
+      });
+    }
+    try {
+      const result = await this.store(req, ingest, { organization: client.organization, site: client.site, unit: client.unit, grid });
+      count(counters, result);
+      return result;
+    } catch (err) {
+      counters.rejectedRequests++;
+      throw err;
+    }
+  }
+
+  /** Counters of the clients whose unit the caller can reach (every client for admins). */
+  visibleStats(req: Request): IngestCounters[] {
+    const grant = AccessGrant.of(this.ctx.db, this.ctx.entities.registry, req.user!);
+    return this.stats.list((scope) => this.ctx.storage.access.canAccess(grant, scope));
+  }
+
+  private async store(req: Request, ingest: IngestRequest, scope: { organization: string; site: string; unit: string; grid: string }): Promise<WriteResult> {
+    validateScope(scope); // a tag group that cannot be a folder name is a 400 naming it
+    const encoding = (req.headers['content-encoding'] ?? 'identity').trim().toLowerCase();
+    if (encoding !== 'identity' && encoding !== 'gzip' && encoding !== '') {
+      throw new HttpError('UNSUPPORTED_MEDIA_TYPE', `Content-Encoding ${JSON.stringify(encoding)} is not supported (gzip or none)`);
+    }
+    const settings = this.ctx.config.ingest;
+    const options: WriteOptions = {
+      defaultScope: scope,
+      rows: true,
+      autoCreate: true,
+      backfill: ingest.backfill || undefined,
+      ...(encoding === 'gzip' ? { contentEncoding: 'gzip', maxDecodedBytes: settings.maxBodyBytes, maxDecodedSetting: 'ingest.maxBodyBytes' } : {}),
+      ...(ingest.precision ? { lineProtocol: { precision: ingest.precision, nowMs: Date.now() } } : {}),
+    };
+    const contentType = ingest.precision ? LINE_PROTOCOL : (req.headers['content-type'] ?? 'application/json').toLowerCase();
+    const grant = AccessGrant.of(this.ctx.db, this.ctx.entities.registry, req.user!);
+    const write = () => this.ctx.storage.write(grant, req.rawBody!, contentType, 'fast', req.signal, options);
+    return ingest.backfill ? this.behindLive(write) : this.live(write);
+  }
+
+  private async live<T>(write: () => Promise<T>): Promise<T> {
+    this.liveWrites++;
+    try {
+      return await write();
+    } finally {
+      if (--this.liveWrites === 0) for (const wake of this.liveIdle.splice(0)) wake();
+    }
+  }
+
+  /** Runs a backfill write after the ones queued before it, once live writes pause (or a second has passed). */
+  private behindLive<T>(write: () => Promise<T>): Promise<T> {
+    const turn = this.backfillTail.then(async () => {
+      if (this.liveWrites > 0) {
+        await new Promise<void>((resolve) => {
+          const timer = setTimeout(resolve, BACKFILL_MAX_WAIT_MS);
+          this.liveIdle.push(() => {
+            clearTimeout(timer);
+            resolve();
+          });
+        });
+      }
+      return write();
+    });
+    this.backfillTail = turn.catch(() => {});
+    return turn;
+  }
+}
+
+function count(counters: IngestCounters, result: WriteResult): void {
+  if (!result.success) {
+    counters.rejectedRequests++;
+    return;
+  }
+  counters.points += result.points;
+  if (result.lines) {
+    counters.rejectedLines += result.lines.rejected;
+    counters.skippedStringFields += result.lines.stringFields;
+    if (result.lines.partialError !== null) counters.rejectedRequests++; // answered 400 partial write
+  }
+}
