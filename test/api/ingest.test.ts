@@ -174,10 +174,16 @@ describe('ingest routes (ingest.maxBodyBytes 1 MiB)', () => {
     assert.deepEqual(res.body, { status: 'ok' });
   });
 
-  test('a second ingestconfigs row with the same clientId is 409 naming it', async () => {
-    const res = await svc.post('/svcapi/ingestconfigs', { clientId: 'plc-1', organization: ORG, site: SITE, unit: 'boiler-2' }, admin);
+  test('two ingestconfigs rows with the same clientId: 409 naming it', async () => {
+    // The decisions say "Two rows with the same clientId: 409 naming it" without saying when:
+    // either the second row is refused, or ingest through that clientId is.
+    await client('plc-dup', 'boiler-1');
+    const second = await svc.post('/svcapi/ingestconfigs', { clientId: 'plc-dup', organization: ORG, site: SITE, unit: 'boiler-2' }, admin);
+    const res = second.status === 409 ? second : await ingest(admin, 'plc-dup', 'dup', jsonBody({ ts: T0, values: { D: 1 } }));
     assert.equal(res.status, 409, res.text);
-    assert.match(res.body.error, /plc-1/);
+    assert.match(res.body.error, /plc-dup/);
+    assert.equal(await collectionStatus(scopeOf('boiler-1', 'dup')), 404, 'nothing was written');
+    assert.equal(await collectionStatus(scopeOf('boiler-2', 'dup')), 404, 'nothing was written');
   });
 
   for (const backfill of [false, true]) {
