@@ -17,7 +17,7 @@
 import zlib from 'node:zlib';
 import { unpack } from 'msgpackr';
 import { linePointsByCollection } from '../native-free-codecs/line-points.js';
-import { parseLineProtocol, partialWriteMessage } from '../native-free-codecs/line-protocol.js';
+import { LineSeriesCache, parseLineProtocol, partialWriteMessage } from '../native-free-codecs/line-protocol.js';
 import { decodeBinaryBatch, decodeJsonWriteBody, decodeRowsObject, decodeWriteObject, encodeBinaryBatch, isRowsObject, WriteBodyError, type DecodeLimits, type PointBatch } from '../native-free-codecs/points.js';
 import type { RingConsumer } from '../native-free-codecs/ring.js';
 import { duplicateScopeKey } from '../native-free-codecs/scope-peek.js';
@@ -131,6 +131,8 @@ export class WriteLoop {
     }
   }
 
+  /** Series sections of line protocol bodies already taken apart (collectors send the same ones every batch). */
+  private readonly seriesCache = new LineSeriesCache();
   private readonly gathering = new Map<number, Gathering>();
   private gatheredBytes = 0;
 
@@ -210,7 +212,7 @@ export class WriteLoop {
   private writeLines(header: WriteFrameHeader, body: Uint8Array): WriteOutcome {
     const outcome: WriteOutcome = { points: 0, learned: [], created: [], forward: [] };
     const { precision, nowMs } = header.lineProtocol!;
-    const lines = parseLineProtocol(body, { precision, nowMs, minTimestampMs: this.opts.limits.minTimestampMs });
+    const lines = parseLineProtocol(body, { precision, nowMs, minTimestampMs: this.opts.limits.minTimestampMs, seriesCache: this.seriesCache });
     outcome.lines = { accepted: lines.acceptedLines, rejected: lines.rejectedLines, stringFields: lines.stringFields, partialError: partialWriteMessage(lines) };
     const groups = linePointsByCollection(lines, header.defaultScope!).map(({ scope, batch }) => {
       try {

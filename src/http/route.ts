@@ -101,7 +101,16 @@ export interface RouteDef {
   /** Schema of the JSON body; a body that fails it is a 400 naming the field. */
   body?: JsonSchema;
   /** The handler reads the body bytes itself (binary, msgpack, large write bodies). */
-  rawBody?: { contentTypes: string[]; description: string };
+  rawBody?: {
+    contentTypes: string[];
+    description: string;
+    /**
+     * The handler is done with `rawBody` once its reply (promise) settles and keeps no reference
+     * to it (it copies what it needs, as the write routes do into a storage ring): the server then
+     * reads bodies into pooled buffers and reuses them.
+     */
+    bufferReused?: boolean;
+  };
   /** Overrides `server.maxBodyBytes` for this route. */
   maxBodyBytes?: number;
   /** The setting behind `maxBodyBytes`, named in the 413 so an operator knows what to raise. */

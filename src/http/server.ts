@@ -71,6 +71,43 @@ interface Exchange {
   remote: string;
   /** The email of a verified token, for the log line. */
   user: string | null;
+  /** A pooled body buffer lent to the handler (see BodyPool); given back when the handler settles, or at the end if it never ran. */
+  lent: Buffer | null;
+  handlerStarted: boolean;
+}
+
+/**
+ * Body buffers of the routes whose handlers are done with their bytes once they settle (writes
+ * and ingest copy them into a storage ring): reused instead of allocated per request, since a
+ * fresh half-megabyte buffer per ingest request kept the main thread's garbage collector busy a
+ * third of its time (bench:line-protocol profile). Bounded: what is beyond `maxBytes` is dropped.
+ */
+class BodyPool {
+  private readonly free = new Map<number, Buffer[]>();
+  private freeBytes = 0;
+
+  constructor(private readonly maxBytes: number) {}
+
+  /** A buffer of at least `size` bytes (a power of two, from 64 KiB). */
+  take(size: number): Buffer {
+    const capacity = 2 ** Math.ceil(Math.log2(Math.max(size, BodyPool.MIN_BYTES)));
+    const buffer = this.free.get(capacity)?.pop();
+    if (buffer) {
+      this.freeBytes -= capacity;
+      return buffer;
+    }
+    return Buffer.allocUnsafeSlow(capacity);
+  }
+
+  give(buffer: Buffer): void {
+    if (this.freeBytes + buffer.length > this.maxBytes) return;
+    let list = this.free.get(buffer.length);
+    if (!list) this.free.set(buffer.length, (list = []));
+    list.push(buffer);
+    this.freeBytes += buffer.length;
+  }
+
+  static readonly MIN_BYTES = 64 * 1024;
 }
 
 /** Request ids: a per-process prefix and a counter, unique across restarts without a random draw per request. */
@@ -100,6 +137,7 @@ export class HttpServer {
   private readonly longLived = new Set<Exchange>();
   /** Bytes of request bodies being read right now (bounded by limits.maxBodyBytesInFlight). */
   private bodyBytesInFlight = 0;
+  private readonly bodies = new BodyPool(64 << 20);
 
   constructor(private readonly opts: ServerOptions) {
     this.stalls = new StallWatch(opts.streamStallTimeoutMs, (stream) =>
@@ -166,6 +204,8 @@ export class HttpServer {
       id: `${REQUEST_ID_PREFIX}-${(++requestCounter).toString(36)}`,
       remote: readableAddress(Buffer.from(res.getRemoteAddressAsText()).toString()),
       user: null,
+      lent: null,
+      handlerStarted: false,
     };
     this.inFlight++;
     res.onAborted(() => {
@@ -243,7 +283,8 @@ export class HttpServer {
 
   private bodyOf(ex: Exchange, def: RouteDef, headers: Record<string, string>): Promise<Uint8Array> {
     const { limit, setting } = this.bodyLimit(def);
-    return new Promise((resolve, reject) => this.readBody(ex, headers['content-length'], limit, setting, (err, bytes) => (err ? reject(err) : resolve(bytes))));
+    const reuse = def.rawBody?.bufferReused === true;
+    return new Promise((resolve, reject) => this.readBody(ex, headers['content-length'], limit, setting, reuse, (err, bytes) => (err ? reject(err) : resolve(bytes))));
   }
 
   /** Validates the path and query (unless `validated`) and runs the handler; `bytes` is null for a route without a body. */
@@ -291,7 +332,7 @@ export class HttpServer {
    * limits.maxBodyBytesInFlight until the body is complete or the client is gone, so many large
    * uploads at once are a 503, not the process's memory.
    */
-  private readBody(ex: Exchange, contentLength: string | undefined, limit: number, setting: string, done: (err: HttpError | null, body: Uint8Array) => void): void {
+  private readBody(ex: Exchange, contentLength: string | undefined, limit: number, setting: string, reuse: boolean, done: (err: HttpError | null, body: Uint8Array) => void): void {
     const declared = contentLength === undefined ? -1 : Number(contentLength);
     const tooLarge = () => new HttpError('PAYLOAD_TOO_LARGE', `request body is larger than ${limit} bytes (${setting})`);
     const busy = () =>
@@ -315,7 +356,9 @@ export class HttpServer {
       done(err, body);
     };
     if (declared > 0 && !reserve(declared)) return finish(busy(), new Uint8Array(0));
-    let buffer = Buffer.allocUnsafe(declared > 0 ? declared : 0);
+    let buffer: Buffer;
+    if (reuse && declared >= BodyPool.MIN_BYTES) buffer = ex.lent = this.bodies.take(declared);
+    else buffer = Buffer.allocUnsafe(declared > 0 ? declared : 0);
     let length = 0;
     let failed = false;
     ex.res.onData((chunk, isLast) => {
@@ -359,16 +402,35 @@ export class HttpServer {
 
   private run(ex: Exchange, route: CompiledRoute, request: Request): void {
     let result: Reply | Promise<Reply>;
+    ex.handlerStarted = true;
     try {
       result = route.def.handler(request);
     } catch (err) {
+      this.giveBack(ex);
       return this.fail(ex, err);
     }
     if (result instanceof Promise) {
-      result.then((reply) => this.reply(ex, route, reply), (err) => this.fail(ex, err));
+      result.then(
+        (reply) => {
+          this.giveBack(ex);
+          this.reply(ex, route, reply);
+        },
+        (err) => {
+          this.giveBack(ex);
+          this.fail(ex, err);
+        },
+      );
     } else {
+      this.giveBack(ex);
       this.reply(ex, route, result);
     }
+  }
+
+  /** Returns a lent body buffer to the pool (the handler has settled, or never ran). */
+  private giveBack(ex: Exchange): void {
+    if (ex.lent === null) return;
+    this.bodies.give(ex.lent);
+    ex.lent = null;
   }
 
   private reply(ex: Exchange, route: CompiledRoute, reply: Reply): void {
@@ -479,6 +541,7 @@ export class HttpServer {
   }
 
   private finish(ex: Exchange, status: number): void {
+    if (!ex.handlerStarted) this.giveBack(ex); // a running handler gives it back when it settles
     const ms = Math.round((performance.now() - ex.started) * 1000) / 1000;
     const path = ex.rawQuery ? `${ex.path}?${redactQuery(ex.rawQuery)}` : ex.path;
     this.opts.log.info({ method: ex.method, path, status, ms, remote: ex.remote, user: ex.user, requestId: ex.id }, 'request');

@@ -45,7 +45,7 @@ export function ingestRoutes(ctx: ServiceContext, ingest: IngestService): RouteD
       '`Content-Encoding: gzip` accepted. Durability of /svcapi/write_fast. 404 unknown or disabled client; 403 outside your grant; 413 above ingest.maxBodyBytes (sent or decoded); 429 with Retry-After above ingest.rateLimitPerMinute per client.' +
       (backfill ? ' Backfilled points never open or close alarms, and these writes wait behind live ingest.' : ''),
     params: S.object({ client_id: S.string(), tag_group: S.string() }, ['client_id', 'tag_group']),
-    rawBody: { contentTypes: BODY_TYPES, description: 'points to write' },
+    rawBody: { contentTypes: BODY_TYPES, description: 'points to write', bufferReused: true },
     responses: { 200: { description: '`{success: true, points}` or `{success: false, error}`', schema: OUTCOME } },
     handler: async (req) => {
       const result = await ingest.write(req, { clientId: req.params.client_id, tagGroup: req.params.tag_group, backfill });
@@ -64,7 +64,7 @@ export function ingestRoutes(ctx: ServiceContext, ingest: IngestService): RouteD
   const lineDescription =
     'InfluxDB line protocol. Tag `<measurement>.<field>`, non-scope line tags joined in key order (`m,a=1,b=2.f`); line tags organization/site/unit/grid override the client\'s scope. ' +
     'Auth: `Authorization: Bearer|Token <jwt>`, Basic email:password, or `u`/`p`. `Content-Encoding: gzip` accepted. 204 on success; 400 `partial write: line <n>: … dropped=<k>` with the good lines written; 413, 429 as the other ingest routes.';
-  const lineBody = { contentTypes: ['text/plain'], description: 'line protocol' };
+  const lineBody = { contentTypes: ['text/plain'], description: 'line protocol', bufferReused: true };
 
   return [
     clientRoute('/ingest/{client_id}/{tag_group}', false, 'Write points for an ingest client and tag group'),

@@ -32,7 +32,7 @@ export function timeseriesRoutes(ctx: ServiceContext, storage: StorageService): 
   const writeRoute = (path: string, mode: WriteMode, summary: string, durability: string): RouteDef => ({
     method: 'POST', path, auth: 'jwt', tag, summary,
     description: `${durability} Bodies (WIRE.md): tag keyed \`{organization?, site?, unit?, grid?, tags: {tag: [[ts, value], ...]}}\`, columnar \`{..., timestamps: [...], columns: {tag: [value|null, ...]}}\` (JSON or msgpack), or the binary columnar batch \`HSW1\` (application/octet-stream). All or nothing. A malformed body is 400; a well-formed one that cannot be accepted (unknown collection or tag, non-finite value, timestamp outside 0..2^53-1 or below storage.minTimestampMs, i.e. epoch seconds instead of milliseconds) is HTTP 200 with \`{success: false, error}\`. 503 when the shard is busy or the buffer is full; 507 when disk is low.`,
-    rawBody: { contentTypes: WRITE_TYPES, description: 'points to write' },
+    rawBody: { contentTypes: WRITE_TYPES, description: 'points to write', bufferReused: true },
     maxBodyBytes: storage.maxBodyBytes,
     maxBodySetting: 'storage.requestRingBytes',
     responses: { 200: { description: '`{success: true, points}` or `{success: false, error}`', schema: OUTCOME } },

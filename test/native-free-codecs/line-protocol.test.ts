@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import {
   LineProtocolError,
   lineTagName,
+  LineSeriesCache,
   parseLineProtocol,
   partialWriteMessage,
   type LineProtocolBatch,
@@ -269,6 +270,36 @@ describe('line protocol: bad lines', () => {
   });
 });
 
+// -- guesses: the series and field keys of the previous lines are tried first ------------------
+
+describe('line protocol: lines that differ from the ones before them', () => {
+  test('a series followed by another, by itself, by a longer or shorter one; fields in another order, fewer, more, longer', () => {
+    const text = [
+      'm,a=1 v=1,w=2 1',
+      'm,a=2 v=3 2',
+      'm,a=1 w=4,v=5 3', // fields in the other order
+      'm,a=1 v=6 4',
+      'm,a=1 vv=7,v=8,w=9 5', // a key the guess is a prefix of
+      'm,a=1 v=10 6',
+      'm,a=11 v=11 7', // a series the guess is a prefix of
+      'm,a=1 v\\ x=12 8', // an escaped space in a field key
+      'm,a=1\\ b v=13 9', // an escaped space in a tag value
+      'm,a=1 v=14 10',
+    ].join('\n');
+    assert.deepEqual(good(text, { precision: 'ms', minTimestampMs: 0 }), [
+      pt('m,a=1.v', 1, 1), pt('m,a=1.w', 2, 1), pt('m,a=2.v', 3, 2), pt('m,a=1.w', 4, 3), pt('m,a=1.v', 5, 3), pt('m,a=1.v', 6, 4),
+      pt('m,a=1.vv', 7, 5), pt('m,a=1.v', 8, 5), pt('m,a=1.w', 9, 5), pt('m,a=1.v', 10, 6), pt('m,a=11.v', 11, 7), pt('m,a=1.v x', 12, 8),
+      pt('m,a=1 b.v', 13, 9), pt('m,a=1.v', 14, 10),
+    ]);
+  });
+
+  test('a bad line between good ones of the same series leaves the guesses sound', () => {
+    const batch = parse('m v=1 1\nm v=oops 2\nm v=3 3\nm,a v=4 4\nm v=5 5', { precision: 'ms', minTimestampMs: 0 });
+    assert.deepEqual(pointsOf(batch), [pt('m.v', 1, 1), pt('m.v', 3, 3), pt('m.v', 5, 5)]);
+    assert.equal(batch.rejectedLines, 2);
+  });
+});
+
 // -- round trips against an encoder -----------------------------------------------------------
 
 type FieldValue = { kind: 'float' | 'int' | 'uint'; value: number } | { kind: 'bool'; value: boolean } | { kind: 'string'; value: string };
@@ -430,11 +461,16 @@ describe('line protocol: round trips', () => {
 describe('line protocol: fuzz', () => {
   const FUZZ_BYTES = [...encoder.encode(' ,=\\"#\n\r\tabtTfF0123456789.-+eEiuINn\u00e9')];
 
+  // One cache across every body, as a storage worker keeps it: a body parses the same with it.
+  const seriesCache = new LineSeriesCache(500);
+
   function check(body: Uint8Array): void {
     let batch: LineProtocolBatch;
     try {
       batch = parseLineProtocol(body, { nowMs: NOW, precision: 'ms' });
+      assert.deepEqual(parseLineProtocol(body, { nowMs: NOW, precision: 'ms', seriesCache }), batch, 'the same with the series cache');
     } catch (e) {
+      if (e instanceof assert.AssertionError) throw e;
       assert.fail(`threw ${String(e)} on ${JSON.stringify(new TextDecoder().decode(body))}`);
     }
     assert.ok(batch.pointCount >= 0 && batch.pointCount <= body.length);
