@@ -313,6 +313,8 @@ class LineParser {
   private readonly seriesCache: LineSeriesCache | undefined;
   /** The raw series of the previous good section (-1: none yet). */
   private previousRaw = -1;
+  /** Digits of the previous timestamp (0: none yet): the next one most likely has as many. */
+  private timestampDigits = 0;
   private readonly fieldKeys: string[] = [];
   private readonly fieldKeyBytes: number[] = [];
   private readonly fieldByName = new Map<string, number>();
@@ -830,7 +832,30 @@ class LineParser {
     if (negative) p++;
     const digitsStart = p;
     const n = this.n;
+    // Timestamps of a batch have the same number of digits: read that many in one pass when the
+    // byte after them ends the number (the usual case), else scan, check the range and read. A
+    // 19-digit one is taken here only below 9·10^18, so always inside int64.
+    const digits = this.timestampDigits;
+    const guess = digitsStart + digits;
+    if (!negative && digits > 0 && guess < n && !(b[guess] >= D0 && b[guess] <= D9) && (digits < 19 || (digits === 19 && b[digitsStart] < D9))) {
+      const keepEnd = guess - Math.max(0, this.droppedDigits);
+      let ms = 0;
+      let i = digitsStart;
+      for (; i < guess; i++) {
+        const d = b[i] - D0;
+        if (d < 0 || d > 9) break;
+        if (i < keepEnd) ms = ms * 10 + d;
+      }
+      if (i === guess) {
+        if (this.droppedDigits < 0) ms *= 1000;
+        if (ms >= this.minTimestampMs && ms <= MAX_TIMESTAMP) {
+          this.p = guess;
+          return ms;
+        }
+      }
+    }
     while (p < n && b[p] >= D0 && b[p] <= D9) p++;
+    this.timestampDigits = p - digitsStart;
     if (p === digitsStart) {
       let e = p;
       while (e < this.n && b[e] !== SPACE && b[e] !== LF && b[e] !== CR) e++;

@@ -293,6 +293,16 @@ describe('line protocol: lines that differ from the ones before them', () => {
     ]);
   });
 
+  test('timestamps with more or fewer digits than the one before, and past int64 after good ones', () => {
+    const batch = parse(
+      ['m v=1 1700000000000000000', 'm v=2 1700000000001999999', 'm v=3 170000000000000000', 'm v=4 9223372036854775808', 'm v=5 8999999999999999999', 'm v=6 17000000000000000001', 'm v=7 1700000000002000000', 'm v=8 1x00000000000000000'].join('\n'),
+      { precision: 'ns', minTimestampMs: 0 },
+    );
+    assert.deepEqual(pointsOf(batch), [pt('m.v', 1, 1_700_000_000_000), pt('m.v', 2, 1_700_000_000_001), pt('m.v', 3, 170_000_000_000), pt('m.v', 5, 8_999_999_999_999), pt('m.v', 7, 1_700_000_000_002)]);
+    assert.equal(batch.rejectedLines, 3);
+    assert.match(batch.firstError!.message, /out of the int64 range/);
+  });
+
   test('a bad line between good ones of the same series leaves the guesses sound', () => {
     const batch = parse('m v=1 1\nm v=oops 2\nm v=3 3\nm,a v=4 4\nm v=5 5', { precision: 'ms', minTimestampMs: 0 });
     assert.deepEqual(pointsOf(batch), [pt('m.v', 1, 1), pt('m.v', 3, 3), pt('m.v', 5, 5)]);
