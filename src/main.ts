@@ -6,6 +6,7 @@
 import fs from 'node:fs';
 import { ensureAdmin } from './auth/bootstrap.js';
 import { PasswordLogin } from './auth/password-login.js';
+import { JobLog } from './jobs/job-log.js';
 import { loadOrCreateSecret, TokenService } from './auth/tokens.js';
 import { AccountStore } from './auth/users.js';
 import { ConfigError, loadConfig, type Config } from './config.js';
@@ -61,7 +62,8 @@ export async function startService(config: Config, log: Logger, env: NodeJS.Proc
     entities.addHooks(accounts.entityHooks());
     const tokens = new TokenService(secret, auth.tokenLifetimeSeconds, auth.tokenCacheSeconds, auth.tokenCacheMaxEntries, accounts, clock);
     const passwordLogin = new PasswordLogin(accounts, auth, log, clock);
-    const notifications = new NotificationService({ db, entities, tokens, clock, log, settings: config.notifications });
+    const jobs = new JobLog(db, clock, log, config.processLog.retentionDays);
+    const notifications = new NotificationService({ db, entities, tokens, clock, log, settings: config.notifications, jobs });
     const monitor = new MonitorService({ db, storage, notifications, clock, log, settings: config.monitor });
     entities.addHooks(monitor.entityHooks());
     if (config.compat.openMonitorAndBackup) {
@@ -71,7 +73,7 @@ export async function startService(config: Config, log: Logger, env: NodeJS.Proc
 
     let port = config.server.port;
     let host!: SubsystemHost;
-    const ctx: ServiceContext = { config, log, db, accounts, tokens, passwordLogin, tls, entities, storage, notifications, monitor, boundPort: () => port, health: () => host.health(), routeTable: () => routes };
+    const ctx: ServiceContext = { config, log, db, accounts, tokens, passwordLogin, jobs, tls, entities, storage, notifications, monitor, boundPort: () => port, health: () => host.health(), routeTable: () => routes };
     host = new SubsystemHost(buildSubsystems(ctx), log);
     const routes = host.routes();
     await host.start();

@@ -5,6 +5,7 @@
 import type { Config } from '../config.js';
 import type { AccountStore } from '../auth/users.js';
 import type { PasswordLogin } from '../auth/password-login.js';
+import type { JobLog } from '../jobs/job-log.js';
 import type { TokenService } from '../auth/tokens.js';
 import type { TlsFiles } from '../http/certificates.js';
 import type { Db } from '../meta/database.js';
@@ -24,6 +25,8 @@ export interface ServiceContext {
   readonly tokens: TokenService;
   /** The one password check (login, ingest Basic credentials) with its rate limits and lockout. */
   readonly passwordLogin: PasswordLogin;
+  /** The process log: long work registers its jobs here. */
+  readonly jobs: JobLog;
   readonly tls: TlsFiles;
   readonly entities: EntityStore;
   readonly storage: StorageService;

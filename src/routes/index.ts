@@ -11,6 +11,7 @@ import { ingestRoutes } from './ingest.js';
 import { IngestService } from '../ingest/service.js';
 import { notificationRoutes } from './notifications.js';
 import { monitorRoutes } from './monitor.js';
+import { processLogRoutes } from './process-log.js';
 import { queryRoutes } from './queries.js';
 import { tagMappingRoutes } from './tag-mappings.js';
 import { timeseriesRoutes } from './timeseries.js';
@@ -21,6 +22,12 @@ export function buildSubsystems(ctx: ServiceContext): Subsystem[] {
     { name: 'service', routes: () => utilityRoutes(ctx, () => ctx.routeTable()) },
     { name: 'auth', routes: () => authRoutes(ctx) },
     { name: 'metadata', routes: () => entityRoutes(ctx, ctx.entities) },
+    {
+      name: 'process-log',
+      routes: () => processLogRoutes(ctx.jobs),
+      start: () => ctx.jobs.start(),
+      stop: () => ctx.jobs.stop(),
+    },
     {
       name: 'notifications',
       routes: () => notificationRoutes(ctx, ctx.notifications),
