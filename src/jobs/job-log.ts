@@ -45,8 +45,12 @@ export interface JobFilter {
 /** Progress rows are written at most this often per job (the last one always). */
 const PROGRESS_WRITE_MS = 250;
 
+/** Jobs of this process kept in memory (newest), to write back after the metadata store is restored. */
+const RECENT_JOBS = 1000;
+
 export class JobLog {
   private readonly running = new Map<string, JobRecord>();
+  private readonly recent = new Map<string, JobRecord>();
   private readonly upsert;
   private purgeTimer: NodeJS.Timeout | null = null;
 
@@ -84,6 +88,8 @@ export class JobLog {
   begin(kind: JobKind, message: string): Job {
     const record: JobRecord = { id: crypto.randomUUID(), kind, status: 'running', started_ms: this.clock.now(), finished_ms: null, progress: 0, message, error: null };
     this.running.set(record.id, record);
+    this.recent.set(record.id, record);
+    if (this.recent.size > RECENT_JOBS) this.recent.delete(this.recent.keys().next().value!);
     this.write(record);
     this.log.info({ job: record.id, kind }, `${kind} started: ${message}`);
     let lastWrite = 0;
@@ -143,9 +149,17 @@ export class JobLog {
     return (this.db.prepare('SELECT * FROM process_jobs WHERE id = ?').get(id) as JobRecord | undefined) ?? null;
   }
 
-  /** After the metadata store was replaced by a restore: the running jobs' rows are written again. */
-  rewriteRunning(): void {
-    for (const record of this.running.values()) this.write(record);
+  /**
+   * After the metadata store was replaced by a restore: this process's jobs are written again
+   * (the restored table is older), and jobs the backup caught running, which are not running
+   * here, are marked failed.
+   */
+  rewriteAfterRestore(): void {
+    for (const record of this.recent.values()) this.write(record);
+    const ids = JSON.stringify([...this.running.keys()]);
+    this.db
+      .prepare("UPDATE process_jobs SET status = 'failed', finished_ms = ?, error = 'restored from a backup taken while this job ran' WHERE status = 'running' AND id NOT IN (SELECT value FROM json_each(?))")
+      .run(this.clock.now(), ids);
   }
 
   private write(record: JobRecord): void {

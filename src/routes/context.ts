@@ -14,6 +14,7 @@ import type { Logger } from '../log.js';
 import type { StorageService } from '../storage/service.js';
 import type { NotificationService } from '../notifications/service.js';
 import type { MonitorService } from '../monitor/service.js';
+import type { BackupService } from '../backup/service.js';
 import type { RouteDef } from '../http/route.js';
 import type { ServiceHealth } from '../subsystems.js';
 
@@ -34,6 +35,8 @@ export interface ServiceContext {
   readonly notifications: NotificationService;
   /** Alarm rules, ticks and events. */
   readonly monitor: MonitorService;
+  /** Backups, restores and their schedule. */
+  readonly backups: BackupService;
   /** The port actually bound (differs from config when it is 0). */
   boundPort(): number;
   /** Health of every subsystem (GET /svcapi/health). */
