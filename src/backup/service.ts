@@ -169,15 +169,19 @@ export class BackupService {
     const errors: string[] = [];
     try {
       const dir = this.config.directory();
-      fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
       const config = this.config.get();
+      // Each kind asked for gets its own result, also when the directory cannot be made.
+      const inDir = <T>(work: () => Promise<T>) => async () => {
+        fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
+        return work();
+      };
       if (kind !== 'timeseries') {
-        const result = await this.attempt('sqlite', () => this.backupSqlite(dir, job, kind === 'all' ? 0.1 : 1));
+        const result = await this.attempt('sqlite', inDir(() => this.backupSqlite(dir, job, kind === 'all' ? 0.1 : 1)));
         if (!result.ok) errors.push(`sqlite: ${result.error}`);
         else await applyRetention(dir, 'sqlite', config.keep_sqlite);
       }
       if (kind !== 'sqlite') {
-        const result = await this.attempt('timeseries', () => this.backupTimeseries(dir, job, kind === 'all' ? 0.1 : 0));
+        const result = await this.attempt('timeseries', inDir(() => this.backupTimeseries(dir, job, kind === 'all' ? 0.1 : 0)));
         if (!result.ok) errors.push(`timeseries: ${result.error}`);
         else await applyRetention(dir, 'timeseries', config.keep_timeseries);
       }
