@@ -4,6 +4,7 @@
 
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
+import { waitFor } from '../support/wait-for.js';
 import { startService, type TestService } from './harness.js';
 import { BACKUP, createCollection, makeSeries, newestBackups, restore, runBackup, scopeOf, T0, writeSeries, type Job } from './backup-support.js';
 
@@ -136,5 +137,24 @@ describe('process log', () => {
     assert.ok(['running', 'done'].includes(listed.jobs[0].status));
     assert.ok(listed.jobs[0].progress >= 0 && listed.jobs[0].progress <= 1);
     if (listed.jobs[0].status === 'running') assert.equal(listed.jobs[0].finished_ms, null, 'finished_ms is null while running');
+  });
+});
+
+describe('process log: the notification purge', () => {
+  test('each purge run is a job of kind purge', async () => {
+    const svc = await startService({ config: { notifications: { retention_interval_seconds: 1 } } });
+    try {
+      const admin = await svc.adminToken();
+      let purges: Job[] = [];
+      await waitFor(async () => {
+        purges = (await svc.get('/svcapi/process-log?kind=purge&status=done', admin)).body?.jobs ?? [];
+        return purges.length >= 1;
+      }, 'a purge job is logged', { timeoutMs: 15_000, intervalMs: 200 });
+      assert.equal(purges[0].kind, 'purge');
+      assert.equal(purges[0].progress, 1);
+      assert.equal(purges[0].error, null);
+    } finally {
+      await svc.dispose();
+    }
   });
 });
