@@ -35,6 +35,9 @@ export const OP = {
   QUERY_TABLE: 14,
   MONITOR_SAMPLE: 15,
   TAG_INDEXES: 16,
+  BACKUP_MARK: 17,
+  DETACH: 18,
+  ATTACH: 19,
 } as const;
 
 /** One requested series: a tag and the aggregators to run on it, in order (empty: raw points). */
@@ -132,6 +135,12 @@ export type StorageTask =
   | { op: typeof OP.REMOVE_COLLECTION; id: string }
   | { op: typeof OP.MONITOR_SAMPLE; collections: MonitorSampleRequest[] }
   | { op: typeof OP.TAG_INDEXES; collectionId: string; tags: string[] }
+  /** Flush, then hard-link every file of the shard under `stagingDir` (a time-series backup's instant). */
+  | { op: typeof OP.BACKUP_MARK; stagingDir: string }
+  /** Flush and close every collection (a restore is about to swap the ts folder). */
+  | { op: typeof OP.DETACH }
+  /** Open the shard's collections from disk again (after a restore's swap, or its undoing). */
+  | { op: typeof OP.ATTACH }
   | { op: typeof OP.PING };
 
 /**
@@ -263,6 +272,13 @@ export interface BufferStats {
   ringUsedBytes: number;
 }
 
+/** What a shard holds at a backup's instant: its files (paths relative to the data dir) and per-collection totals. */
+export interface BackupMark {
+  /** `growing`: a day log, of which only the first `size` bytes belong to the backup. */
+  files: Array<{ path: string; size: number; growing: boolean }>;
+  collections: Array<{ id: string; points: number; first_ms: number | null; last_ms: number | null }>;
+}
+
 export type StorageOp = StorageTask['op'];
 export type TaskOf<Op extends StorageOp> = Extract<StorageTask, { op: Op }>;
 
@@ -286,6 +302,10 @@ interface ReplyValues {
   [OP.MONITOR_SAMPLE]: MonitorSample[];
   /** Per requested tag, its index in the collection's tag dictionary, or -1. */
   [OP.TAG_INDEXES]: number[];
+  [OP.BACKUP_MARK]: BackupMark;
+  [OP.DETACH]: null;
+  /** Collections opened. */
+  [OP.ATTACH]: number;
   [OP.PING]: null;
 }
 

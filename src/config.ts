@@ -62,6 +62,12 @@ export interface Config {
   readonly monitor: {
     readonly defaultTickRateMs: number;
   };
+  readonly processLog: {
+    readonly retentionDays: number;
+  };
+  readonly backup: {
+    readonly maxRestoreBytes: number;
+  };
   readonly ingest: {
     readonly maxBodyBytes: number;
     readonly rateLimitPerMinute: number;
@@ -74,6 +80,7 @@ export interface Config {
   readonly debug: {
     readonly crashRoute: boolean;
     readonly clockRoute: boolean;
+    readonly restoreStepDelayMs: number;
   };
   readonly meta: {
     readonly maxListRows: number;

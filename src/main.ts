@@ -6,6 +6,9 @@
 import fs from 'node:fs';
 import { ensureAdmin } from './auth/bootstrap.js';
 import { PasswordLogin } from './auth/password-login.js';
+import { JobLog } from './jobs/job-log.js';
+import { BackupService } from './backup/service.js';
+import { recoverInterruptedRestore } from './backup/restore-marker.js';
 import { loadOrCreateSecret, TokenService } from './auth/tokens.js';
 import { AccountStore } from './auth/users.js';
 import { ConfigError, loadConfig, type Config } from './config.js';
@@ -53,6 +56,9 @@ export async function startService(config: Config, log: Logger, env: NodeJS.Proc
     registerSqlFunctions(db, { regexpBudgetSteps: config.meta.regexpBudgetSteps });
     const clock = new ServiceClock();
     const entities = new EntityStore(db, registry, config.meta.maxListRows, clock.now);
+    // A restore a crash interrupted is finished or undone before the storage workers open the ts folder.
+    const recovered = recoverInterruptedRestore(config.dataDir);
+    if (recovered) log.warn({ dataDir: config.dataDir }, recovered);
     const storage = new StorageService(config, db, log);
     entities.addHooks(storage.entityHooks((job) => entities.defer(job)));
     const auth = config.auth;
@@ -61,9 +67,11 @@ export async function startService(config: Config, log: Logger, env: NodeJS.Proc
     entities.addHooks(accounts.entityHooks());
     const tokens = new TokenService(secret, auth.tokenLifetimeSeconds, auth.tokenCacheSeconds, auth.tokenCacheMaxEntries, accounts, clock);
     const passwordLogin = new PasswordLogin(accounts, auth, log, clock);
-    const notifications = new NotificationService({ db, entities, tokens, clock, log, settings: config.notifications });
+    const jobs = new JobLog(db, clock, log, config.processLog.retentionDays);
+    const notifications = new NotificationService({ db, entities, tokens, clock, log, settings: config.notifications, jobs });
     const monitor = new MonitorService({ db, storage, notifications, clock, log, settings: config.monitor });
     entities.addHooks(monitor.entityHooks());
+    const backups = new BackupService({ config, db, registry, storage, accounts, tokens, notifications, monitor, jobs, clock, log });
     if (config.compat.openMonitorAndBackup) {
       log.warn('compat.openMonitorAndBackup is on: the monitor and backup routes answer without a token');
     }
@@ -71,7 +79,7 @@ export async function startService(config: Config, log: Logger, env: NodeJS.Proc
 
     let port = config.server.port;
     let host!: SubsystemHost;
-    const ctx: ServiceContext = { config, log, db, accounts, tokens, passwordLogin, tls, entities, storage, notifications, monitor, boundPort: () => port, health: () => host.health(), routeTable: () => routes };
+    const ctx: ServiceContext = { config, log, db, accounts, tokens, passwordLogin, jobs, tls, entities, storage, notifications, monitor, backups, boundPort: () => port, health: () => host.health(), routeTable: () => routes };
     host = new SubsystemHost(buildSubsystems(ctx), log);
     const routes = host.routes();
     await host.start();
@@ -91,6 +99,7 @@ export async function startService(config: Config, log: Logger, env: NodeJS.Proc
       },
       tls,
       streamStallTimeoutMs: config.storage.resultStallTimeoutMs,
+      maintenance: () => backups.maintenanceReason(),
     });
     port = await server.listen(config.server.host, config.server.port);
     log.info(

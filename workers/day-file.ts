@@ -286,6 +286,21 @@ export class DayLog {
     return this.fd;
   }
 
+  /** Points in this log (each block's count: a rewritten timestamp counts each time) and their time range. */
+  pointStats(): { points: number; minTs: number; maxTs: number } {
+    let points = 0;
+    let minTs = Infinity;
+    let maxTs = -Infinity;
+    for (const list of this.tags.values()) {
+      for (let i = 0; i < list.length; i++) {
+        points += list.counts[i]!;
+        if (list.minTs[i]! < minTs) minTs = list.minTs[i]!;
+        if (list.maxTs[i]! > maxTs) maxTs = list.maxTs[i]!;
+      }
+    }
+    return { points, minTs, maxTs };
+  }
+
   /**
    * Opens (creating when absent) the day log, verifies every block and cuts a torn tail.
    * `tagCount` is the size of the tag dictionary: a block naming a tag id beyond it cannot have

@@ -97,6 +97,11 @@ export class MonitorWatch {
     }
   }
 
+  /** Forgets every watch (the store is being replaced: its tag ids may change); the next tick sends the lists again. */
+  reset(): void {
+    this.collections.clear();
+  }
+
   sample(requests: MonitorSampleRequest[]): MonitorSample[] {
     return requests.map((request) => this.sampleOne(request));
   }

@@ -18,7 +18,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { PointBatch } from '../native-free-codecs/points.js';
 import { Collection, META_FILE, tagNameProblem, type CollectionOpenResult } from './collection.js';
-import type { CollectionRecord } from '../shared/protocol.js';
+import type { BackupMark, CollectionRecord } from '../shared/protocol.js';
+import { PRIVATE_FILE_MODE } from '../shared/file-modes.js';
 import { BlockEncoder, OpenFiles, type DayLog } from './day-file.js';
 import { DayMerger } from './day-merge.js';
 import { DaySplitter } from './day-split.js';
@@ -380,6 +381,52 @@ export class ShardStore {
     });
   }
 
+  /**
+   * A backup's view of this shard as of now (the caller has flushed the write buffer): every
+   * file of every collection hard-linked under `stagingDir` with the same relative path as under
+   * the data dir (copied where a link is impossible), and the byte length each day log has now.
+   * Sealed files and meta.json are replaced by rename, never changed in place, so their links
+   * stay as they are; day logs only grow past the recorded length (a failed append is cut back
+   * to where it began), so their first `size` bytes stay as they are. Runs between writes.
+   */
+  backupMark(stagingDir: string): BackupMark {
+    return this.guard(() => {
+      this.syncPending();
+      const mark: BackupMark = { files: [], collections: [] };
+      for (const collection of this.collections.values()) {
+        const relativeDir = path.relative(this.dataDir, collection.dir);
+        const targetDir = path.join(stagingDir, relativeDir);
+        fs.mkdirSync(targetDir, { recursive: true });
+        const keep = (name: string, size: number, growing: boolean) => {
+          linkOrCopy(path.join(collection.dir, name), path.join(targetDir, name), size);
+          mark.files.push({ path: path.join(relativeDir, name), size, growing });
+        };
+        keep(META_FILE, fs.statSync(path.join(collection.dir, META_FILE)).size, false);
+        let points = 0;
+        let first = Infinity;
+        let last = -Infinity;
+        for (const [day, bytes] of collection.sealedBytes) {
+          keep(path.basename(collection.sealedPath(day)), bytes, false);
+          const index = this.sealedIndex(collection, day);
+          for (let e = 0; e < index.entryCount; e++) {
+            points += index.counts[e]!;
+            if (index.minTs[e]! < first) first = index.minTs[e]!;
+            if (index.maxTs[e]! > last) last = index.maxTs[e]!;
+          }
+        }
+        for (const dayLog of collection.dayLogs()) {
+          keep(path.basename(dayLog.path), dayLog.size, true);
+          const stats = dayLog.pointStats();
+          points += stats.points;
+          if (stats.minTs < first) first = stats.minTs;
+          if (stats.maxTs > last) last = stats.maxTs;
+        }
+        mark.collections.push({ id: collection.id, points, first_ms: points > 0 ? first : null, last_ms: points > 0 ? last : null });
+      }
+      return mark;
+    });
+  }
+
   stats(): { collections: number; openFiles: number; activeBytes: number; sealedBytes: number } {
     let activeBytes = 0;
     let sealedBytes = 0;
@@ -640,5 +687,30 @@ export class TagScan {
     if (this.closed) return;
     this.closed = true;
     this.store.recycleMerger(this.merger);
+  }
+}
+
+/** A hard link of `from` at `to` (one inode, no bytes copied); where links are impossible, a copy of its first `size` bytes. */
+function linkOrCopy(from: string, to: string, size: number): void {
+  try {
+    fs.linkSync(from, to);
+    return;
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code !== 'EXDEV' && code !== 'EPERM' && code !== 'ENOTSUP' && code !== 'EMLINK') throw err;
+  }
+  const source = fs.openSync(from, 'r');
+  const target = fs.openSync(to, 'w', PRIVATE_FILE_MODE);
+  try {
+    const chunk = Buffer.allocUnsafe(1 << 20);
+    for (let at = 0; at < size; ) {
+      const n = fs.readSync(source, chunk, 0, Math.min(chunk.length, size - at), at);
+      if (n === 0) break;
+      fs.writeSync(target, chunk, 0, n);
+      at += n;
+    }
+  } finally {
+    fs.closeSync(source);
+    fs.closeSync(target);
   }
 }

@@ -86,6 +86,17 @@ const handlers: { [Op in StorageOp]: (task: TaskOf<Op>) => ReplyOf<Op> | Promise
     store.syncPending();
     return null;
   },
+  [OP.BACKUP_MARK]: (task) => {
+    flushBuffer();
+    return store.backupMark(task.stagingDir);
+  },
+  [OP.DETACH]: () => {
+    flushBuffer();
+    store.close();
+    monitor.reset();
+    return null;
+  },
+  [OP.ATTACH]: () => store.recover().collections,
   [OP.CLOSE_COLLECTION]: (task) => {
     flushBuffer();
     store.closeCollection(task.id);

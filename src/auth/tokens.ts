@@ -91,7 +91,18 @@ export class TokenService {
 
   /** The same tokens verified with another cache window and bound (the ingest routes keep theirs longer). */
   withCache(cacheSeconds: number, cacheMaxEntries: number): TokenService {
-    return new TokenService(this.secret, this.lifetimeSeconds, cacheSeconds, cacheMaxEntries, this.accounts, this.clock);
+    const sibling = new TokenService(this.secret, this.lifetimeSeconds, cacheSeconds, cacheMaxEntries, this.accounts, this.clock);
+    this.siblings.push(sibling);
+    return sibling;
+  }
+
+  /** Services made by withCache, whose caches forgetAll() clears too. */
+  private readonly siblings: TokenService[] = [];
+
+  /** Drops every verified token (the metadata store was replaced: accounts may differ). */
+  forgetAll(): void {
+    this.cache.clear();
+    for (const other of this.siblings) other.cache.clear();
   }
 
   sign(account: GrantClaims & { readonly stamp: string }): string {

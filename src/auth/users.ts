@@ -104,6 +104,11 @@ export class AccountStore {
     return removed;
   }
 
+  /** Forgets every account state (the metadata store was replaced by a restore). */
+  forgetAll(): void {
+    this.states.clear();
+  }
+
   /** The account's current role, grants and stamp; null when it does not exist. */
   current(email: string): AccountState | null {
     const cached = this.states.get(email);

@@ -133,6 +133,8 @@ export interface RouteDef {
    * checked); the body is read meanwhile. Role rules (admin, read-only) apply as for tokens.
    */
   authenticate?: (req: { headers: Readonly<Record<string, string>>; query: Record<string, unknown>; remoteAddress: string; path: string }) => Claims | Promise<Claims>;
+  /** Mutating, yet served while a restore runs (the backup routes themselves); every other mutating route answers 503 then. */
+  maintenanceExempt?: boolean;
   /** Error body shape: `{error}` (default), `{status: "error", message}`, or InfluxDB 2's `{code, message}`. */
   errorShape?: ErrorShape;
   handler: Handler;

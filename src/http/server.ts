@@ -27,6 +27,8 @@ export interface ServerOptions {
   tls: { keyFile: string; certFile: string };
   /** A streamed response whose client takes nothing for this long is closed. */
   streamStallTimeoutMs: number;
+  /** Why mutating requests must answer 503 now (a restore is running), or null. */
+  maintenance?: () => string | null;
 }
 
 /** What one request may bring (settings under `server.`). */
@@ -404,6 +406,8 @@ export class HttpServer {
     let result: Reply | Promise<Reply>;
     ex.handlerStarted = true;
     try {
+      const paused = mutates(route.def) && !route.def.maintenanceExempt ? this.opts.maintenance?.() : null;
+      if (paused) throw new HttpError('UNAVAILABLE', paused, { 'retry-after': '5' });
       result = route.def.handler(request);
     } catch (err) {
       this.giveBack(ex);

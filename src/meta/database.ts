@@ -25,7 +25,8 @@ export function openMetadataDb(dataDir: string): Db {
   return db;
 }
 
-function migrate(db: Db): void {
+/** Brings a metadata database to this build's schema (also a backup's copy before it is restored). */
+export function migrate(db: Db): void {
   const current = db.pragma('user_version', { simple: true }) as number;
   if (current > MIGRATIONS.length) {
     throw new Error(`metadata.sqlite is at schema version ${current}, newer than this build knows (${MIGRATIONS.length})`);

@@ -97,4 +97,16 @@ export const MIGRATIONS: readonly string[] = [
      key TEXT PRIMARY KEY,
      value TEXT NOT NULL
    );`,
+  // 6: the process log (src/jobs/job-log.ts): long work with its progress and outcome.
+  `CREATE TABLE process_jobs (
+     id TEXT PRIMARY KEY,
+     kind TEXT NOT NULL,
+     status TEXT NOT NULL,
+     started_ms INTEGER NOT NULL,
+     finished_ms INTEGER,
+     progress REAL NOT NULL,
+     message TEXT NOT NULL,
+     error TEXT
+   );
+   CREATE INDEX process_jobs_started ON process_jobs (started_ms);`,
 ];

@@ -142,6 +142,17 @@ export class MonitorService {
     this.o.log.info({ enabled: this.enabled, rules, openEvents: open, collections: this.watches.size }, 'monitor started');
   }
 
+  /** The metadata store was replaced (a restore): rules, their state and the settings are read again. */
+  reload(): void {
+    if (!this.running) return;
+    const stored = this.o.db.prepare("SELECT value FROM monitor_settings WHERE key = 'enabled'").pluck().get() as string | undefined;
+    this.enabled = stored === undefined ? true : stored === 'true';
+    this.forgetInWorkers([...this.watches.keys()]);
+    this.watches.clear();
+    this.snapshots.clear();
+    this.rebuild();
+  }
+
   async stop(): Promise<void> {
     this.running = false;
     if (this.timer) clearTimeout(this.timer);

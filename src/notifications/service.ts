@@ -6,6 +6,7 @@
 import type { TokenService } from '../auth/tokens.js';
 import type { ServiceClock } from '../clock.js';
 import type { Config } from '../config.js';
+import type { JobLog } from '../jobs/job-log.js';
 import { badRequest } from '../http/errors.js';
 import type { Logger } from '../log.js';
 import { AccessGrant } from '../meta/access-grant.js';
@@ -54,6 +55,8 @@ export interface NotificationServiceOptions {
   clock: ServiceClock;
   log: Logger;
   settings: Config['notifications'];
+  /** The process log: each purge is a job there. */
+  jobs: JobLog;
 }
 
 export class NotificationService {
@@ -149,12 +152,20 @@ export class NotificationService {
     const now = this.o.clock.now();
     const days = this.o.settings.retention_days;
     const cutoff = now - days * 86_400_000;
-    const expired = await this.deleteInBatches('"expiresAt" IS NOT NULL AND "expiresAt" <= ?', [now]);
-    const old = await this.deleteInBatches('"readAt" IS NOT NULL AND "createdAt" < ?', [cutoff]);
-    this.o.log.info(
-      { removed: expired + old, expired, readOlderThanRetention: old, retentionDays: days, ms: Math.round(performance.now() - began) },
-      'notification purge',
-    );
+    const job = this.o.jobs.begin('purge', `notification purge: expired rows, and read rows older than ${days} days`);
+    try {
+      const expired = await this.deleteInBatches('"expiresAt" IS NOT NULL AND "expiresAt" <= ?', [now]);
+      job.progress(0.5);
+      const old = await this.deleteInBatches('"readAt" IS NOT NULL AND "createdAt" < ?', [cutoff]);
+      this.o.log.info(
+        { removed: expired + old, expired, readOlderThanRetention: old, retentionDays: days, ms: Math.round(performance.now() - began) },
+        'notification purge',
+      );
+      job.done(`notification purge removed ${expired + old} rows (${expired} expired, ${old} read and older than ${days} days)`);
+    } catch (err) {
+      job.fail(`notification purge failed: ${(err as Error).message}`);
+      throw err;
+    }
   }
 
   private async deleteInBatches(condition: string, params: unknown[]): Promise<number> {

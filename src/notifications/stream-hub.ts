@@ -219,6 +219,25 @@ export class StreamHub {
     this.flushRanges();
   }
 
+  /**
+   * The metadata store is about to be replaced (a restore, run in the same turn of the event
+   * loop): what was delivered is written down, every stream ends (its client reconnects and
+   * replays from the restored rows), and nothing of the old store is kept in memory.
+   */
+  storeReplaced(): void {
+    this.flushDelivered();
+    this.flushRanges();
+    for (const stream of this.streams) stream.end();
+    if (this.fanOutTimer) clearImmediate(this.fanOutTimer);
+    this.fanOutTimer = null;
+    this.pending = [];
+    this.batch = null;
+    this.recipients.clear();
+    this.deliveredNow.clear();
+    this.audiences = new WeakMap();
+    this.hierarchyVersion++;
+  }
+
   /** Org, site or unit rows changed: grants expanded from them are recomputed on next use. */
   hierarchyChanged(): void {
     this.hierarchyVersion++;

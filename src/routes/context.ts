@@ -5,6 +5,7 @@
 import type { Config } from '../config.js';
 import type { AccountStore } from '../auth/users.js';
 import type { PasswordLogin } from '../auth/password-login.js';
+import type { JobLog } from '../jobs/job-log.js';
 import type { TokenService } from '../auth/tokens.js';
 import type { TlsFiles } from '../http/certificates.js';
 import type { Db } from '../meta/database.js';
@@ -13,6 +14,7 @@ import type { Logger } from '../log.js';
 import type { StorageService } from '../storage/service.js';
 import type { NotificationService } from '../notifications/service.js';
 import type { MonitorService } from '../monitor/service.js';
+import type { BackupService } from '../backup/service.js';
 import type { RouteDef } from '../http/route.js';
 import type { ServiceHealth } from '../subsystems.js';
 
@@ -24,6 +26,8 @@ export interface ServiceContext {
   readonly tokens: TokenService;
   /** The one password check (login, ingest Basic credentials) with its rate limits and lockout. */
   readonly passwordLogin: PasswordLogin;
+  /** The process log: long work registers its jobs here. */
+  readonly jobs: JobLog;
   readonly tls: TlsFiles;
   readonly entities: EntityStore;
   readonly storage: StorageService;
@@ -31,6 +35,8 @@ export interface ServiceContext {
   readonly notifications: NotificationService;
   /** Alarm rules, ticks and events. */
   readonly monitor: MonitorService;
+  /** Backups, restores and their schedule. */
+  readonly backups: BackupService;
   /** The port actually bound (differs from config when it is 0). */
   boundPort(): number;
   /** Health of every subsystem (GET /svcapi/health). */

@@ -11,6 +11,8 @@ import { ingestRoutes } from './ingest.js';
 import { IngestService } from '../ingest/service.js';
 import { notificationRoutes } from './notifications.js';
 import { monitorRoutes } from './monitor.js';
+import { backupRoutes } from './backup.js';
+import { processLogRoutes } from './process-log.js';
 import { queryRoutes } from './queries.js';
 import { tagMappingRoutes } from './tag-mappings.js';
 import { timeseriesRoutes } from './timeseries.js';
@@ -21,6 +23,12 @@ export function buildSubsystems(ctx: ServiceContext): Subsystem[] {
     { name: 'service', routes: () => utilityRoutes(ctx, () => ctx.routeTable()) },
     { name: 'auth', routes: () => authRoutes(ctx) },
     { name: 'metadata', routes: () => entityRoutes(ctx, ctx.entities) },
+    {
+      name: 'process-log',
+      routes: () => processLogRoutes(ctx.jobs),
+      start: () => ctx.jobs.start(),
+      stop: () => ctx.jobs.stop(),
+    },
     {
       name: 'notifications',
       routes: () => notificationRoutes(ctx, ctx.notifications),
@@ -41,6 +49,13 @@ export function buildSubsystems(ctx: ServiceContext): Subsystem[] {
       start: () => {
         if (!ctx.storage.isRunning) throw new Error('the storage subsystem is not running');
       },
+    },
+    {
+      name: 'backup',
+      routes: () => backupRoutes(ctx, ctx.backups),
+      start: () => ctx.backups.start(),
+      stop: () => ctx.backups.stop(),
+      health: () => ctx.backups.health(),
     },
     {
       name: 'monitor',

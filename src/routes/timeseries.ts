@@ -136,7 +136,15 @@ export function timeseriesRoutes(ctx: ServiceContext, storage: StorageService): 
           for (const k of SCOPE_NAMES) if (!fields[k]) throw badRequest(`missing body field '${k}' (name all four, a collection id, or nothing to seal everything)`);
           id = idOf(fields as Record<(typeof SCOPE_NAMES)[number], string>);
         }
-        const sealedDays = await storage.seal(grantOf(req), id);
+        const job = ctx.jobs.begin('seal', `seal_now of ${id ?? 'every collection you can reach'} by ${req.user!.sub}`);
+        let sealedDays: number;
+        try {
+          sealedDays = await storage.seal(grantOf(req), id);
+        } catch (err) {
+          job.fail((err as Error).message);
+          throw err;
+        }
+        job.done(`sealed ${sealedDays} day file(s)`);
         return { body: { success: true, message: `sealed ${sealedDays} day file(s)`, sealedDays } };
       },
     },

@@ -4,6 +4,7 @@
 // never scans a day file.
 
 import fs from 'node:fs';
+import path from 'node:path';
 import os from 'node:os';
 import type { Config } from '../config.js';
 import { HttpError, badRequest, conflict, forbidden, notFound, unavailable } from '../http/errors.js';
@@ -15,10 +16,10 @@ import type { EntityDef } from '../meta/registry.js';
 import type { AccessGrant } from '../meta/access-grant.js';
 import { resultHead, resultTail } from '../../native-free-codecs/result-envelope.js';
 import { peekScope } from '../../native-free-codecs/scope-peek.js';
-import { OP, type BufferStats, type CollectionRecord, type LineCounts, type MonitorSample, type MonitorSampleRequest, type ResultFormat, type SeriesRequest, type WriteFrameHeader, type WriteMode, type WriteOutcome } from '../../shared/protocol.js';
+import { OP, type BackupMark, type BufferStats, type CollectionRecord, type LineCounts, type MonitorSample, type MonitorSampleRequest, type ResultFormat, type SeriesRequest, type WriteFrameHeader, type WriteMode, type WriteOutcome } from '../../shared/protocol.js';
 import { isCompleteScope, SCOPE_FIELDS, type CollectionScope, type ScopeFields } from '../../shared/scope.js';
 import type { MetricRequest } from './query-spec.js';
-import { collectionId as idOf, parseCollectionId } from '../../shared/scope-path.js';
+import { collectionDir, collectionId as idOf, parseCollectionId } from '../../shared/scope-path.js';
 import { CollectionAccess } from './access.js';
 import type { Health } from '../subsystems.js';
 import { CollectionCatalog } from './catalog.js';
@@ -155,12 +156,14 @@ export class StorageService {
   }
 
   async createCollection(grant: AccessGrant, scope: CollectionScope, extra: Record<string, unknown>): Promise<CollectionRecord> {
+    this.refuseWhileRestoring();
     if (!this.access.canAccess(grant, scope)) throw forbidden('the collection\'s unit is outside your access grant');
     this.checkDisk();
     return this.catalog.create(scope, extra);
   }
 
   async updateCollection(grant: AccessGrant, scope: CollectionScope, extra: Record<string, unknown>): Promise<CollectionRecord> {
+    this.refuseWhileRestoring();
     const id = idOf(scope);
     this.collection(grant, id);
     this.checkDisk();
@@ -220,6 +223,7 @@ export class StorageService {
 
   /** One monitor tick: one MONITOR_SAMPLE task per shard for the collections it owns, in parallel. */
   async monitorSample(requests: MonitorSampleRequest[]): Promise<MonitorSample[]> {
+    this.refuseWhileRestoring();
     const byShard = new Map<Shard, MonitorSampleRequest[]>();
     for (const request of requests) {
       const shard = this.shards.shardFor(request.collectionId);
@@ -234,6 +238,107 @@ export class StorageService {
   // ---- writes --------------------------------------------------------------
 
   async write(grant: AccessGrant, body: Uint8Array, contentType: string, mode: WriteMode, signal: AbortSignal, options: WriteOptions = {}): Promise<WriteResult> {
+    this.refuseWhileRestoring();
+    while (this.writeGate) await this.writeGate.promise;
+    this.writesInFlight++;
+    try {
+      return await this.writeNow(grant, body, contentType, mode, options);
+    } finally {
+      if (--this.writesInFlight === 0) for (const wake of this.writesDrained.splice(0)) wake();
+    }
+  }
+
+  // ---- backup and restore --------------------------------------------------
+
+  /** Writes in the storage service (from entry to their answer, forwards included). */
+  private writesInFlight = 0;
+  private readonly writesDrained: Array<() => void> = [];
+  /** Set while new writes wait (a backup's instant); they go on when it resolves. */
+  private writeGate: { promise: Promise<void>; open: () => void } | null = null;
+  /** Set while a restore replaces the ts folder: writes and queries answer 503. */
+  private restoring = false;
+
+  private refuseWhileRestoring(): void {
+    if (this.restoring) throw new HttpError('UNAVAILABLE', 'a time-series restore is running; retry when it has finished', { 'retry-after': '5' });
+  }
+
+  /** Holds new writes and waits for the ones under way to be answered. */
+  private async quiesceWrites(): Promise<() => void> {
+    let open!: () => void;
+    const promise = new Promise<void>((resolve) => (open = resolve));
+    const gate = { promise, open };
+    while (this.writeGate) await this.writeGate.promise;
+    this.writeGate = gate;
+    if (this.writesInFlight > 0) await new Promise<void>((resolve) => this.writesDrained.push(resolve));
+    return () => {
+      if (this.writeGate === gate) this.writeGate = null;
+      open();
+    };
+  }
+
+  /**
+   * A time-series backup's instant: new writes wait, the ones under way finish, then every shard
+   * flushes and hard-links its files under `stagingDir` at once; writes go on right after (the
+   * links take milliseconds). Every write is then wholly before the instant or wholly after it.
+   */
+  async backupMark(stagingDir: string): Promise<BackupMark> {
+    this.refuseWhileRestoring();
+    const resume = await this.quiesceWrites();
+    try {
+      const marks = await Promise.all(this.shards.shards.map((shard) => shard.call({ op: OP.BACKUP_MARK, stagingDir })));
+      return { files: marks.flatMap((m) => m.files), collections: marks.flatMap((m) => m.collections) };
+    } finally {
+      resume();
+    }
+  }
+
+  /**
+   * Runs `swap` with the ts folder out of the workers' hands: writes and queries answer 503, the
+   * workers flush and close every collection, `swap` moves folders, and the workers open what is
+   * there afterwards (also when `swap` failed, after it has put things back). The collection
+   * catalog and the tag map are rebuilt from what the workers opened.
+   */
+  async withStoreDetached<T>(swap: () => Promise<T>): Promise<{ result: T; collections: number }> {
+    this.refuseWhileRestoring();
+    const resume = await this.quiesceWrites();
+    this.restoring = true;
+    try {
+      await Promise.all(this.shards.shards.map((shard) => shard.call({ op: OP.DETACH })));
+      let result: T;
+      try {
+        result = await swap();
+      } finally {
+        await this.reattach();
+      }
+      return { result, collections: this.catalog.list().length };
+    } finally {
+      this.restoring = false;
+      resume();
+    }
+  }
+
+  /** Every shard opens its collections from disk; the catalog and the tag map follow. */
+  private async reattach(): Promise<void> {
+    await Promise.all(this.shards.shards.map((shard) => shard.call({ op: OP.ATTACH })));
+    this.catalog.load();
+    for (const record of this.catalog.list()) {
+      const id = idOf(record);
+      this.tagScopes.learn(id, await this.tagNamesOf(id));
+    }
+    this.tagScopes.notifyChanged();
+  }
+
+  /** The tag dictionary of a collection, from its meta.json. */
+  private async tagNamesOf(collectionId: string): Promise<string[]> {
+    try {
+      const meta = JSON.parse(await fs.promises.readFile(path.join(collectionDir(this.config.dataDir, parseCollectionId(collectionId)), 'meta.json'), 'utf8')) as { tags?: unknown };
+      return Array.isArray(meta.tags) ? meta.tags.filter((t): t is string => typeof t === 'string') : [];
+    } catch {
+      return [];
+    }
+  }
+
+  private async writeNow(grant: AccessGrant, body: Uint8Array, contentType: string, mode: WriteMode, options: WriteOptions): Promise<WriteResult> {
     this.checkDisk();
     const { defaultScope, ...extra } = options;
     // Bodies only the worker can read (compressed, line protocol) have no scope to peek at.
@@ -352,6 +457,7 @@ export class StorageService {
    * collection's series come from its shard as fragments.
    */
   async query(groups: QueryGroup[], start: number, end: number, format: ResultFormat, out: ResponseStream, signal: AbortSignal): Promise<void> {
+    this.refuseWhileRestoring();
     const deadline = Date.now() + this.config.storage.queryTimeoutMs;
     const total = groups.reduce((n, g) => n + g.series.length, 0);
     // The envelope waits for the first result bytes: a query refused before it produced any
@@ -372,6 +478,7 @@ export class StorageService {
 
   /** Binary format 2 for one collection, built by its shard. */
   async queryTable(group: QueryGroup, start: number, end: number, out: ResponseStream, signal: AbortSignal): Promise<void> {
+    this.refuseWhileRestoring();
     const deadline = Date.now() + this.config.storage.queryTimeoutMs;
     const { collectionId, series } = group;
     await this.shards.shardFor(collectionId).stream(
@@ -383,6 +490,7 @@ export class StorageService {
   }
 
   async lastValues(groups: QueryGroup[]): Promise<Record<string, [number, number] | null>> {
+    this.refuseWhileRestoring();
     const replies = await Promise.all(
       groups.map(({ collectionId, series }) =>
         this.shards.shardFor(collectionId).call({ op: OP.LAST_VALUES, collectionId, tags: series.map((s) => s.tag) }),
@@ -399,6 +507,7 @@ export class StorageService {
    * null, of every collection for an admin and of the caller's own collections for others.
    */
   async seal(grant: AccessGrant, collectionId: string | null): Promise<number> {
+    this.refuseWhileRestoring();
     let replies: number[];
     if (collectionId !== null) {
       this.collection(grant, collectionId);
