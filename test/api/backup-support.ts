@@ -177,10 +177,14 @@ export async function listBackups(svc: TestService, admin: string): Promise<Back
   return res.body as BackupList;
 }
 
-/** The newest backup of each kind (list is newest first). */
-export async function newestBackups(svc: TestService, admin: string): Promise<{ sqlite: FileInfo; timeseries: FileInfo }> {
+/** The newest backup of each kind (list is newest first); fails when a kind named in `need` has none. */
+export async function newestBackups(
+  svc: TestService,
+  admin: string,
+  need: Array<'sqlite' | 'timeseries'> = ['sqlite', 'timeseries'],
+): Promise<{ sqlite: FileInfo; timeseries: FileInfo }> {
   const list = await listBackups(svc, admin);
-  assert.ok(list.sqlite_backups.length > 0 && list.timeseries_backups.length > 0, JSON.stringify(list));
+  for (const kind of need) assert.ok(list[`${kind}_backups`].length > 0, `a ${kind} backup is listed: ${JSON.stringify(list)}`);
   return { sqlite: list.sqlite_backups[0], timeseries: list.timeseries_backups[0] };
 }
 

@@ -205,7 +205,7 @@ describe('restore drill', () => {
 
     // A manifest that is not JSON any more.
     await runBackup(svc, admin, 'timeseries');
-    b = await newestBackups(svc, admin);
+    b = await newestBackups(svc, admin, ['timeseries']);
     const manifestTar = path.join(dir, b.timeseries.file_name);
     const manifest = readTar(manifestTar).entries[0];
     assert.equal(manifest.name, 'manifest.json');
@@ -285,7 +285,7 @@ describe('writes during a backup', () => {
     }
 
     // Restore that backup: per writer, its first k requests exactly, for one k in bounds.
-    const { timeseries } = await newestBackups(svc, admin);
+    const { timeseries } = await newestBackups(svc, admin, ['timeseries']);
     const res = await restore(svc, admin, 'timeseries', timeseries.file_name);
     assert.equal(res.status, 200, res.text);
     const restoredK: number[] = [];
@@ -387,7 +387,7 @@ describe('slow restores (debug.restoreStepDelayMs)', () => {
 
   test('kill -9 during a timeseries restore: after a restart the store is the old one or the backup, never a mix', async (t) => {
     await runBackup(svc, admin, 'timeseries');
-    const { timeseries } = await newestBackups(svc, admin);
+    const { timeseries } = await newestBackups(svc, admin, ['timeseries']);
     const inBackup = await tsSnapshot();
     // The old store differs from the backup in every collection: new points, overwritten ones, a new collection.
     await writeSeries(svc, admin, S1, merged(makeSeries('L', 1, 50, T0 + 7 * DAY, 1000, 11), { 'K-0': [[T0, 999.5]] }));
@@ -418,7 +418,7 @@ describe('slow restores (debug.restoreStepDelayMs)', () => {
     for (const name of ['kept', 'to-delete']) assert.equal((await svc.post('/svcapi/labels', { name }, admin)).status, 200);
     await svc.newUser('early@plant.test', PASSWORD);
     await runBackup(svc, admin, 'sqlite');
-    const { sqlite } = await newestBackups(svc, admin);
+    const { sqlite } = await newestBackups(svc, admin, ['sqlite']);
     const inBackup = await sqlSnapshot();
     assert.equal(inBackup.early, 200);
     assert.equal(inBackup.late, 401);
