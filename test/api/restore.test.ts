@@ -12,7 +12,7 @@ import { waitFor } from '../support/wait-for.js';
 import { startService, type HttpResult, type TestService } from './harness.js';
 import {
   BACKUP, DAY, T0, backupDirOf, collectionId, collectionIds, createCollection, enc, flipByte, makeSeries, merged, newestBackups, pointCount,
-  readSeries, readTar, restore, runBackup, scopeOf, waitForJob, waitForRunningJob, writeSeries, type Job, type Series,
+  readSeries, readTar, resignSidecar, restore, runBackup, scopeOf, waitForJob, waitForRunningJob, writeSeries, type Job, type Series,
 } from './backup-support.js';
 
 const PASSWORD = 'user-password-1';
@@ -211,6 +211,37 @@ describe('restore drill', () => {
     assert.equal(manifest.name, 'manifest.json');
     flipByte(manifestTar, manifest.offset);
     await refused('timeseries', b.timeseries.file_name, 'a broken manifest');
+
+    // Damage the file's checksum does not reveal (the sidecar agrees with it): the manifest's
+    // per-file checksums and SQLite's integrity_check still refuse it.
+    await runBackup(svc, admin, 'all');
+    b = await newestBackups(svc, admin);
+    const inner = readTar(path.join(dir, b.timeseries.file_name)).entries.filter((e) => e.name.startsWith('ts/') && e.size > 0)[0];
+    flipByte(path.join(dir, b.timeseries.file_name), inner.offset + Math.floor(inner.size / 2));
+    resignSidecar(path.join(dir, b.timeseries.file_name));
+    await refused('timeseries', b.timeseries.file_name, `a flipped byte in ${inner.name}, sidecar re-signed`);
+    const damagedSqlite = path.join(dir, b.sqlite.file_name);
+    fs.truncateSync(damagedSqlite, Math.floor(fs.statSync(damagedSqlite).size / 2));
+    resignSidecar(damagedSqlite);
+    await refused('sqlite', b.sqlite.file_name, 'a truncated SQLite backup, sidecar re-signed');
+    await runBackup(svc, admin, 'sqlite');
+    b = await newestBackups(svc, admin, ['sqlite']);
+    const notSqlite = path.join(dir, b.sqlite.file_name);
+    fs.writeFileSync(notSqlite, Buffer.alloc(fs.statSync(notSqlite).size, 0x5a));
+    resignSidecar(notSqlite);
+    await refused('sqlite', b.sqlite.file_name, 'a file that is no SQLite database, sidecar re-signed');
+    await runBackup(svc, admin, 'timeseries');
+    b = await newestBackups(svc, admin, ['timeseries']);
+    const brokenManifest = path.join(dir, b.timeseries.file_name);
+    flipByte(brokenManifest, readTar(brokenManifest).entries[0].offset);
+    resignSidecar(brokenManifest);
+    await refused('timeseries', b.timeseries.file_name, 'a broken manifest, sidecar re-signed');
+    await runBackup(svc, admin, 'timeseries');
+    b = await newestBackups(svc, admin, ['timeseries']);
+    const truncatedTar = path.join(dir, b.timeseries.file_name);
+    fs.truncateSync(truncatedTar, Math.floor(fs.statSync(truncatedTar).size / 2));
+    resignSidecar(truncatedTar);
+    await refused('timeseries', b.timeseries.file_name, 'a truncated tar, sidecar re-signed');
 
     // The service is not wedged: writes go on and a sound backup still restores.
     await runBackup(svc, admin, 'all');
