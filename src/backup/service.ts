@@ -442,20 +442,23 @@ export class BackupService {
     const name = path.basename(file);
     // Entry names and sizes first, so nothing is written for a tar with paths out of place or too much in it.
     const entries = new Map<string, number>();
+    const odd: string[] = [];
     let claimed = 0;
     try {
       await tar.t({
         file,
         strict: true,
+        // Never throw in here: node-tar does not turn it into a rejection (it would be uncaught).
         onReadEntry: (entry) => {
-          if (entry.type !== 'File' && entry.type !== 'OldFile' && entry.type !== 'Directory') throw new Error(`entry ${entry.path} is a ${entry.type}, not a file`);
-          if (entry.type !== 'Directory') entries.set(entry.path, entry.size ?? 0);
+          if (entry.type === 'File' || entry.type === 'OldFile') entries.set(entry.path, entry.size ?? 0);
+          else if (entry.type !== 'Directory') odd.push(`${entry.path} (${entry.type})`);
           claimed += entry.size ?? 0;
         },
       });
     } catch (err) {
       throw failedVerification(name, `the tar cannot be read (${(err as Error).message})`);
     }
+    if (odd.length > 0) throw failedVerification(name, `entry ${odd[0]} is not a plain file`);
     if (claimed > this.o.config.backup.maxRestoreBytes) throw failedVerification(name, `it holds ${claimed} bytes, more than backup.maxRestoreBytes (${this.o.config.backup.maxRestoreBytes})`);
     for (const entry of entries.keys()) {
       if (entry !== MANIFEST && !isStorePath(entry)) throw failedVerification(name, `entry ${JSON.stringify(entry)} is not a file of the time-series store`);
