@@ -10,16 +10,17 @@
  *   plus metadata rows (entities and users) so the SQLite backup is not empty.
  * - Backups: `POST /api/admin/backup/run`, then `GET /svcapi/process-log/{id}` until the job is
  *   done; MB/s is the file's `size_bytes` (from `/list`) over the job's finished_ms − started_ms.
- *   Time series with the day still in its day logs, then after `seal_now`; SQLite once. Each
+ *   Time series with the day still in its day logs, then after `seal_now`; SQLite. Each
  *   `--rounds` times, the median round reported.
  * - Restores: `POST /api/admin/backup/restore/{kind}` of those files; MB/s is the file size over
  *   the request's time (it answers when the restore is done); then one tag counted back.
  * - Ingest: a second data set (`--ingest-days` days of the same tags) in HSW1 into a fresh
  *   collection per phase, `--connections` requests in flight, every body built before the clock:
- *   two warm-ups (not reported), without a backup, while time-series backups run back to back, and without again (rates
- *   drift between windows of one run, so the middle one is compared with both). Per phase: write
- *   latency p50/p99/max, /ingest/health from a worker thread, and every point counted back. Before
- *   each phase `sync` (earlier parts' writeback is not its cost), after it `seal_now`.
+ *   two warm-ups (not reported), without a backup, while time-series backups run back to back,
+ *   and without again (rates drift between windows of one run, so the middle one is compared
+ *   with both). Per phase: write latency p50/p99/max, /ingest/health from a worker thread, and
+ *   every point counted back. Before each phase `sync` (earlier parts' writeback is not its
+ *   cost), after it `seal_now`.
  * - The service runs with `storage.sealGraceMs` of 100 years: the data set's day (2024-01-01)
  *   ended long ago, and the background sealer (every minute) would otherwise seal it before the
  *   "day logs" backup is taken. `seal_now` seals it when the script asks.
@@ -31,7 +32,7 @@ import { countStoredPoints, createCollection, fastQueryUrl, ingestOurs, scopeFor
 import {
   BenchError, commandLine, describeReply, int, machine, markdownTable, mib, ms, num, otherLoad, Phases, positiveIntOption, sizeOptions, sleep, type IngestResult,
 } from './runner.js';
-import { cpuMeter, json, processCpuSeconds, startOurService, waitForQuiet, type HttpsClient } from './service.js';
+import { cpuMeter, json, processCpuSeconds, startOurService, waitForQuiet } from './service.js';
 
 const { sizes, values } = sizeOptions({ rounds: { type: 'string' }, 'ingest-days': { type: 'string' } });
 const { connections } = sizes;
