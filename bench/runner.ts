@@ -63,6 +63,8 @@ export interface IngestResult {
   otherCores: number;
   /** CPU seconds (user + system) this process used in the timed window. */
   clientCpuSeconds: number;
+  /** Latency of every request sent (retried ones too), from issue to the reply's last byte. */
+  latency: { p50: number; p99: number; max: number };
 }
 
 export interface IngestOptions<C> {
@@ -90,6 +92,7 @@ export async function ingest<C>(o: IngestOptions<C>): Promise<IngestResult> {
   let bytesSent = 0;
   let retries = 0;
   let encodeMs = 0;
+  const latencies: number[] = [];
   const encodeWhileSending = o.encodeWhileSending === true;
   const toBody = (chunk: C): Body => {
     const t = performance.now();
@@ -124,6 +127,7 @@ export async function ingest<C>(o: IngestOptions<C>): Promise<IngestResult> {
     for (let attempt = 0; ; attempt++) {
       const reply = await o.send(body);
       requests++;
+      latencies.push(reply.ms);
       if (reply.status === 503 && attempt < 200) {
         retries++;
         await sleep(Math.min(200, 10 * (attempt + 1)));
@@ -139,7 +143,7 @@ export async function ingest<C>(o: IngestOptions<C>): Promise<IngestResult> {
   const seconds = (performance.now() - start) / 1000;
   const { user, system } = process.cpuUsage(clientCpu);
   progress.done(points, seconds);
-  return { points, requests, seconds, pointsPerSecond: points / seconds, bytesSent, retries, encodeMs, encodeWhileSending, otherCores: other(), clientCpuSeconds: (user + system) / 1e6 };
+  return { points, requests, seconds, pointsPerSecond: points / seconds, bytesSent, retries, encodeMs, encodeWhileSending, otherCores: other(), clientCpuSeconds: (user + system) / 1e6, latency: percentiles(latencies) };
 }
 
 const EMPTY_BODY: Body = { bytes: new Uint8Array(0), points: 0 };
