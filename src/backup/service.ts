@@ -16,7 +16,10 @@
 // Every verification happens before anything live is touched: a file that fails one leaves the
 // live store as it was.
 
+import crypto from 'node:crypto';
 import fs from 'node:fs';
+import { Transform } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import * as tar from 'tar';
@@ -240,7 +243,7 @@ export class BackupService {
         copy.close();
       }
       fs.chmodSync(partial, PRIVATE_FILE_MODE);
-      fsyncFile(partial);
+      await fsyncFile(partial);
       fs.renameSync(partial, path.join(dir, name));
       fsyncDir(dir);
       const info: BackupFileInfo = { file_name: name, kind: 'sqlite', size_bytes: fs.statSync(path.join(dir, name)).size, created_ms: createdMs, sha256: await sha256Of(path.join(dir, name)) };
@@ -267,7 +270,7 @@ export class BackupService {
       for (const file of mark.files) {
         const staged = path.join(staging, file.path);
         // A day log's link sees what was appended after the instant: keep the bytes before it.
-        if (file.growing) cutCopy(staged, file.size);
+        if (file.growing) await cutCopy(staged, file.size);
         files.push({ path: file.path, size: file.size, sha256: await sha256Of(staged) });
         doneBytes += file.size;
         job.progress(from + (1 - from) * 0.5 * (doneBytes / Math.max(1, totalBytes)), `timeseries: checksums (${files.length} of ${mark.files.length} files)`);
@@ -275,14 +278,28 @@ export class BackupService {
       const manifest: Manifest = { format: 1, kind: 'timeseries', created_ms: createdMs, files, collections: mark.collections };
       fs.writeFileSync(path.join(staging, MANIFEST), JSON.stringify(manifest), { mode: PRIVATE_FILE_MODE });
       job.progress(from + (1 - from) * 0.5, `timeseries: packing ${mark.files.length} files into ${name}`);
-      await tar.c({ file: partial, cwd: staging, portable: true, noDirRecurse: true, mode: PRIVATE_FILE_MODE }, [MANIFEST, ...files.map((f) => f.path)]);
-      fsyncFile(partial);
+      // The tar is hashed as it is written (one pass over the data, not a second read).
+      const hash = crypto.createHash('sha256');
+      let size = 0;
+      const counted = new Transform({
+        transform(chunk: Buffer, _encoding, done) {
+          hash.update(chunk);
+          size += chunk.length;
+          done(null, chunk);
+        },
+      });
+      await pipeline(
+        tar.c({ cwd: staging, portable: true, noDirRecurse: true }, [MANIFEST, ...files.map((f) => f.path)]),
+        counted,
+        fs.createWriteStream(partial, { mode: PRIVATE_FILE_MODE }),
+      );
+      await fsyncFile(partial);
       fs.renameSync(partial, path.join(dir, name));
       fsyncDir(dir);
       const points = mark.collections.reduce((n, c) => n + c.points, 0);
       const info: BackupFileInfo = {
-        file_name: name, kind: 'timeseries', size_bytes: fs.statSync(path.join(dir, name)).size, created_ms: createdMs,
-        sha256: await sha256Of(path.join(dir, name)), collections: mark.collections.length, points,
+        file_name: name, kind: 'timeseries', size_bytes: size, created_ms: createdMs,
+        sha256: hash.digest('hex'), collections: mark.collections.length, points,
       };
       writeSidecar(dir, info);
       return info;
@@ -595,32 +612,25 @@ function isStorePath(entry: string): boolean {
   return /^(meta\.json|(active|late)-\d{8,}\.log|sealed-\d{8,}\.hsd)$/.test(parts[5]);
 }
 
-/** Replaces a hard link by a copy of its first `size` bytes (the day log goes on growing). */
-function cutCopy(file: string, size: number): void {
+/**
+ * Replaces a hard link by a copy of its first `size` bytes (the day log goes on growing): a
+ * kernel-side copy off the main thread, then cut to length.
+ */
+async function cutCopy(file: string, size: number): Promise<void> {
   const tmp = `${file}.cut`;
-  const source = fs.openSync(file, 'r');
-  const target = fs.openSync(tmp, 'w', PRIVATE_FILE_MODE);
-  try {
-    const chunk = Buffer.allocUnsafe(1 << 20);
-    for (let at = 0; at < size; ) {
-      const n = fs.readSync(source, chunk, 0, Math.min(chunk.length, size - at), at);
-      if (n === 0) throw new Error(`${file} is shorter than its marked ${size} bytes`);
-      fs.writeSync(target, chunk, 0, n);
-      at += n;
-    }
-  } finally {
-    fs.closeSync(source);
-    fs.closeSync(target);
-  }
-  fs.renameSync(tmp, file);
+  await fs.promises.copyFile(file, tmp);
+  await fs.promises.truncate(tmp, size);
+  if ((await fs.promises.stat(tmp)).size !== size) throw new Error(`${file} is shorter than its marked ${size} bytes`);
+  await fs.promises.rename(tmp, file);
 }
 
-function fsyncFile(file: string): void {
-  const fd = fs.openSync(file, 'r+');
+/** fsync off the main thread (a large file's flush takes hundreds of milliseconds). */
+async function fsyncFile(file: string): Promise<void> {
+  const handle = await fs.promises.open(file, 'r+');
   try {
-    fs.fsyncSync(fd);
+    await handle.sync();
   } finally {
-    fs.closeSync(fd);
+    await handle.close();
   }
 }
 
