@@ -8,16 +8,10 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from '../shared/file-modes.js';
+import { fsyncDir } from '../shared/fsync-dir.js';
 
 
-export function fsyncDir(dir: string): void {
-  const fd = fs.openSync(dir, 'r');
-  try {
-    fs.fsyncSync(fd);
-  } finally {
-    fs.closeSync(fd);
-  }
-}
+export { fsyncDir } from '../shared/fsync-dir.js';
 
 /** Writes all of bytes at the file's end (fd opened for append) or at `position`. */
 export function writeFully(fd: number, bytes: Uint8Array, position: number | null = null): void {

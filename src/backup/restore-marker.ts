@@ -12,6 +12,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { PRIVATE_FILE_MODE } from '../../shared/file-modes.js';
+import { fsyncDir } from '../../shared/fsync-dir.js';
 
 export const MARKER_FILE = 'restore-in-progress.json';
 
@@ -23,14 +24,6 @@ export interface RestoreMarker {
   previous: string;
 }
 
-export function fsyncDir(dir: string): void {
-  const fd = fs.openSync(dir, 'r');
-  try {
-    fs.fsyncSync(fd);
-  } finally {
-    fs.closeSync(fd);
-  }
-}
 
 /** Writes the marker so that it survives a power loss before the step it announces. */
 export function writeMarker(dataDir: string, marker: RestoreMarker): void {

@@ -43,7 +43,8 @@ import { decodeScopeName, validateScope } from '../../shared/scope-path.js';
 import { PRIVATE_FILE_MODE } from '../../shared/file-modes.js';
 import { BackupConfigStore, type BackupConfig } from './config.js';
 import { applyRetention, backupPath, listBackups, newBackupName, readSidecar, sha256Of, writeSidecar, type BackupFileInfo, type BackupKind } from './files.js';
-import { clearMarker, fsyncDir, swapBack, swapIn, writeMarker, type RestoreMarker } from './restore-marker.js';
+import { clearMarker, swapBack, swapIn, writeMarker, type RestoreMarker } from './restore-marker.js';
+import { fsyncDir } from '../../shared/fsync-dir.js';
 
 export interface BackupServiceOptions {
   config: Config;
