@@ -68,6 +68,10 @@ export interface Config {
   readonly backup: {
     readonly maxRestoreBytes: number;
   };
+  readonly connector: {
+    readonly allowedHosts: readonly string[];
+    readonly recordedPageSize: number;
+  };
   readonly ingest: {
     readonly maxBodyBytes: number;
     readonly rateLimitPerMinute: number;

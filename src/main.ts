@@ -8,6 +8,7 @@ import { ensureAdmin } from './auth/bootstrap.js';
 import { PasswordLogin } from './auth/password-login.js';
 import { JobLog } from './jobs/job-log.js';
 import { BackupService } from './backup/service.js';
+import { ConnectorService } from './connector/service.js';
 import { recoverInterruptedRestore } from './backup/restore-marker.js';
 import { loadOrCreateSecret, TokenService } from './auth/tokens.js';
 import { AccountStore } from './auth/users.js';
@@ -71,6 +72,7 @@ export async function startService(config: Config, log: Logger, env: NodeJS.Proc
     const notifications = new NotificationService({ db, entities, tokens, clock, log, settings: config.notifications, jobs });
     const monitor = new MonitorService({ db, storage, notifications, clock, log, settings: config.monitor });
     entities.addHooks(monitor.entityHooks());
+    const connector = new ConnectorService({ config, db, entities, storage, accounts, jobs, log });
     const backups = new BackupService({ config, db, registry, storage, accounts, tokens, notifications, monitor, jobs, clock, log });
     if (config.compat.openMonitorAndBackup) {
       log.warn('compat.openMonitorAndBackup is on: the monitor and backup routes answer without a token');
@@ -79,7 +81,7 @@ export async function startService(config: Config, log: Logger, env: NodeJS.Proc
 
     let port = config.server.port;
     let host!: SubsystemHost;
-    const ctx: ServiceContext = { config, log, db, accounts, tokens, passwordLogin, jobs, tls, entities, storage, notifications, monitor, backups, boundPort: () => port, health: () => host.health(), routeTable: () => routes };
+    const ctx: ServiceContext = { config, log, db, accounts, tokens, passwordLogin, jobs, tls, entities, storage, notifications, monitor, backups, connector, boundPort: () => port, health: () => host.health(), routeTable: () => routes };
     host = new SubsystemHost(buildSubsystems(ctx), log);
     const routes = host.routes();
     await host.start();

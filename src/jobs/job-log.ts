@@ -84,9 +84,9 @@ export class JobLog {
     this.purgeTimer = null;
   }
 
-  /** Registers a job and returns its handle; the job's lines go to the log with its id. */
-  begin(kind: JobKind, message: string): Job {
-    const record: JobRecord = { id: crypto.randomUUID(), kind, status: 'running', started_ms: this.clock.now(), finished_ms: null, progress: 0, message, error: null };
+  /** Registers a job (or, given the id of one a restart interrupted, takes it up again) and returns its handle. */
+  begin(kind: JobKind, message: string, id: string = crypto.randomUUID()): Job {
+    const record: JobRecord = { id, kind, status: 'running', started_ms: this.clock.now(), finished_ms: null, progress: 0, message, error: null };
     this.running.set(record.id, record);
     this.recent.set(record.id, record);
     if (this.recent.size > RECENT_JOBS) this.recent.delete(this.recent.keys().next().value!);

@@ -10,7 +10,7 @@ import { HttpError, badRequest, conflict, forbidden, isWireConvertible, notFound
 import type { Db } from './database.js';
 import { compileOrder, compileWhere, type Filter, type Where } from './filter.js';
 import type { EntityDef, Registry, Relation } from './registry.js';
-import { rulesFor, type EntityRules, type WriteContext } from './rules.js';
+import { MASK, rulesFor, type EntityRules, type WriteContext } from './rules.js';
 import { ident } from './schema.js';
 import type { AccessGrant, GrantSql } from './access-grant.js';
 import { parseId, parseMeta, pickFields, splitEntity, toWire, type RowRecord, type SplitEntity } from './wire.js';
@@ -70,6 +70,14 @@ export class EntityStore {
     /** The service clock (rules read it: a notification's expiry). */
     readonly now: () => number = Date.now,
   ) {}
+
+  /** A stored row as callers see it: the wire form, secrets of the table's rules masked. */
+  private wire(def: EntityDef, row: RowRecord): Record<string, unknown> {
+    const out = toWire(def, row);
+    const masked = rulesFor(def.table).maskedFields;
+    if (masked) for (const field of masked) if (out[field] !== undefined && out[field] !== null && out[field] !== '') out[field] = MASK;
+    return out;
+  }
 
   addHooks(hooks: EntityHooks): void {
     this.hooks.push(hooks);
@@ -146,7 +154,7 @@ export class EntityStore {
 
   list(def: EntityDef, grant: AccessGrant, filter: Filter = {}, extra?: Where): Entity[] {
     const rows = this.selectRows(def, grant, 'read', combine(filter.where, extra), filter);
-    const entities = rows.map((row) => toWire(def, row));
+    const entities = rows.map((row) => this.wire(def, row));
     if (filter.include?.length) this.expandIncludes(def, grant, entities, filter.include);
     return filter.fields || filter.excludeFields ? entities.map((e) => pickFields(e, filter)) : entities;
   }
@@ -160,7 +168,7 @@ export class EntityStore {
   get(def: EntityDef, grant: AccessGrant, rawId: unknown, filter: Filter = {}, extra?: Where): Entity {
     const id = parseId(def, rawId);
     const row = this.readable(def, grant, id, extra);
-    const entity = toWire(def, row);
+    const entity = this.wire(def, row);
     if (filter.include?.length) this.expandIncludes(def, grant, [entity], filter.include);
     return pickFields(entity, filter);
   }
@@ -262,7 +270,7 @@ export class EntityStore {
     rules.prepare?.(split, ctx);
     this.checkParents(def, grant, split, null);
     if (def.textId && split.id === undefined) split.id = randomUUID();
-    rules.validate?.(toWire(def, { id: split.id ?? 0, meta_data: JSON.stringify(split.meta), ...split.columns }), ctx);
+    rules.validate?.(this.wire(def, { id: split.id ?? 0, meta_data: JSON.stringify(split.meta), ...split.columns }), ctx);
     this.checkUniqueName(def, rules, split, null);
     const names = ['meta_data', ...Object.keys(split.columns)];
     const values: unknown[] = [JSON.stringify(split.meta), ...Object.values(split.columns)];
@@ -282,7 +290,7 @@ export class EntityStore {
     if (!this.allowed(def, grant, 'write', id)) {
       throw forbidden(`cannot create ${def.urlNames[0]} outside your access grant`);
     }
-    const entity = toWire(def, this.rowById(def, id)!);
+    const entity = this.wire(def, this.rowById(def, id)!);
     for (const h of this.hooks) h.afterCreate?.(def, entity, grant);
     return entity;
   }
@@ -301,7 +309,7 @@ export class EntityStore {
     rules.prepare?.(split, ctx);
     this.checkParents(def, grant, split, row);
     const meta = { ...currentMeta, ...split.meta };
-    rules.validate?.(toWire(def, { ...row, ...split.columns, meta_data: JSON.stringify(meta) }), ctx);
+    rules.validate?.(this.wire(def, { ...row, ...split.columns, meta_data: JSON.stringify(meta) }), ctx);
     this.checkUniqueName(def, rules, split, row);
     const names = ['meta_data', ...Object.keys(split.columns)];
     const values = [JSON.stringify(meta), ...Object.values(split.columns)];
@@ -315,8 +323,8 @@ export class EntityStore {
     if (!this.allowed(def, grant, 'write', id)) throw forbidden(`cannot move ${def.urlNames[0]} ${id} outside your access grant`);
     const stored = this.rowById(def, id)!;
     this.writing?.undo.push(() => this.restore(def, row, stored, split));
-    const after = toWire(def, stored);
-    const before = toWire(def, row);
+    const after = this.wire(def, stored);
+    const before = this.wire(def, row);
     for (const h of this.hooks) h.afterUpdate?.(def, before, after, grant);
     return after;
   }
@@ -360,7 +368,7 @@ export class EntityStore {
       this.deleteCascade(relation.child, children, depth + 1);
     }
     for (const row of rows) {
-      const entity = toWire(def, row);
+      const entity = this.wire(def, row);
       for (const h of this.hooks) h.beforeDelete?.(def, entity);
     }
     this.db.prepare(`DELETE FROM ${ident(def.table)} WHERE id IN (SELECT value FROM json_each(?))`).run(ids);

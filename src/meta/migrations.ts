@@ -109,4 +109,15 @@ export const MIGRATIONS: readonly string[] = [
      error TEXT
    );
    CREATE INDEX process_jobs_started ON process_jobs (started_ms);`,
+  // 7: connector backfills (src/connector/service.ts), resumable after a restart.
+  `CREATE TABLE connector_backfills (
+     id TEXT PRIMARY KEY,
+     owner TEXT NOT NULL,
+     request TEXT NOT NULL,
+     cursor TEXT NOT NULL,
+     written INTEGER NOT NULL,
+     skipped INTEGER NOT NULL,
+     status TEXT NOT NULL,
+     updated_ms INTEGER NOT NULL
+   );`,
 ];

@@ -35,7 +35,15 @@ export interface EntityRules {
    * its existence is not disclosed (notifications: "absent or invisible, not distinguished").
    */
   invisibleIsAbsent?: boolean;
+  /**
+   * Fields stored as secrets (encrypted by `prepare`): every read answers `"********"` for a
+   * stored value; writing `"********"` back keeps the stored one.
+   */
+  maskedFields?: readonly string[];
 }
+
+/** What a masked field reads as, and what written back keeps the stored secret. */
+export const MASK = '********';
 
 export const NOTIFICATION_SEVERITIES = ['info', 'warn', 'error', 'critical'] as const;
 export const NOTIFICATION_SOURCES = ['monitor', 'process_manager', 'licensing', 'backup', 'system', 'admin', 'custom'] as const;
@@ -81,8 +89,16 @@ const ENTITY_RULES: Readonly<Record<string, EntityRules>> = {
   },
 };
 
+/** Rules added at start by subsystems that own a table's secrets (the connector's `connections`). */
+const ADDED_RULES = new Map<string, EntityRules>();
+
 export function rulesFor(table: string): EntityRules {
-  return ENTITY_RULES[table] ?? {};
+  return ADDED_RULES.get(table) ?? ENTITY_RULES[table] ?? {};
+}
+
+/** Sets the rules of `table` (a subsystem that needs state the static rules cannot hold, such as a key). */
+export function setEntityRules(table: string, rules: EntityRules): void {
+  ADDED_RULES.set(table, rules);
 }
 
 /**

@@ -15,6 +15,7 @@ import type { StorageService } from '../storage/service.js';
 import type { NotificationService } from '../notifications/service.js';
 import type { MonitorService } from '../monitor/service.js';
 import type { BackupService } from '../backup/service.js';
+import type { ConnectorService } from '../connector/service.js';
 import type { RouteDef } from '../http/route.js';
 import type { ServiceHealth } from '../subsystems.js';
 
@@ -37,6 +38,8 @@ export interface ServiceContext {
   readonly monitor: MonitorService;
   /** Backups, restores and their schedule. */
   readonly backups: BackupService;
+  /** The PI Web API connector: browse and backfill. */
+  readonly connector: ConnectorService;
   /** The port actually bound (differs from config when it is 0). */
   boundPort(): number;
   /** Health of every subsystem (GET /svcapi/health). */

@@ -12,6 +12,7 @@ import { IngestService } from '../ingest/service.js';
 import { notificationRoutes } from './notifications.js';
 import { monitorRoutes } from './monitor.js';
 import { backupRoutes } from './backup.js';
+import { connectorRoutes } from './connector.js';
 import { processLogRoutes } from './process-log.js';
 import { queryRoutes } from './queries.js';
 import { tagMappingRoutes } from './tag-mappings.js';
@@ -56,6 +57,13 @@ export function buildSubsystems(ctx: ServiceContext): Subsystem[] {
       start: () => ctx.backups.start(),
       stop: () => ctx.backups.stop(),
       health: () => ctx.backups.health(),
+    },
+    {
+      name: 'connector',
+      routes: () => connectorRoutes(ctx, ctx.connector),
+      start: () => ctx.connector.start(),
+      stop: () => ctx.connector.stop(),
+      health: () => ctx.connector.health(),
     },
     {
       name: 'monitor',
