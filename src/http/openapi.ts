@@ -51,7 +51,7 @@ export interface OpenApiDocument {
   tags: Array<{ name: string }>;
   paths: Record<string, Record<string, OpenApiOperation>>;
   components: {
-    securitySchemes: Record<string, { type: 'http'; scheme: 'bearer'; bearerFormat: string }>;
+    securitySchemes: Record<string, { type: 'http'; scheme: 'bearer' | 'basic'; bearerFormat?: string; description?: string }>;
     schemas: Record<string, JsonSchema>;
   };
 }
@@ -85,7 +85,10 @@ export function buildOpenApi(
     tags: tags.map((name) => ({ name })),
     paths,
     components: {
-      securitySchemes: { bearerAuth: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' } },
+      securitySchemes: {
+        bearerAuth: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' },
+        basicAuth: { type: 'http', scheme: 'basic', description: 'an account email and password (ingest routes, as InfluxDB clients send them; `Token <jwt>` and `u`/`p` work there too)' },
+      },
       schemas: { Error: toOpenApiSchema(ERROR_SCHEMA) },
     },
   };
@@ -104,7 +107,7 @@ function buildOperation(route: RouteDef, operationId: string): OpenApiOperation 
     summary: route.summary,
     description: describeRoute(route),
     tags: [route.tag],
-    security: route.auth === 'public' ? [] : [{ bearerAuth: [] }],
+    security: route.auth === 'public' ? [] : route.authenticate ? [{ bearerAuth: [] }, { basicAuth: [] }] : [{ bearerAuth: [] }],
     responses: {},
   };
   const parameters = [...pathParameters(route), ...queryParameters(route)];
