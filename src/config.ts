@@ -72,6 +72,16 @@ export interface Config {
     readonly allowedHosts: readonly string[];
     readonly recordedPageSize: number;
   };
+  readonly cluster: {
+    readonly enabled: boolean;
+    readonly nodeId: string;
+    readonly advertiseUrl: string;
+    readonly etcd: { readonly endpoints: readonly string[] };
+    readonly electionTtlSeconds: number;
+    readonly writeAck: 'local' | 'one';
+    readonly ackTimeoutMs: number;
+    readonly secretFile: string | null;
+  };
   readonly ingest: {
     readonly maxBodyBytes: number;
     readonly rateLimitPerMinute: number;

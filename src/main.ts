@@ -10,7 +10,10 @@ import { JobLog } from './jobs/job-log.js';
 import { BackupService } from './backup/service.js';
 import { ConnectorService } from './connector/service.js';
 import { recoverInterruptedRestore } from './backup/restore-marker.js';
-import { loadOrCreateSecret, TokenService } from './auth/tokens.js';
+import { loadOrCreateSecret, readClusterSecret, TokenService } from './auth/tokens.js';
+import { ClusterService } from './cluster/service.js';
+import { mutates } from './http/route.js';
+import { HttpError } from './http/errors.js';
 import { AccountStore } from './auth/users.js';
 import { ConfigError, loadConfig, type Config } from './config.js';
 import { claimDataDir } from './data-dir.js';
@@ -63,7 +66,9 @@ export async function startService(config: Config, log: Logger, env: NodeJS.Proc
     const storage = new StorageService(config, db, log);
     entities.addHooks(storage.entityHooks((job) => entities.defer(job)));
     const auth = config.auth;
-    const secret = loadOrCreateSecret(config.dataDir);
+    // A cluster's nodes share one signing secret, so a token from one node works on all.
+    const secret = config.cluster.enabled ? readClusterSecret(config.cluster.secretFile) : loadOrCreateSecret(config.dataDir);
+    const cluster = new ClusterService(config, log);
     const accounts = new AccountStore(db, secret);
     entities.addHooks(accounts.entityHooks());
     const tokens = new TokenService(secret, auth.tokenLifetimeSeconds, auth.tokenCacheSeconds, auth.tokenCacheMaxEntries, accounts, clock);
@@ -81,7 +86,7 @@ export async function startService(config: Config, log: Logger, env: NodeJS.Proc
 
     let port = config.server.port;
     let host!: SubsystemHost;
-    const ctx: ServiceContext = { config, log, db, accounts, tokens, passwordLogin, jobs, tls, entities, storage, notifications, monitor, backups, connector, boundPort: () => port, health: () => host.health(), routeTable: () => routes };
+    const ctx: ServiceContext = { config, log, db, accounts, tokens, passwordLogin, jobs, tls, entities, storage, notifications, monitor, backups, connector, cluster, boundPort: () => port, health: () => host.health(), routeTable: () => routes };
     host = new SubsystemHost(buildSubsystems(ctx), log);
     const routes = host.routes();
     await host.start();
@@ -101,7 +106,15 @@ export async function startService(config: Config, log: Logger, env: NodeJS.Proc
       },
       tls,
       streamStallTimeoutMs: config.storage.resultStallTimeoutMs,
-      maintenance: () => backups.maintenanceReason(),
+      admit: (def) => {
+        if (!mutates(def)) return null;
+        if (!def.anyNode) {
+          const notLeader = cluster.notLeader();
+          if (notLeader) return notLeader;
+        }
+        const restoring = def.maintenanceExempt ? null : backups.maintenanceReason();
+        return restoring ? new HttpError('UNAVAILABLE', restoring, { 'retry-after': '5' }) : null;
+      },
     });
     port = await server.listen(config.server.host, config.server.port);
     log.info(

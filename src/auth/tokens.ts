@@ -66,6 +66,16 @@ export function loadOrCreateSecret(dataDir: string): Buffer {
   return secret;
 }
 
+/** The signing secret a cluster's nodes share (cluster.secretFile): at least 32 bytes, hex or raw. */
+export function readClusterSecret(file: string | null): Buffer {
+  if (!file) throw new Error('cluster.secretFile is required when cluster.enabled is true (every node reads the same one)');
+  const content = fs.readFileSync(file);
+  const text = content.toString('utf8').trim();
+  const secret = /^[0-9a-fA-F]+$/.test(text) && text.length % 2 === 0 ? Buffer.from(text, 'hex') : content;
+  if (secret.length < 32) throw new Error(`cluster.secretFile ${file} holds ${secret.length} bytes; at least 32 are needed`);
+  return secret;
+}
+
 type AccountNow = NonNullable<ReturnType<CurrentAccounts['current']>>;
 
 /** A verified token, and the claims it last ran with for the account state they were built from. */

@@ -23,13 +23,16 @@ export class HttpError extends Error {
   readonly code: ErrorCode;
   readonly status: number;
   readonly headers: Record<string, string> | undefined;
+  /** Fields the error body carries beside its message (a secondary's `leader`). */
+  readonly details: Record<string, unknown> | undefined;
 
-  constructor(code: ErrorCode, message: string, headers?: Record<string, string>) {
+  constructor(code: ErrorCode, message: string, headers?: Record<string, string>, details?: Record<string, unknown>) {
     super(message);
     this.name = 'HttpError';
     this.code = code;
     this.status = ERROR_CODES[code].status;
     this.headers = headers;
+    this.details = details;
   }
 
   /** The plain form that crosses a thread boundary. */
@@ -60,7 +63,7 @@ export function errorBody(shape: ErrorShape, message: string, status = 500): Rec
 export function toErrorReply(err: unknown, shape: ErrorShape): { status: number; body: string; headers?: Record<string, string> } {
   if (isWireConvertible(err)) err = HttpError.fromWire(err.toWire());
   if (err instanceof HttpError) {
-    return { status: err.status, body: JSON.stringify(errorBody(shape, err.message, err.status)), headers: err.headers };
+    return { status: err.status, body: JSON.stringify({ ...errorBody(shape, err.message, err.status), ...err.details }), headers: err.headers };
   }
   return { status: 500, body: JSON.stringify(errorBody(shape, 'internal error', 500)) };
 }

@@ -135,6 +135,8 @@ export interface RouteDef {
   authenticate?: (req: { headers: Readonly<Record<string, string>>; query: Record<string, unknown>; remoteAddress: string; path: string }) => Claims | Promise<Claims>;
   /** Mutating, yet served while a restore runs (the backup routes themselves); every other mutating route answers 503 then. */
   maintenanceExempt?: boolean;
+  /** Mutating, yet served by every node of a cluster (login, shadow_write); other mutating routes answer 503 on a secondary. */
+  anyNode?: boolean;
   /** Error body shape: `{error}` (default), `{status: "error", message}`, or InfluxDB 2's `{code, message}`. */
   errorShape?: ErrorShape;
   handler: Handler;

@@ -27,8 +27,8 @@ export interface ServerOptions {
   tls: { keyFile: string; certFile: string };
   /** A streamed response whose client takes nothing for this long is closed. */
   streamStallTimeoutMs: number;
-  /** Why mutating requests must answer 503 now (a restore is running), or null. */
-  maintenance?: () => string | null;
+  /** The refusal of a request before its handler runs (a restore under way, a node that is not the leader), or null. */
+  admit?: (def: RouteDef) => HttpError | null;
 }
 
 /** What one request may bring (settings under `server.`). */
@@ -406,8 +406,8 @@ export class HttpServer {
     let result: Reply | Promise<Reply>;
     ex.handlerStarted = true;
     try {
-      const paused = mutates(route.def) && !route.def.maintenanceExempt ? this.opts.maintenance?.() : null;
-      if (paused) throw new HttpError('UNAVAILABLE', paused, { 'retry-after': '5' });
+      const refused = this.opts.admit?.(route.def);
+      if (refused) throw refused;
       result = route.def.handler(request);
     } catch (err) {
       this.giveBack(ex);

@@ -120,4 +120,12 @@ export const MIGRATIONS: readonly string[] = [
      status TEXT NOT NULL,
      updated_ms INTEGER NOT NULL
    );`,
+  // 8: shadow writes applied, by (epoch, seq), so a repeated one is not applied twice.
+  `CREATE TABLE shadow_writes_applied (
+     epoch INTEGER NOT NULL,
+     seq INTEGER NOT NULL,
+     points INTEGER NOT NULL,
+     applied_ms INTEGER NOT NULL,
+     PRIMARY KEY (epoch, seq)
+   ) WITHOUT ROWID;`,
 ];

@@ -92,7 +92,7 @@ export function authRoutes(ctx: ServiceContext): RouteDef[] {
       },
     },
     {
-      method: 'POST', path: '/svcapi/login', auth: 'public', tag: 'Authentication',
+      method: 'POST', path: '/svcapi/login', auth: 'public', tag: 'Authentication', anyNode: true,
       summary: 'Exchange email and password for an access token',
       description:
         `401 "${INVALID_CREDENTIALS}" on a wrong email or password; 400 for an email that is not a valid address; ` +

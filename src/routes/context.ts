@@ -16,6 +16,7 @@ import type { NotificationService } from '../notifications/service.js';
 import type { MonitorService } from '../monitor/service.js';
 import type { BackupService } from '../backup/service.js';
 import type { ConnectorService } from '../connector/service.js';
+import type { ClusterService } from '../cluster/service.js';
 import type { RouteDef } from '../http/route.js';
 import type { ServiceHealth } from '../subsystems.js';
 
@@ -40,6 +41,8 @@ export interface ServiceContext {
   readonly backups: BackupService;
   /** The PI Web API connector: browse and backfill. */
   readonly connector: ConnectorService;
+  /** Leader election and fencing (a single node leads). */
+  readonly cluster: ClusterService;
   /** The port actually bound (differs from config when it is 0). */
   boundPort(): number;
   /** Health of every subsystem (GET /svcapi/health). */

@@ -13,6 +13,7 @@ import { notificationRoutes } from './notifications.js';
 import { monitorRoutes } from './monitor.js';
 import { backupRoutes } from './backup.js';
 import { connectorRoutes } from './connector.js';
+import { clusterRoutes } from './cluster.js';
 import { processLogRoutes } from './process-log.js';
 import { queryRoutes } from './queries.js';
 import { tagMappingRoutes } from './tag-mappings.js';
@@ -71,6 +72,14 @@ export function buildSubsystems(ctx: ServiceContext): Subsystem[] {
       start: () => ctx.monitor.start(),
       stop: () => ctx.monitor.stop(),
       health: () => ctx.monitor.health(),
+    },
+    {
+      // Last to start (campaign once everything serves), first to stop (hand leadership on at once).
+      name: 'cluster',
+      routes: () => clusterRoutes(ctx),
+      start: () => ctx.cluster.start(),
+      stop: () => ctx.cluster.stop(),
+      health: () => ctx.cluster.health(),
     },
   ];
 }
