@@ -8,6 +8,9 @@
 // the expected answer, and what it saw (requests, headers, query parameters) shows how the
 // service asked. One simulator serves the whole file; the browse and backfill tests share one
 // service, and the allowedHosts and resume tests start their own.
+//
+// Tests marked `todo` fail on main at 608d979 (reported with issue 18): they run and show their
+// failure without failing the suite; drop the `todo` when the fix lands.
 
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
