@@ -7,7 +7,7 @@ import { decodeFormat1, decodeFormat2 } from '../native-free-codecs/query-format
 import { prng } from '../test/support/prng.js';
 import { STEP_MS, type Chunk, type Dataset, type Scope, hsw1, tagKeyedJson } from './dataset.js';
 import { startHealthProbe } from './health-probe.js';
-import { describeReply, ingest, percentiles, rateLoop, rawQuery, type IngestResult, type RateResult, type QueryLoad, type RawQueryResult } from './runner.js';
+import { BenchError, describeReply, ingest, percentiles, rateLoop, rawQuery, sleep, type IngestResult, type RateResult, type QueryLoad, type RawQueryResult } from './runner.js';
 import { diskUsage, json, type DiskUsage, type HttpsClient, type OurService, type Reply } from './service.js';
 
 export const ORG = 'bench';
@@ -236,4 +236,31 @@ export function lastlistQueries(label: string, client: HttpsClient, connections:
       }
     },
   });
+}
+
+/** A process-log job (`GET /svcapi/process-log/{id}`), the fields the scripts read. */
+export interface JobRecord {
+  id: string;
+  status: 'running' | 'done' | 'failed';
+  started_ms: number;
+  finished_ms: number | null;
+  progress: number;
+  message: string;
+  error: string | null;
+}
+
+/**
+ * Polls a background job (backup, backfill) every `pollMs` until it is done; a failed job is an
+ * error. Figures come from the job's own started_ms and finished_ms, so polling does not count.
+ */
+export async function waitForJob(client: HttpsClient, id: string, pollMs = 50, onProgress?: (job: JobRecord) => void): Promise<JobRecord> {
+  for (;;) {
+    const reply = await client.get(`/svcapi/process-log/${encodeURIComponent(id)}`);
+    if (reply.status !== 200) throw describeReply(`GET /svcapi/process-log/${id}`, reply);
+    const job = json(reply) as JobRecord;
+    if (job.status === 'failed') throw new BenchError(`job ${id} failed: ${job.error}`);
+    if (job.status === 'done' && job.finished_ms !== null) return job;
+    onProgress?.(job);
+    await sleep(pollMs);
+  }
 }
