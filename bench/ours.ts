@@ -5,6 +5,7 @@ import path from 'node:path';
 import { unpack } from 'msgpackr';
 import { decodeFormat1, decodeFormat2 } from '../native-free-codecs/query-formats.js';
 import { prng } from '../test/support/prng.js';
+import type { JobRecord } from '../src/jobs/job-log.js';
 import { STEP_MS, type Chunk, type Dataset, type Scope, hsw1, tagKeyedJson } from './dataset.js';
 import { startHealthProbe } from './health-probe.js';
 import { BenchError, describeReply, ingest, percentiles, rateLoop, rawQuery, sleep, type IngestResult, type RateResult, type QueryLoad, type RawQueryResult } from './runner.js';
@@ -238,16 +239,8 @@ export function lastlistQueries(label: string, client: HttpsClient, connections:
   });
 }
 
-/** A process-log job (`GET /svcapi/process-log/{id}`), the fields the scripts read. */
-export interface JobRecord {
-  id: string;
-  status: 'running' | 'done' | 'failed';
-  started_ms: number;
-  finished_ms: number | null;
-  progress: number;
-  message: string;
-  error: string | null;
-}
+/** A process-log job as `GET /svcapi/process-log/{id}` answers it. */
+export type { JobRecord };
 
 /**
  * Polls a background job (backup, backfill) every `pollMs` until it is done; a failed job is an
