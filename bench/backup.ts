@@ -28,9 +28,9 @@
 
 import { execFileSync } from 'node:child_process';
 import { Dataset, type Scope } from './dataset.js';
-import { countStoredPoints, createCollection, fastQueryUrl, ingestOurs, scopeFor, sealNow, withHealthProbe, type HealthFigures } from './ours.js';
+import { countStoredPoints, createCollection, fastQueryUrl, ingestOurs, scopeFor, sealNow, waitForJob, withHealthProbe, type HealthFigures } from './ours.js';
 import {
-  BenchError, commandLine, describeReply, int, machine, markdownTable, mib, ms, num, otherLoad, Phases, positiveIntOption, sizeOptions, sleep, type IngestResult,
+  BenchError, commandLine, describeReply, int, machine, markdownTable, mib, ms, num, otherLoad, Phases, positiveIntOption, sizeOptions, type IngestResult,
 } from './runner.js';
 import { cpuMeter, json, processCpuSeconds, startOurService, waitForQuiet } from './service.js';
 
@@ -40,8 +40,6 @@ const rounds = positiveIntOption(values, 'rounds', sizes.quick ? 1 : 3);
 const ingestDays = positiveIntOption(values, 'ingest-days', sizes.quick ? 1 : 4);
 
 const SETTINGS = { storage: { sealGraceMs: 100 * 365 * 86_400_000 } };
-/** How often a running job is polled; the figures come from the job's own times, not from this. */
-const POLL_MS = 50;
 const METADATA = { equipment: 200, tagmeta: 5000, users: 20, perRequest: 500 };
 
 const dataset = new Dataset(sizes);
@@ -70,14 +68,6 @@ const notePeak = (after: string) => peaks.push(`${after} ${mib(service.process.p
 
 type BackupKind = 'sqlite' | 'timeseries';
 
-interface JobRecord {
-  id: string;
-  status: 'running' | 'done' | 'failed';
-  started_ms: number;
-  finished_ms: number | null;
-  error: string | null;
-}
-
 interface BackupRun {
   file: string;
   bytes: number;
@@ -89,24 +79,13 @@ interface BackupRun {
   otherCores: number;
 }
 
-async function waitForJob(id: string): Promise<JobRecord> {
-  for (;;) {
-    const reply = await admin.get(`/svcapi/process-log/${encodeURIComponent(id)}`);
-    if (reply.status !== 200) throw describeReply(`GET /svcapi/process-log/${id}`, reply);
-    const job = json(reply) as JobRecord;
-    if (job.status === 'failed') throw new BenchError(`job ${id} failed: ${job.error}`);
-    if (job.status === 'done' && job.finished_ms !== null) return job;
-    await sleep(POLL_MS);
-  }
-}
-
 /** One backup of `kind`, started and waited for; its file as `/list` describes it. */
 async function runBackup(kind: BackupKind): Promise<BackupRun> {
   const other = cpuMeter();
   const cpuBefore = processCpuSeconds(service.process.pid);
   const started = await admin.postJson('/api/admin/backup/run', { kind });
   if (started.status !== 200) throw describeReply(`POST /api/admin/backup/run (${kind})`, started);
-  const job = await waitForJob(json(started).job_id as string);
+  const job = await waitForJob(admin, json(started).job_id as string);
   const serverCpuSeconds = processCpuSeconds(service.process.pid) - cpuBefore;
   const otherCores = other();
   const status = await admin.get('/api/admin/backup/status');

@@ -5,9 +5,10 @@ import path from 'node:path';
 import { unpack } from 'msgpackr';
 import { decodeFormat1, decodeFormat2 } from '../native-free-codecs/query-formats.js';
 import { prng } from '../test/support/prng.js';
+import type { JobRecord } from '../src/jobs/job-log.js';
 import { STEP_MS, type Chunk, type Dataset, type Scope, hsw1, tagKeyedJson } from './dataset.js';
 import { startHealthProbe } from './health-probe.js';
-import { describeReply, ingest, percentiles, rateLoop, rawQuery, type IngestResult, type RateResult, type QueryLoad, type RawQueryResult } from './runner.js';
+import { BenchError, describeReply, ingest, percentiles, rateLoop, rawQuery, sleep, type IngestResult, type RateResult, type QueryLoad, type RawQueryResult } from './runner.js';
 import { diskUsage, json, type DiskUsage, type HttpsClient, type OurService, type Reply } from './service.js';
 
 export const ORG = 'bench';
@@ -236,4 +237,23 @@ export function lastlistQueries(label: string, client: HttpsClient, connections:
       }
     },
   });
+}
+
+/** A process-log job as `GET /svcapi/process-log/{id}` answers it. */
+export type { JobRecord };
+
+/**
+ * Polls a background job (backup, backfill) every `pollMs` until it is done; a failed job is an
+ * error. Figures come from the job's own started_ms and finished_ms, so polling does not count.
+ */
+export async function waitForJob(client: HttpsClient, id: string, pollMs = 50, onProgress?: (job: JobRecord) => void): Promise<JobRecord> {
+  for (;;) {
+    const reply = await client.get(`/svcapi/process-log/${encodeURIComponent(id)}`);
+    if (reply.status !== 200) throw describeReply(`GET /svcapi/process-log/${id}`, reply);
+    const job = json(reply) as JobRecord;
+    if (job.status === 'failed') throw new BenchError(`job ${id} failed: ${job.error}`);
+    if (job.status === 'done' && job.finished_ms !== null) return job;
+    onProgress?.(job);
+    await sleep(pollMs);
+  }
 }

@@ -11,6 +11,7 @@ import {
   encodeWebId,
   formatPiTime,
   parsePiTime,
+  PiModel,
   PiSimulator,
   plantModel,
   selectFields,
@@ -573,6 +574,36 @@ describe('recorded values', () => {
         ['2024-01-01T00:00:02Z', 2, true, true, 'K'],
       ],
     );
+  });
+
+  test('a generated series with a walk drifts slowly and keeps the decimals it is given', () => {
+    const series = (walk: number, decimals?: number) =>
+      new PiModel({
+        servers: [{ name: 'S', databases: [{ name: 'D', elements: [{ name: 'E', attributes: [{ name: 'A', recorded: {
+          startMs: HISTORY_START, intervalMs: 1000, count: 100_000, base: 50, amplitude: 0, noise: 0.2, walk, walkEveryValues: 60, decimals, badRatio: 0,
+        } }] }] }] }],
+      });
+    const valuesOf = (model: PiModel) => {
+      const attribute = model.byDisplayPath('\\\\S\\D\\E|A');
+      if (attribute?.kind !== 'Attribute') throw new Error('no attribute A in the model');
+      return [...model.recordedBetween(attribute, 0, Number.MAX_SAFE_INTEGER)].map((v) => v.value as number);
+    };
+    /** Means of consecutive hours: how far the level moves. */
+    const hourMeans = (values: number[]) =>
+      Array.from({ length: Math.floor(values.length / 3600) }, (_, h) => values.slice(h * 3600, (h + 1) * 3600).reduce((a, b) => a + b, 0) / 3600);
+    const spread = (xs: number[]) => Math.max(...xs) - Math.min(...xs);
+
+    const walking = valuesOf(series(0.2, 2));
+    assert.equal(walking.length, 100_000);
+    assert.ok(walking.every((v) => Math.round(v * 100) / 100 === v), 'two decimals at most');
+    assert.ok(walking.some((v) => Math.round(v * 10) / 10 !== v), 'and two decimals used');
+    // Each step moves by the noise and 1/60 of a walk step at most (plus rounding).
+    assert.ok(walking.every((v, i) => i === 0 || Math.abs(v - walking[i - 1]!) <= 0.2 + 0.2 / 60 + 0.011));
+    assert.ok(spread(hourMeans(walking)) > 1, `the level wanders: hourly means spread ${spread(hourMeans(walking))}`);
+
+    const still = valuesOf(series(0));
+    assert.ok(spread(hourMeans(still)) < 0.05, 'without a walk the level stays at base');
+    assert.ok(still.some((v) => Math.round(v * 100) / 100 !== v), 'three decimals by default');
   });
 });
 

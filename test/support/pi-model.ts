@@ -39,6 +39,14 @@ export interface GeneratedSeries {
   amplitude?: number;
   periodValues?: number;
   noise?: number;
+  /**
+   * For numeric types: a slow random walk added to the wave. Every `walkEveryValues` values
+   * (default 60) the level moves by a uniform draw in ±walk, linearly in between. Default 0.
+   */
+  walk?: number;
+  walkEveryValues?: number;
+  /** Decimals non-integer numeric values are rounded to. Default 3. */
+  decimals?: number;
   /** For EnumerationValue attributes: how many consecutive values keep the same state. Default 30. */
   stateRunLength?: number;
 }
@@ -205,6 +213,9 @@ const INTEGER_TYPES = new Set(['Int16', 'Int32', 'Int64', 'Byte']);
 class GeneratedSource implements RecordedSource {
   readonly count: number;
   private readonly badThreshold: number;
+  /** The walk's level at every `walkEveryValues`-th value; empty without a walk. */
+  private readonly walkLevels: Float64Array;
+  private readonly walkEvery: number;
 
   constructor(
     private readonly series: GeneratedSeries,
@@ -216,6 +227,14 @@ class GeneratedSource implements RecordedSource {
     }
     this.count = series.count;
     this.badThreshold = Math.floor((series.badRatio ?? 0.01) * 4294967296);
+    // A random walk has no closed form for value i, so its levels are summed once here: one
+    // number per walkEveryValues values keeps random access cheap for millions of values.
+    this.walkEvery = series.walkEveryValues ?? 60;
+    const walk = series.walk ?? 0;
+    this.walkLevels = new Float64Array(walk > 0 ? Math.ceil(series.count / this.walkEvery) + 2 : 0);
+    for (let k = 1; k < this.walkLevels.length; k++) {
+      this.walkLevels[k] = this.walkLevels[k - 1]! + walk * (2 * unit(mix(streamSeed ^ 0x68e31da4, k)) - 1);
+    }
   }
 
   timestampAt(index: number): number {
@@ -256,8 +275,17 @@ class GeneratedSource implements RecordedSource {
     const amplitude = this.series.amplitude ?? 10;
     const period = this.series.periodValues ?? 3600;
     const noise = this.series.noise ?? 1;
-    const raw = base + amplitude * Math.sin((2 * Math.PI * index) / period) + noise * (noiseDraw - 0.5);
-    return INTEGER_TYPES.has(type) ? Math.round(raw) : Math.round(raw * 1000) / 1000;
+    const raw = base + amplitude * Math.sin((2 * Math.PI * index) / period) + this.walkAt(index) + noise * (noiseDraw - 0.5);
+    if (INTEGER_TYPES.has(type)) return Math.round(raw);
+    const scale = 10 ** (this.series.decimals ?? 3);
+    return Math.round(raw * scale) / scale;
+  }
+
+  private walkAt(index: number): number {
+    if (this.walkLevels.length === 0) return 0;
+    const k = Math.floor(index / this.walkEvery);
+    const from = this.walkLevels[k]!;
+    return from + (this.walkLevels[k + 1]! - from) * ((index % this.walkEvery) / this.walkEvery);
   }
 }
 
