@@ -376,7 +376,10 @@ export class EntityStore {
 
   private checkAdminOnlyFields(rules: EntityRules, grant: AccessGrant, split: SplitEntity, current: Record<string, unknown> | null): void {
     if (grant.isAdmin) return;
+    const masked = rules.maskedFields ?? [];
     for (const field of rules.adminOnlyFields ?? []) {
+      // A masked secret written back as read ("********") over a stored one changes nothing.
+      if (masked.includes(field) && split.meta[field] === MASK && current?.[field] !== undefined) continue;
       if (field in split.meta && JSON.stringify(split.meta[field]) !== JSON.stringify(current?.[field])) {
         throw forbidden(`only an admin can set ${field}`);
       }
