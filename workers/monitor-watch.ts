@@ -38,8 +38,14 @@ interface CollectionWatch {
 
 const fresh = (): Extremes => ({ maxTs: NaN, max: -Infinity, minTs: NaN, min: Infinity, points: 0, lastTs: -Infinity, last: NaN, backfillTs: -Infinity, beforeBackfillTs: NaN, beforeBackfill: NaN });
 
+/** Bound on tags whose backfills are remembered (over it the memory starts again). */
+const MAX_BACKFILLED_TAGS = 200_000;
+
 export class MonitorWatch {
   private readonly collections = new Map<string, CollectionWatch>();
+  /** Per collection and tag: the newest backfilled time and the live point before the first backfill. */
+  private readonly backfilled = new Map<string, Map<string, { backfillTs: number; beforeBackfillTs: number; beforeBackfill: number }>>();
+  private backfilledTags = 0;
 
   constructor(private readonly store: ShardStore) {}
 
@@ -79,27 +85,61 @@ export class MonitorWatch {
    */
   beforeBackfill(collectionId: string, batch: PointBatch): void {
     const watch = this.collections.get(collectionId);
-    if (!watch) return;
-    const one = new Float64Array(MONITOR_SAMPLE_STRIDE).fill(NaN);
+    let seen = this.backfilled.get(collectionId);
+    if (!seen) {
+      if (this.backfilledTags >= MAX_BACKFILLED_TAGS) {
+        this.backfilled.clear();
+        this.backfilledTags = 0;
+      }
+      this.backfilled.set(collectionId, (seen = new Map()));
+    }
+    const one = new Float64Array(MONITOR_SAMPLE_STRIDE);
     for (let t = 0; t < batch.tagNames.length; t++) {
-      const e = watch.byTag.get(batch.tagNames[t]);
-      if (!e || batch.tagStart[t] === batch.tagStart[t + 1]) continue;
-      if (e.backfillTs === -Infinity) {
-        const id = this.store.tagIndex(collectionId, batch.tagNames[t]);
+      if (batch.tagStart[t] === batch.tagStart[t + 1]) continue;
+      const tag = batch.tagNames[t];
+      // Kept whether or not the tag is watched now: a rule made later must not take a backfilled point for the current value.
+      let mark = seen.get(tag);
+      if (!mark) {
+        mark = { backfillTs: -Infinity, beforeBackfillTs: NaN, beforeBackfill: NaN };
+        const id = this.store.tagIndex(collectionId, tag);
         if (id >= 0) {
           one.fill(NaN);
           this.store.lastValuesInto(collectionId, Int32Array.of(id), one, MONITOR_SAMPLE_STRIDE);
-          e.beforeBackfillTs = one[0];
-          e.beforeBackfill = one[1];
+          mark.beforeBackfillTs = one[0];
+          mark.beforeBackfill = one[1];
         }
+        seen.set(tag, mark);
+        this.backfilledTags++;
       }
-      for (let i = batch.tagStart[t]; i < batch.tagStart[t + 1]; i++) if (batch.timestamps[i] > e.backfillTs) e.backfillTs = batch.timestamps[i];
+      for (let i = batch.tagStart[t]; i < batch.tagStart[t + 1]; i++) if (batch.timestamps[i] > mark.backfillTs) mark.backfillTs = batch.timestamps[i];
+      const e = watch?.byTag.get(tag);
+      if (e) {
+        if (e.backfillTs === -Infinity) {
+          e.beforeBackfillTs = mark.beforeBackfillTs;
+          e.beforeBackfill = mark.beforeBackfill;
+        }
+        if (mark.backfillTs > e.backfillTs) e.backfillTs = mark.backfillTs;
+      }
     }
+  }
+
+  /** A new watch of a tag, knowing what was backfilled into it before (so its first sample is not a backfilled point). */
+  private freshFor(collectionId: string, tag: string): Extremes {
+    const e = fresh();
+    const mark = this.backfilled.get(collectionId)?.get(tag);
+    if (mark) {
+      e.backfillTs = mark.backfillTs;
+      e.beforeBackfillTs = mark.beforeBackfillTs;
+      e.beforeBackfill = mark.beforeBackfill;
+    }
+    return e;
   }
 
   /** Forgets every watch (the store is being replaced: its tag ids may change); the next tick sends the lists again. */
   reset(): void {
     this.collections.clear();
+    this.backfilled.clear();
+    this.backfilledTags = 0;
   }
 
   sample(requests: MonitorSampleRequest[]): MonitorSample[] {
@@ -120,7 +160,7 @@ export class MonitorWatch {
     }
     if (tags) {
       const byTag = new Map<string, Extremes>();
-      for (const tag of tags) byTag.set(tag, watch?.byTag.get(tag) ?? fresh());
+      for (const tag of tags) byTag.set(tag, watch?.byTag.get(tag) ?? this.freshFor(collectionId, tag));
       watch = { version, tags: tags.slice(), byTag, extremes: tags.map((tag) => byTag.get(tag)!), tagIds: new Int32Array(tags.length).fill(-1), unknownIds: true };
       this.collections.set(collectionId, watch);
     } else if (!watch || watch.version !== version) {
