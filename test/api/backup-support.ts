@@ -8,6 +8,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { waitFor } from '../support/wait-for.js';
 import type { HttpResult, TestService } from './harness.js';
+import type { JobRecord } from '../../src/jobs/job-log.js';
 
 export const BACKUP = '/api/admin/backup';
 export const DAY = 86_400_000;
@@ -30,16 +31,8 @@ export const collectionId = (s: Scope) => `${s.organization}/${s.site}/${s.unit}
 /** Points per tag, sorted by time: what a query answers. */
 export type Series = Record<string, Array<[number, number]>>;
 
-export interface Job {
-  id: string;
-  kind: string;
-  status: 'running' | 'done' | 'failed';
-  started_ms: number;
-  finished_ms: number | null;
-  progress: number;
-  message: string;
-  error: string | null;
-}
+/** A process-log job as the service answers it. */
+export type Job = JobRecord;
 
 export interface FileInfo {
   file_name: string;

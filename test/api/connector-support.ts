@@ -9,6 +9,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { PiSimulator } from '../support/pi-simulator.js';
 import type { HttpResult, TestService } from './harness.js';
+import type { JobRecord } from '../../src/jobs/job-log.js';
 
 export const C = '/svcapi/connector';
 
@@ -68,16 +69,7 @@ export function project(items: any[], keys: readonly string[]): Array<Record<str
 
 // ---------------------------------------------------------------- process log
 
-export interface JobRecord {
-  id: string;
-  kind: string;
-  status: 'running' | 'done' | 'failed';
-  started_ms: number;
-  finished_ms: number | null;
-  progress: number;
-  message: string;
-  error: string | null;
-}
+export type { JobRecord };
 
 export async function jobOf(svc: TestService, admin: string, id: string): Promise<JobRecord> {
   const res = await svc.get(`/svcapi/process-log/${encodeURIComponent(id)}`, admin);
