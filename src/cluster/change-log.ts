@@ -117,9 +117,11 @@ export class ChangeLog {
           this.db.exec(`CREATE TEMP TRIGGER ${name} AFTER ${event} ON main.${q(t.name)} ${when} BEGIN ${insertEntry(meta)} END`);
         }
       }
-      // The high-water mark per epoch, whoever appended.
       this.db.exec('DROP TRIGGER IF EXISTS temp.clog_position');
-      this.db.exec('CREATE TEMP TRIGGER clog_position AFTER INSERT ON main.cluster_log BEGIN INSERT INTO cluster_epochs (epoch, max_seq) VALUES (NEW.epoch, NEW.seq) ON CONFLICT (epoch) DO UPDATE SET max_seq = MAX(max_seq, excluded.max_seq); END');
+      // The high-water mark per epoch and the log's size, whoever appended.
+      this.db.exec('CREATE TEMP TRIGGER clog_position AFTER INSERT ON main.cluster_log BEGIN INSERT INTO cluster_epochs (epoch, max_seq) VALUES (NEW.epoch, NEW.seq) ON CONFLICT (epoch) DO UPDATE SET max_seq = MAX(max_seq, excluded.max_seq); UPDATE cluster_term SET log_bytes = log_bytes + NEW.bytes WHERE only = 1; END');
+      this.db.exec('DROP TRIGGER IF EXISTS temp.clog_size');
+      this.db.exec('CREATE TEMP TRIGGER clog_size AFTER DELETE ON main.cluster_log BEGIN UPDATE cluster_term SET log_bytes = log_bytes - OLD.bytes WHERE only = 1; END');
     })();
   }
 
@@ -230,21 +232,26 @@ export class ChangeLog {
     return this.bytesAfterStmt.get(afterId) as number;
   }
 
-  /** Drops the oldest entries beyond `maxBytes` in total or older than `maxAgeMs`; returns how many went. */
-  trim(maxBytes: number, maxAgeMs: number, now = Date.now()): number {
-    let removed = this.db.prepare('DELETE FROM cluster_log WHERE created_ms < ?').run(now - maxAgeMs).changes;
-    const total = this.bytesAfter(0);
-    if (total > maxBytes) {
-      // Walk from the oldest until what is left fits.
-      let excess = total - maxBytes;
-      let cut = 0;
-      for (const row of this.db.prepare('SELECT id, bytes FROM cluster_log ORDER BY id').iterate() as IterableIterator<{ id: number; bytes: number }>) {
-        cut = row.id;
-        excess -= row.bytes;
-        if (excess <= 0) break;
-      }
-      removed += this.db.prepare('DELETE FROM cluster_log WHERE id <= ?').run(cut).changes;
-    }
-    return removed;
+  /** Bytes the log holds (kept by the triggers). */
+  totalBytes(): number {
+    return this.db.prepare('SELECT log_bytes FROM cluster_term WHERE only = 1').pluck().get() as number;
   }
+
+  /**
+   * Drops the oldest entries while the log holds more than `maxBytes` or they are older than
+   * `maxAgeMs`; returns how many went. Walks from the oldest and stops at the first it keeps, so
+   * the work is what is dropped, not the log's length.
+   */
+  trim(maxBytes: number, maxAgeMs: number, now = Date.now()): number {
+    const cutoff = now - maxAgeMs;
+    let excess = this.totalBytes() - maxBytes;
+    let cut = 0;
+    for (const row of this.db.prepare('SELECT id, bytes, created_ms FROM cluster_log ORDER BY id').iterate() as IterableIterator<{ id: number; bytes: number; created_ms: number }>) {
+      if (excess <= 0 && row.created_ms >= cutoff) break;
+      cut = row.id;
+      excess -= row.bytes;
+    }
+    return cut === 0 ? 0 : this.db.prepare('DELETE FROM cluster_log WHERE id <= ?').run(cut).changes;
+  }
+
 }

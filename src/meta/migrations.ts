@@ -157,7 +157,8 @@ export const MIGRATIONS: readonly string[] = [
    CREATE TABLE cluster_term (
      only INTEGER PRIMARY KEY CHECK (only = 1),
      epoch INTEGER NOT NULL,
-     recording INTEGER NOT NULL
+     recording INTEGER NOT NULL,
+     log_bytes INTEGER NOT NULL
    );
-   INSERT INTO cluster_term (only, epoch, recording) VALUES (1, 0, 0);`,
+   INSERT INTO cluster_term (only, epoch, recording, log_bytes) VALUES (1, 0, 0, 0);`,
 ];

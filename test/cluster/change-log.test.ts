@@ -90,6 +90,17 @@ describe('cluster: the replication log', () => {
     assert.deepEqual(log.read(cursor as number, 10, 1 << 20).map((e) => [e.epoch, e.seq]), [[9, 3]], 'the next entry is the first shipped');
   });
 
+  test('trimming by size keeps the newest entries within the bound, and the size follows', () => {
+    const { log } = open();
+    log.startRecording(1);
+    for (let i = 0; i < 10; i++) log.append('write', '{}', new Uint8Array(98)); // 100 bytes each with the meta
+    assert.equal(log.totalBytes(), 1000);
+    assert.equal(log.trim(350, 3_600_000), 7);
+    assert.equal(log.totalBytes(), 300);
+    assert.deepEqual(log.read(0, 100, 1 << 20).map((e) => e.seq), [8, 9, 10]);
+    assert.equal(log.trim(350, 3_600_000), 0, 'nothing more goes while within both bounds');
+  });
+
   test('a recorded row change replays on another store as the same row, through the frame codec', () => {
     const leader = open();
     leader.log.startRecording(1);
