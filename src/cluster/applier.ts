@@ -20,7 +20,7 @@ import type { NotificationService } from '../notifications/service.js';
 import type { CollectionChange, StorageService, WriteOptions } from '../storage/service.js';
 import type { WriteMode } from '../../shared/protocol.js';
 import type { ReplicationFrame } from '../../native-free-codecs/replication-frames.js';
-import type { ChangeLog, TableShape } from './change-log.js';
+import type { ChangeLog, LogEntry, TableShape } from './change-log.js';
 
 /** Statuses that mean "not now" (disk full, a restore, a worker restarting): the entry is retried, not skipped. */
 const RETRY_LATER = new Set([429, 500, 502, 503, 504, 507]);
@@ -135,8 +135,23 @@ export class Applier {
         this.record(frame);
         return;
       }
+      case 'void': // a write the leader logged and then did not store
+        this.record(frame);
+        return;
       default:
         throw new HttpError('BAD_REQUEST', `unknown entry kind ${JSON.stringify(frame.kind)}`);
+    }
+  }
+
+  /** Stores again one of this node's own writes a crash left pending; false when it is refused now. */
+  async redo(entry: LogEntry): Promise<boolean> {
+    const meta = JSON.parse(entry.meta) as WriteEntryMeta;
+    try {
+      const result = await this.o.storage.write(this.grant, entry.body!, meta.ct, meta.mode, AbortSignal.timeout(60_000), { ...meta.o, autoCreate: true, replicated: true });
+      return result.success;
+    } catch (err) {
+      this.o.log.error({ epoch: entry.epoch, seq: entry.seq, err: String((err as Error)?.message ?? err) }, 'cluster: a write a crash left pending cannot be stored again; voided');
+      return false;
     }
   }
 

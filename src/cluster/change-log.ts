@@ -13,12 +13,17 @@
 //   The triggers record only while `cluster_term.recording` is 1: on the leader, outside applies.
 // - `collection`: a collection created or updated (its catalog lives with the time series).
 //
+// A write is logged before it is stored, as pending, and committed once stored (or voided when it
+// was refused): a crash between the two leaves a pending entry that the next start stores again
+// (point writes are idempotent) and commits, so nothing is stored here that the log lacks. Nothing
+// at or after the first pending entry is shipped or pulled, so what a peer holds stays a prefix.
+//
 // Entries of an epoch are applied everywhere in seq order, so what a node holds of an epoch is
 // always a prefix: its position is one high-water seq per epoch (`cluster_epochs`).
 
 import type { Db } from '../meta/database.js';
 
-export type EntryKind = 'write' | 'row' | 'collection';
+export type EntryKind = 'write' | 'row' | 'collection' | 'void';
 
 export interface LogEntry {
   id: number;
@@ -30,6 +35,7 @@ export interface LogEntry {
   body: Buffer | null;
   bytes: number;
   created_ms: number;
+  pending: number;
 }
 
 /** The highest seq this node holds of each epoch. */
@@ -63,15 +69,17 @@ export class ChangeLog {
   private readonly createdOfStmt;
   private readonly bytesAfterStmt;
   readonly tables: TableShape[];
+  /** This node's own writes logged but not yet stored. */
+  private readonly pendingIds = new Set<number>();
 
   constructor(private readonly db: Db) {
-    this.appendStmt = db.prepare('INSERT INTO cluster_log (epoch, seq, kind, meta, body, bytes, created_ms) VALUES (?, ?, ?, ?, ?, ?, ?)');
+    this.appendStmt = db.prepare('INSERT INTO cluster_log (epoch, seq, kind, meta, body, bytes, created_ms, pending) VALUES (?, ?, ?, ?, ?, ?, ?, ?)');
     this.nextSeqStmt = db.prepare('SELECT COALESCE((SELECT max_seq FROM cluster_epochs WHERE epoch = ?), 0) + 1').pluck();
     this.termStmt = db.prepare('SELECT epoch, recording FROM cluster_term WHERE only = 1');
     this.setTermStmt = db.prepare('UPDATE cluster_term SET epoch = ?, recording = ? WHERE only = 1');
     this.lastIdStmt = db.prepare('SELECT COALESCE(MAX(id), 0) FROM cluster_log').pluck();
-    this.readStmt = db.prepare('SELECT id, epoch, seq, kind, meta, body, bytes, created_ms FROM cluster_log WHERE id > ? ORDER BY id LIMIT ?');
-    this.epochAfterStmt = db.prepare('SELECT id, epoch, seq, kind, meta, body, bytes, created_ms FROM cluster_log WHERE epoch = ? AND seq > ? ORDER BY seq LIMIT ?');
+    this.readStmt = db.prepare('SELECT id, epoch, seq, kind, meta, body, bytes, created_ms, pending FROM cluster_log WHERE id > ? AND id < ? ORDER BY id LIMIT ?');
+    this.epochAfterStmt = db.prepare('SELECT id, epoch, seq, kind, meta, body, bytes, created_ms, pending FROM cluster_log WHERE epoch = ? AND seq > ? ORDER BY seq LIMIT ?');
     this.positionStmt = db.prepare('SELECT epoch, max_seq FROM cluster_epochs');
     this.hasStmt = db.prepare('SELECT 1 FROM cluster_log WHERE epoch = ? AND seq = ?').pluck();
     this.createdOfStmt = db.prepare('SELECT created_ms FROM cluster_log WHERE id > ? ORDER BY id LIMIT 1').pluck();
@@ -157,13 +165,51 @@ export class ChangeLog {
     const { epoch } = this.term();
     const seq = this.nextSeqStmt.get(epoch) as number;
     const bytes = meta.length + (body?.byteLength ?? 0);
-    return Number(this.appendStmt.run(epoch, seq, kind, meta, body ? Buffer.from(body.buffer, body.byteOffset, body.byteLength) : null, bytes, Date.now()).lastInsertRowid);
+    return Number(this.appendStmt.run(epoch, seq, kind, meta, body ? Buffer.from(body.buffer, body.byteOffset, body.byteLength) : null, bytes, Date.now(), 0).lastInsertRowid);
+  }
+
+  /** Appends this node's own write before it is stored: not shipped until `commit`, voided by `abandon`. */
+  appendPending(kind: EntryKind, meta: string, body: Uint8Array): number {
+    const { epoch } = this.term();
+    const seq = this.nextSeqStmt.get(epoch) as number;
+    const id = Number(this.appendStmt.run(epoch, seq, kind, meta, Buffer.from(body.buffer, body.byteOffset, body.byteLength), meta.length + body.byteLength, Date.now(), 1).lastInsertRowid);
+    this.pendingIds.add(id);
+    return id;
+  }
+
+  commit(id: number): void {
+    this.db.prepare('UPDATE cluster_log SET pending = 0 WHERE id = ?').run(id);
+    this.pendingIds.delete(id);
+  }
+
+  /** The write was not stored: its entry stays (its seq is taken) as a no-op. */
+  abandon(id: number): void {
+    this.db.transaction(() => {
+      const bytes = this.db.prepare('SELECT bytes FROM cluster_log WHERE id = ?').pluck().get(id) as number | undefined;
+      this.db.prepare("UPDATE cluster_log SET kind = 'void', meta = '{}', body = NULL, bytes = 2, pending = 0 WHERE id = ?").run(id);
+      if (bytes !== undefined) this.db.prepare('UPDATE cluster_term SET log_bytes = log_bytes - ? WHERE only = 1').run(bytes - 2);
+    })();
+    this.pendingIds.delete(id);
+  }
+
+  /** Pending entries a crash left (at start, before anything else is appended). */
+  leftPending(): LogEntry[] {
+    const rows = this.db.prepare('SELECT id, epoch, seq, kind, meta, body, bytes, created_ms, pending FROM cluster_log WHERE pending = 1 ORDER BY id').all() as LogEntry[];
+    for (const row of rows) this.pendingIds.add(row.id);
+    return rows;
+  }
+
+  /** The first id not to ship yet (the oldest pending entry), or none. */
+  private shippableBelow(): number {
+    let min = Number.MAX_SAFE_INTEGER;
+    for (const id of this.pendingIds) if (id < min) min = id;
+    return min;
   }
 
   /** Appends an entry applied from another node, with its (epoch, seq). */
   appendApplied(entry: Pick<LogEntry, 'epoch' | 'seq' | 'kind' | 'meta' | 'body' | 'created_ms'>): number {
     const bytes = entry.meta.length + (entry.body?.byteLength ?? 0);
-    return Number(this.appendStmt.run(entry.epoch, entry.seq, entry.kind, entry.meta, entry.body, bytes, entry.created_ms).lastInsertRowid);
+    return Number(this.appendStmt.run(entry.epoch, entry.seq, entry.kind, entry.meta, entry.body, bytes, entry.created_ms, 0).lastInsertRowid);
   }
 
   has(epoch: number, seq: number): boolean {
@@ -176,7 +222,7 @@ export class ChangeLog {
 
   /** Entries after local id `afterId`, at most `limit` of them and about `maxBytes` (at least one). */
   read(afterId: number, limit: number, maxBytes: number): LogEntry[] {
-    const rows = this.readStmt.all(afterId, limit) as LogEntry[];
+    const rows = this.readStmt.all(afterId, this.shippableBelow(), limit) as LogEntry[];
     let bytes = 0;
     for (let i = 0; i < rows.length; i++) {
       bytes += rows[i].bytes;
@@ -193,6 +239,7 @@ export class ChangeLog {
       const after = theirs[epochText] ?? 0;
       if (mine <= after) continue;
       for (const row of this.epochAfterStmt.all(Number(epochText), after, limit - out.length) as LogEntry[]) {
+        if (row.pending) break; // what follows a write not yet stored waits for it
         bytes += row.bytes;
         out.push(row);
         if (out.length >= limit || bytes > maxBytes) return out;

@@ -18,7 +18,7 @@
 
 import fs from 'node:fs';
 import path from 'node:path';
-import { Etcd3, type Election, type ElectionObserver } from 'etcd3';
+import { Etcd3, type Election, type ElectionObserver, type Lease } from 'etcd3';
 import type { Config } from '../config.js';
 import { HttpError } from '../http/errors.js';
 import type { Logger } from '../log.js';
@@ -58,7 +58,7 @@ export interface ClusterStatus {
 }
 
 interface CampaignInternals {
-  lease: NodeJS.EventEmitter;
+  lease: Lease;
   keyRevision?: string | number | symbol;
 }
 
@@ -125,6 +125,16 @@ export class ClusterService {
       leads: () => this.isLeader(),
     });
     deps.storage.replication = this.storageReplication();
+    // WIRE: delivery marks a secondary's streams make are sent to the leader, whose log then ships them to all.
+    deps.notifications.hub.forward = (marks) => {
+      if (this.isLeader() || !this.leaderUrl) return;
+      const body = Buffer.from(JSON.stringify(marks));
+      this.client!.request(this.leaderUrl, 'POST', '/svcapi/cluster/deliveries', { body, headers: { 'content-type': 'application/json' }, timeoutMs: 10_000 })
+        .then((reply) => {
+          if (reply.status !== 204) throw new Error(`answered ${reply.status}: ${reply.body.toString('utf8', 0, 200)}`);
+        })
+        .catch((err) => this.log.warn({ err: String((err as Error)?.message ?? err) }, 'cluster: could not send delivery marks to the leader; they stay on this node'));
+    };
   }
 
   /** The log of applied and accepted entries (shadow writes are idempotent through it, on any node). */
@@ -141,12 +151,21 @@ export class ClusterService {
   private storageReplication(): StorageReplication {
     const c = this.config.cluster;
     return {
-      wrote: (body: Uint8Array, contentType: string, mode: WriteMode, options: WriteOptions) => {
+      willWrite: (body: Uint8Array, contentType: string, mode: WriteMode, options: WriteOptions) => {
         const { awaitReplica: _awaitReplica, replicated: _replicated, ...o } = options;
         const meta: WriteEntryMeta = { ct: contentType, mode, o };
-        const id = this.changeLog!.append('write', JSON.stringify(meta), body);
-        this.replicator!.wake();
-        return c.writeAck === 'one' ? this.replicator!.waitForAck(id, c.ackTimeoutMs) : null;
+        const id = this.changeLog!.appendPending('write', JSON.stringify(meta), body);
+        return {
+          stored: () => {
+            this.changeLog!.commit(id);
+            this.replicator!.wake();
+            return c.writeAck === 'one' ? this.replicator!.waitForAck(id, c.ackTimeoutMs) : null;
+          },
+          refused: () => {
+            this.changeLog!.abandon(id);
+            this.replicator!.wake();
+          },
+        };
       },
       collectionChanged: (change) => {
         this.changeLog!.append('collection', JSON.stringify(change), null);
@@ -196,6 +215,7 @@ export class ClusterService {
     if (!this.deps) throw new Error('cluster: attach() was not called');
     this.changeLog!.installTriggers();
     this.changeLog!.stopRecording(); // until elected
+    await this.redoPending();
     this.etcd = new Etcd3({ hosts: [...c.etcd.endpoints], dialTimeout: 3000 });
     this.election = this.etcd.election(ELECTION, c.electionTtlSeconds);
     this.register();
@@ -205,6 +225,23 @@ export class ClusterService {
     this.trimTimer.unref();
     await this.watchLeader();
     this.runCampaign();
+  }
+
+  /**
+   * Writes a crash left logged but maybe not stored are stored again (rewriting a point with its
+   * own value changes nothing) and committed, or voided when they are refused now.
+   */
+  private async redoPending(): Promise<void> {
+    const left = this.changeLog!.leftPending();
+    if (left.length === 0) return;
+    let stored = 0;
+    for (const entry of left) {
+      if (await this.applierInstance!.redo(entry)) {
+        this.changeLog!.commit(entry.id);
+        stored++;
+      } else this.changeLog!.abandon(entry.id);
+    }
+    this.log.warn({ entries: left.length, stored }, 'cluster: stored again the writes a crash left logged but perhaps not stored');
   }
 
   /** This node in etcd's node list, on its own lease (re-made when it is lost). */
@@ -348,26 +385,58 @@ export class ClusterService {
     const lease = internals.lease;
     lease.on('keepaliveFired', () => (this.keepaliveSentAt = Date.now()));
     lease.on('keepaliveSucceeded', () => {
-      if (this.keepaliveSentAt > 0) this.leaseValidUntil = this.keepaliveSentAt + ttlMs - FENCE_MARGIN_MS;
+      if (this.campaign === campaign && this.keepaliveSentAt > 0) this.leaseValidUntil = this.keepaliveSentAt + ttlMs - FENCE_MARGIN_MS;
     });
     campaign.on('elected', () => {
-      const revision = Number(internals.keyRevision);
-      this.epoch = Number.isFinite(revision) ? revision : this.epoch + 1;
-      // The lease was granted (or kept alive) moments ago: valid from now, for less than its TTL.
-      this.leaseValidUntil = Math.max(this.leaseValidUntil, Date.now() + ttlMs / 3);
-      this.elected = true;
-      this.ready = false;
-      this.admitEpoch(this.epoch);
-      this.log.warn({ epoch: this.epoch, node: this.nodeId }, 'cluster: elected; catching up from the peers before leading');
-      void this.takeOver(this.epoch);
+      if (this.campaign === campaign) void this.confirmElected(campaign, internals, ttlMs);
     });
     campaign.on('error', (err) => {
+      if (this.campaign !== campaign) return; // an abandoned campaign
+      this.campaign = null;
       const was = this.elected;
       this.stepDown('campaign failed');
       this.log.warn({ err: String(err), wasLeader: was }, 'cluster: campaign failed (lease lost or etcd unreachable); campaigning again');
-      this.retry = setTimeout(() => this.runCampaign(), 1000);
-      this.retry.unref();
+      this.campaignAgain();
     });
+  }
+
+  private campaignAgain(): void {
+    if (this.stopped) return;
+    this.retry = setTimeout(() => this.runCampaign(), 1000);
+    this.retry.unref();
+  }
+
+  /**
+   * The client library says "elected" when the keys before this node's are gone, without checking
+   * that its own key and lease still exist: a node frozen past its TTL (its key gone with its lease)
+   * would be "elected" beside the real leader when the previous one goes. So etcd is asked: the
+   * lease must still live (a keepalive answered with a TTL) and the election's leader must be this
+   * node. The fence starts from that keepalive.
+   */
+  private async confirmElected(campaign: NonNullable<typeof this.campaign>, internals: CampaignInternals, ttlMs: number): Promise<void> {
+    const sentAt = Date.now();
+    try {
+      const answer = await internals.lease.keepaliveOnce();
+      if (!(Number(answer.TTL) > 0)) throw new Error('the lease has expired');
+      const leader = await this.election!.leader();
+      if (leader !== this.config.cluster.advertiseUrl) throw new Error(`etcd names ${leader ?? 'nobody'} as the leader`);
+    } catch (err) {
+      if (this.campaign !== campaign) return;
+      this.log.warn({ err: String((err as Error)?.message ?? err) }, 'cluster: "elected" by a campaign etcd no longer holds; campaigning again');
+      this.campaign = null;
+      void campaign.resign().catch(() => {});
+      this.campaignAgain();
+      return;
+    }
+    if (this.campaign !== campaign || this.stopped) return;
+    const revision = Number(internals.keyRevision);
+    this.epoch = Number.isFinite(revision) ? revision : this.epoch + 1;
+    this.leaseValidUntil = Math.max(this.leaseValidUntil, sentAt + ttlMs - FENCE_MARGIN_MS);
+    this.elected = true;
+    this.ready = false;
+    this.admitEpoch(this.epoch);
+    this.log.warn({ epoch: this.epoch, node: this.nodeId }, 'cluster: elected; catching up from the peers before leading');
+    void this.takeOver(this.epoch);
   }
 
   private readState(): { highestEpoch: number } {

@@ -129,7 +129,7 @@ export const MIGRATIONS: readonly string[] = [
      PRIMARY KEY (epoch, seq)
    ) WITHOUT ROWID;`,
   // 9: the cluster's replication log (src/cluster/change-log.ts): every accepted write and metadata
-  // row change, by (epoch, seq), kept on every node (bounded by size and age) so it can be shipped,
+  // row change, by (epoch, seq) (a write is logged pending before it is stored, and committed after), kept on every node (bounded by size and age) so it can be shipped,
   // pulled by a new leader, and re-shipped; per-epoch high-water marks; each peer's acknowledged
   // position; and this node's recording term (the triggers append only while it leads).
   `CREATE TABLE cluster_log (
@@ -140,7 +140,8 @@ export const MIGRATIONS: readonly string[] = [
      meta TEXT NOT NULL,
      body BLOB,
      bytes INTEGER NOT NULL,
-     created_ms INTEGER NOT NULL
+     created_ms INTEGER NOT NULL,
+     pending INTEGER NOT NULL DEFAULT 0
    );
    CREATE UNIQUE INDEX cluster_log_position ON cluster_log (epoch, seq);
    CREATE TABLE cluster_epochs (

@@ -21,7 +21,7 @@ import type { Db } from '../meta/database.js';
 import type { Entity } from '../meta/entities.js';
 import type { EntityDef, Registry } from '../meta/registry.js';
 import { toWire, type RowRecord } from '../meta/wire.js';
-import { DeliveredRanges } from './delivered-ranges.js';
+import { DeliveredRanges, type Ranges } from './delivered-ranges.js';
 import { KEEPALIVE, notificationEvent, refusedStream, replayCompleteEvent, STREAM_OPENING } from './sse.js';
 
 /** SPEC "Limits": at most 100 rows replayed on connect. */
@@ -159,7 +159,15 @@ export interface StreamHubOptions {
   settings: Config['notifications'];
 }
 
+/** What streams on this node delivered, as written down here (a cluster's secondary sends it to the leader). */
+export interface DeliveryMarks {
+  ranges: Array<{ recipient: string; ranges: Ranges }>;
+  delivered: Array<[id: number, at: number]>;
+}
+
 export class StreamHub {
+  /** Set on a node of a cluster: called with the marks just written down. */
+  forward: ((marks: DeliveryMarks) => void) | null = null;
   private readonly streams = new Set<NotificationStream>();
   private readonly recipients = new Map<string, RecipientState>();
   private readonly def: EntityDef;
@@ -462,9 +470,30 @@ export class StreamHub {
           state.dirty = false;
         }
       })();
+      this.forward?.({ ranges: dirty.map(([recipient, state]) => ({ recipient, ranges: state.ranges.toJSON() })), delivered: [] });
     } catch (err) {
       this.o.log.error({ err: String(err) }, 'could not record which notifications were delivered; they may be replayed again');
     }
+  }
+
+  /**
+   * Marks another node's streams made (a cluster's leader takes its secondaries'): merged into
+   * what this node holds, in memory when a stream of the recipient is open here (so its next
+   * write-down keeps them), else in the store at once.
+   */
+  mergeMarks(marks: DeliveryMarks): void {
+    const at = this.o.clock.now();
+    this.o.db.transaction(() => {
+      for (const { recipient, ranges } of marks.ranges) {
+        const open = this.recipients.get(recipient);
+        const target = open?.ranges ?? DeliveredRanges.parse(this.loadRanges(recipient) ?? '[]');
+        let changed = false;
+        for (const [lo, hi] of ranges) changed = target.add(lo, hi) || changed;
+        if (open) open.dirty ||= changed;
+        else if (changed) this.saveRanges(recipient, JSON.stringify(target), at);
+      }
+      for (const [id, deliveredAt] of marks.delivered) this.setDelivered(deliveredAt, id);
+    })();
   }
 
   private markDelivered(id: number, at: number): void {
@@ -482,6 +511,7 @@ export class StreamHub {
       this.o.db.transaction(() => {
         for (const [id, at] of batch) this.setDelivered(at, id);
       })();
+      this.forward?.({ ranges: [], delivered: [...batch] });
     } catch (err) {
       this.o.log.error({ err: String(err) }, 'could not set deliveredAt of delivered notifications');
     }

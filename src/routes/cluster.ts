@@ -11,6 +11,7 @@ import { decodeFrames, encodeFrames } from '../../native-free-codecs/replication
 import { isNodeCredential, verifyNodeCredential } from '../cluster/node-auth.js';
 import { toFrame } from '../cluster/replicator.js';
 import type { Claims } from '../auth/tokens.js';
+import type { DeliveryMarks } from '../notifications/stream-hub.js';
 import type { ServiceContext } from './context.js';
 
 const WRITE_TYPES = ['application/json', 'application/msgpack', 'application/octet-stream'];
@@ -109,6 +110,22 @@ export function clusterRoutes(ctx: ServiceContext): RouteDef[] {
         }
         const { held, error } = frames.length > 0 ? await applier().apply(frames) : { held: 0, error: null };
         return { body: { held, error, position: cluster.changes.position() } };
+      },
+    },
+    {
+      method: 'POST', path: '/svcapi/cluster/deliveries', auth: 'admin', tag,
+      authenticate: nodeOnly,
+      summary: "Node to node: a secondary's notification delivery marks, merged on the leader",
+      description: 'Body `{ranges: [{recipient, ranges: [[lo, hi], ...]}], delivered: [[id, at_ms], ...]}`. Leader only (503 elsewhere).',
+      body: S.object({
+        ranges: S.array(S.object({ recipient: S.string({ minLength: 1, maxLength: 320 }), ranges: S.array(S.array(S.integer({ minimum: 0 }), { minItems: 2, maxItems: 2 }), { maxItems: 1000 }) }, ['recipient', 'ranges'], { additionalProperties: false }), { maxItems: 100_000 }),
+        delivered: S.array(S.array(S.integer({ minimum: 0 }), { minItems: 2, maxItems: 2 }), { maxItems: 1_000_000 }),
+      }, ['ranges', 'delivered'], { additionalProperties: false }),
+      responses: { 204: { description: 'merged' } },
+      handler: (req) => {
+        applier();
+        ctx.notifications.hub.mergeMarks(req.body as DeliveryMarks);
+        return { status: 204 };
       },
     },
     {

@@ -76,11 +76,13 @@ export interface WriteOptions {
 
 /**
  * What the cluster's replication (src/cluster/) learns of this node's own changes to the time
- * series. Each call records the change durably before it returns; `wrote` gives back what to wait
- * for when the write asks for the cluster's acknowledgement.
+ * series. Each call records the change durably before it returns; a write is recorded before it is
+ * stored (so a crash between the two cannot leave it stored and unrecorded), and its commit gives
+ * back what to wait for when the write asks for the cluster's acknowledgement.
  */
 export interface StorageReplication {
-  wrote(body: Uint8Array, contentType: string, mode: WriteMode, options: WriteOptions): Promise<void> | null;
+  /** Logs a write before it is stored; the handle commits it once stored (giving what to wait for) or abandons it. */
+  willWrite(body: Uint8Array, contentType: string, mode: WriteMode, options: WriteOptions): { stored(): Promise<void> | null; refused(): void };
   collectionChanged(change: CollectionChange): void;
 }
 
@@ -299,16 +301,23 @@ export class StorageService {
     this.refuseWhileRestoring();
     while (this.writeGate) await this.writeGate.promise;
     this.writesInFlight++;
+    // Logged (the body copied) before it is stored; the pooled body buffer goes back only later.
+    const logged = options.replicated ? null : this.replication?.willWrite(body, contentType, mode, options) ?? null;
     let result: WriteResult;
     try {
       result = await this.writeNow(grant, body, contentType, mode, options);
+    } catch (err) {
+      logged?.refused();
+      throw err;
     } finally {
       if (--this.writesInFlight === 0) for (const wake of this.writesDrained.splice(0)) wake();
     }
-    if (result.success && !options.replicated && this.replication) {
-      // Recorded (the body copied) before the handler settles and the pooled body buffer goes back.
-      const acknowledged = this.replication.wrote(body, contentType, mode, options);
-      if (acknowledged && options.awaitReplica) await acknowledged;
+    if (logged) {
+      if (!result.success) logged.refused();
+      else {
+        const acknowledged = logged.stored();
+        if (acknowledged && options.awaitReplica) await acknowledged;
+      }
     }
     return result;
   }

@@ -90,6 +90,28 @@ describe('cluster: the replication log', () => {
     assert.deepEqual(log.read(cursor as number, 10, 1 << 20).map((e) => [e.epoch, e.seq]), [[9, 3]], 'the next entry is the first shipped');
   });
 
+  test('a write logged before it is stored ships only once stored; a refused one becomes a no-op; a crash leaves it for the next start', () => {
+    const { db, log, dir } = open();
+    log.startRecording(2);
+    const first = log.appendPending('write', '{"ct":"application/json"}', Buffer.from('one'));
+    const second = log.appendPending('write', '{"ct":"application/json"}', Buffer.from('two'));
+    log.append('collection', '{}', null);
+    assert.deepEqual(log.read(0, 10, 1 << 20), [], 'nothing at or after a pending write ships');
+    assert.deepEqual(log.missingFrom({}, 10, 1 << 20), [], 'nor is it pulled');
+    log.commit(first);
+    assert.deepEqual(log.read(0, 10, 1 << 20).map((e) => [e.seq, e.kind]), [[1, 'write']]);
+    log.abandon(second);
+    assert.deepEqual(log.read(0, 10, 1 << 20).map((e) => [e.seq, e.kind, e.body]), [[1, 'write', Buffer.from('one')], [2, 'void', null], [3, 'collection', null]], 'the refused write keeps its seq, as a no-op');
+    const third = log.appendPending('write', '{}', Buffer.from('three'));
+    // The process dies here: the next start finds the entry still pending.
+    const reopened = new ChangeLog(db);
+    assert.deepEqual(reopened.leftPending().map((e) => [e.id, e.seq, e.body]), [[third, 4, Buffer.from('three')]]);
+    assert.equal(reopened.read(3, 10, 1 << 20).length, 0);
+    reopened.commit(third);
+    assert.deepEqual(reopened.read(3, 10, 1 << 20).map((e) => e.seq), [4]);
+    assert.ok(dir);
+  });
+
   test('trimming by size keeps the newest entries within the bound, and the size follows', () => {
     const { log } = open();
     log.startRecording(1);
