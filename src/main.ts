@@ -84,7 +84,14 @@ export async function startService(config: Config, log: Logger, env: NodeJS.Proc
     }
     const makeAdmin = () => ensureAdmin(accounts, { email: auth.adminEmail, password: env.HISTORIAN_ADMIN_PASSWORD, dataDir: config.dataDir, scryptCost: auth.scryptCost }, log);
     // On a cluster only the leader makes the first admin (once it has caught up); the others get it by replication.
-    cluster.attach({ db, storage, entities, accounts, tokens, monitor, notifications, caFile: tls.caFile, secret, onLeading: makeAdmin });
+    cluster.attach({
+      db, storage, entities, accounts, tokens, monitor, notifications, caFile: tls.caFile, secret,
+      onLeading: async () => {
+        await makeAdmin();
+        connector.resumeInterrupted();
+      },
+      onFollowing: () => connector.pauseAll(),
+    });
     if (!config.cluster.enabled) await makeAdmin();
 
     let port = config.server.port;

@@ -45,6 +45,8 @@ export interface ClusterDeps extends Omit<ApplierOptions, 'changeLog' | 'log'> {
   secret: Buffer;
   /** Run once this node leads and its catch-up is done (the first admin is made here). */
   onLeading: () => Promise<void> | void;
+  /** Run when this node stops leading (work only a leader does stops). */
+  onFollowing: () => void;
 }
 
 export interface ClusterStatus {
@@ -290,7 +292,13 @@ export class ClusterService {
     this.leaseValidUntil = 0;
     this.changeLog?.stopRecording();
     this.replicator?.stop();
-    if (was) this.log.warn({ why }, 'cluster: this node no longer leads');
+    if (!was) return;
+    this.log.warn({ why }, 'cluster: this node no longer leads');
+    try {
+      this.deps?.onFollowing();
+    } catch (err) {
+      this.log.error({ err: String((err as Error)?.stack ?? err) }, 'cluster: work on giving up the lead failed');
+    }
   }
 
   async stop(): Promise<void> {

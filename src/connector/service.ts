@@ -66,11 +66,18 @@ export class ConnectorService {
     this.connections = new Connections(o.entities, this.box, o.config.connector.allowedHosts.map((h) => h.toLowerCase()));
   }
 
-  /** Resumes the backfills a stop or crash interrupted. */
+  /** Resumes the backfills a stop or crash interrupted (on a cluster, once this node leads). */
   start(): void {
     if (!this.o.storage.isRunning) throw new Error('the storage subsystem is not running, so nothing can be backfilled');
+    if (!this.o.config.cluster.enabled) this.resumeInterrupted();
+  }
+
+  /** Backfills left running (by a stop, a crash, or a leader that lost the lead) go on here. */
+  resumeInterrupted(): void {
+    if (this.stopping) return;
     const rows = this.o.db.prepare("SELECT * FROM connector_backfills WHERE status = 'running'").all() as BackfillRow[];
     for (const row of rows) {
+      if (this.running.has(row.id)) continue;
       this.o.log.info({ job: row.id }, 'resuming an interrupted connector backfill');
       this.launch(row.id, row.owner, JSON.parse(row.request) as BackfillRequest, JSON.parse(row.cursor) as number[], row.written, row.skipped, true);
     }
@@ -78,6 +85,11 @@ export class ConnectorService {
 
   async stop(): Promise<void> {
     this.stopping = true;
+    for (const controller of this.running.values()) controller.abort();
+  }
+
+  /** This node no longer leads: its backfills stop where they are, and the new leader resumes them. */
+  pauseAll(): void {
     for (const controller of this.running.values()) controller.abort();
   }
 
