@@ -1,7 +1,8 @@
 // A cluster of real historian nodes on a real etcd, for the replication tests (WIRE.md part 2
 // "Cluster"). Every node reads one secret file and holds one CA (the first node's, copied into
 // the others' data dirs before their first start), listens on the port it advertises, and is
-// killed (after a SIGCONT, in case it is frozen) by dispose().
+// killed (after a SIGCONT, in case it is frozen) by dispose(). With CLUSTER_TEST_LOGS=<dir>,
+// dispose() first writes every node process's log lines there.
 
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
@@ -86,57 +87,69 @@ export class TestCluster {
     // The harness sets HISTORIAN_PORT=0, which would win over server.port: the node must listen
     // where it advertises.
     const svc = await startService({ dataDir, config: this.config(id, port), env: { HISTORIAN_PORT: String(port) } });
+    this.started.push({ id, svc });
     assert.equal(svc.baseUrl, `https://localhost:${port}`, `node ${id} listens on the port it advertises`);
     return svc;
   }
 
   /**
-   * Starts a node with a fresh data dir. The first node makes the CA (and, as the first leader,
-   * the admin); any later node gets a copy of that CA before its first start and is ready once
-   * the admin has reached it by replication (a login succeeds).
+   * Starts a node with a fresh data dir. The first node makes the CA (and, once elected, the
+   * admin); any later node gets a copy of that CA before its first start, and is ready once the
+   * leader shows it has everything (the admin account included), then logs in once. Logins are
+   * not polled: five failures lock the account out on that node (auth.lockoutFailures).
    */
-  async startNode(id: string, opts: { loginTimeoutMs?: number } = {}): Promise<ClusterNode> {
+  async startNode(id: string, opts: { timeoutMs?: number } = {}): Promise<ClusterNode> {
     const port = await freePort();
     const dataDir = tempDir(`cluster-${id}-`);
-    if (this.caSource) {
+    const first = !this.caSource;
+    if (!first) {
       const tls = path.join(dataDir, 'tls');
       fs.mkdirSync(tls, { recursive: true, mode: 0o700 });
-      fs.copyFileSync(path.join(this.caSource, 'tls', 'ca.crt'), path.join(tls, 'ca.crt'));
-      fs.copyFileSync(path.join(this.caSource, 'tls', 'ca.key'), path.join(tls, 'ca.key'));
+      fs.copyFileSync(path.join(this.caSource!, 'tls', 'ca.crt'), path.join(tls, 'ca.crt'));
+      fs.copyFileSync(path.join(this.caSource!, 'tls', 'ca.key'), path.join(tls, 'ca.key'));
       fs.chmodSync(path.join(tls, 'ca.key'), 0o600);
     }
     const svc = await this.launch(id, port, dataDir);
     const node: ClusterNode = { id, port, url: `https://localhost:${port}`, dataDir, svc, token: '', dead: false };
     this.nodes.push(node);
-    if (!this.caSource) {
+    if (first) {
       assert.ok(fs.existsSync(path.join(dataDir, 'tls', 'ca.crt')), `node ${id} made tls/ca.crt in its data dir`);
       assert.ok(fs.existsSync(path.join(dataDir, 'tls', 'ca.key')), `node ${id} made tls/ca.key in its data dir`);
       this.caSource = dataDir;
-      node.token = await svc.login(ADMIN_EMAIL, ADMIN_PASSWORD);
+      // The admin appears once this node is elected: a few spaced attempts stay under the lockout.
+      await waitFor(async () => {
+        const res = await svc.post('/svcapi/login', { email: ADMIN_EMAIL, password: ADMIN_PASSWORD });
+        if (res.status === 200) node.token = res.body.token;
+        return res.status === 200;
+      }, `the first node ${id} makes the admin once it leads`, { timeoutMs: 3_500, intervalMs: 1000 });
     } else {
-      node.token = await this.waitLogin(node, opts.loginTimeoutMs ?? 30_000);
+      await this.waitReplicatedTo(node, opts.timeoutMs ?? 30_000);
+      node.token = await svc.login(ADMIN_EMAIL, ADMIN_PASSWORD);
     }
     return node;
   }
 
-  /** Restarts a killed node on its data dir, port and settings. */
+  /** Restarts a killed node on its data dir, port and settings (its admin account is on its disk). */
   async restart(node: ClusterNode): Promise<void> {
     assert.ok(node.dead, `node ${node.id} is stopped before a restart`);
     node.svc = await this.launch(node.id, node.port, node.dataDir);
     node.dead = false;
-    node.token = await this.waitLogin(node, 30_000);
+    node.token = await node.svc.login(ADMIN_EMAIL, ADMIN_PASSWORD);
   }
 
-  /** The admin logs in on `node` once it has the admin account (a secondary gets it by replication). */
-  async waitLogin(node: ClusterNode, timeoutMs: number): Promise<string> {
-    let token = '';
-    await waitFor(async () => {
-      const res = await node.svc.post('/svcapi/login', { email: ADMIN_EMAIL, password: ADMIN_PASSWORD });
-      if (res.status !== 200) return false;
-      token = res.body.token;
-      return true;
-    }, `the admin can log in on node ${node.id} (the account reached it by replication)`, { timeoutMs, intervalMs: 200 });
-    return token;
+  /** Waits until some live node leads and shows `node` as a peer with lag_ms 0 (it has everything). */
+  async waitReplicatedTo(node: ClusterNode, timeoutMs: number): Promise<void> {
+    let seen: Array<ClusterStatus | null> = [];
+    try {
+      await waitFor(async () => {
+        const withToken = this.live().filter((n) => n !== node && n.token);
+        seen = await Promise.all(withToken.map((n) => this.tryStatus(n)));
+        return seen.some((s) => s?.role === 'leader' && s.peers.some((p) => p.node_id === node.id && p.lag_ms === 0 && p.queued_bytes === 0));
+      }, `the leader shows ${node.id} as a peer that has everything`, { timeoutMs, intervalMs: 100 });
+    } catch (err) {
+      (err as Error).message += `\nstatus of the other nodes: ${JSON.stringify(seen)}`;
+      throw err;
+    }
   }
 
   /** SIGKILL: the node's process is gone at once; its data dir stays. */
@@ -237,7 +250,15 @@ export class TestCluster {
     }
   }
 
+  /** Every process started, restarts included (for CLUSTER_TEST_LOGS). */
+  private readonly started: Array<{ id: string; svc: TestService }> = [];
+
   async dispose(): Promise<void> {
+    const logDir = process.env.CLUSTER_TEST_LOGS;
+    if (logDir) {
+      fs.mkdirSync(logDir, { recursive: true });
+      this.started.forEach(({ id, svc }, i) => fs.writeFileSync(path.join(logDir, `${i}-${id}.log`), svc.logLines.join('\n')));
+    }
     for (const node of this.nodes) {
       try {
         node.svc.child.kill('SIGCONT');
