@@ -259,13 +259,18 @@ export class TestCluster {
       fs.mkdirSync(logDir, { recursive: true });
       this.started.forEach(({ id, svc }, i) => fs.writeFileSync(path.join(logDir, `${i}-${id}.log`), svc.logLines.join('\n')));
     }
-    for (const node of this.nodes) {
-      try {
-        node.svc.child.kill('SIGCONT');
-      } catch {
-        // already gone
+    // Every process first (a frozen one gets SIGCONT so the SIGKILL is not held), then the dirs.
+    for (const { svc } of this.started) {
+      for (const signal of ['SIGCONT', 'SIGKILL'] as const) {
+        try {
+          svc.child.kill(signal);
+        } catch {
+          // already gone
+        }
       }
-      await node.svc.dispose();
+    }
+    for (const node of this.nodes) {
+      await node.svc.dispose().catch(() => {});
     }
     await this.etcd?.stop();
     fs.rmSync(this.secretDir, { recursive: true, force: true });

@@ -82,7 +82,10 @@ describe('cluster: replication across three nodes', { skip }, () => {
     await cluster.start();
     a = await cluster.startNode('a');
     await cluster.waitLeader([a], 'node a, alone, leads');
-    [b, c] = await Promise.all([cluster.startNode('b'), cluster.startNode('c')]);
+    // Both settle before any failure is thrown, so none is still starting when after() cleans up.
+    const started = await Promise.allSettled([cluster.startNode('b'), cluster.startNode('c')]);
+    for (const r of started) if (r.status === 'rejected') throw r.reason;
+    [b, c] = started.map((r) => (r as PromiseFulfilledResult<ClusterNode>).value);
     await cluster.waitFollowing(a, [b, c]);
     leader = a;
   });
