@@ -159,7 +159,8 @@ export class ClusterService {
           stored: () => {
             this.changeLog!.commit(id);
             this.replicator!.wake();
-            return c.writeAck === 'one' ? this.replicator!.waitForAck(id, c.ackTimeoutMs) : null;
+            // Only a write that will wait gets a promise: an unawaited rejection would end the process.
+            return c.writeAck === 'one' && options.awaitReplica ? this.replicator!.waitForAck(id, c.ackTimeoutMs) : null;
           },
           refused: () => {
             this.changeLog!.abandon(id);
@@ -266,15 +267,21 @@ export class ClusterService {
       .filter((p) => p.nodeId !== this.nodeId && /^https:\/\//.test(p.url));
   }
 
+  /** Every node keeps the list of peers it has seen (so a leader lists a lost peer too); the leader ships to them. */
   private async pollPeers(): Promise<void> {
-    if (!this.isLeader()) return;
     // Shippers stop while the lease is in doubt; a lease that held after all resumes them.
-    this.replicator!.start();
+    if (this.isLeader()) this.replicator!.start();
     try {
       this.replicator!.setPeers(await this.registeredPeers());
     } catch {
       // etcd unreachable: the known peers stay
     }
+  }
+
+  /** The node that ships to this one (a node credential names it; the leader's URL is known from etcd). */
+  rememberSender(nodeId: string): void {
+    if (this.isLeader() || !this.leaderUrl || nodeId === this.nodeId) return;
+    this.replicator?.setPeers([{ nodeId, url: this.leaderUrl }]);
   }
 
   private trim(): void {
@@ -289,8 +296,9 @@ export class ClusterService {
 
   /**
    * Elected: before accepting mutations, pull from every reachable peer what it holds and this node
-   * lacks, then record in the new epoch and ship. Bounded: a peer that does not answer within the
-   * TTL is left behind (its shipper pulls from it once it answers).
+   * lacks, then record in the new epoch and ship. Bounded: a peer that does not answer within half
+   * the TTL (frozen, cut off) is left behind (its shipper pulls from it once it answers), so failover
+   * stays within 3 × TTL.
    */
   private async takeOver(epoch: number): Promise<void> {
     const ttlMs = this.config.cluster.electionTtlSeconds * 1000;
@@ -303,7 +311,7 @@ export class ClusterService {
     peers = [...new Map([...this.replicator!.peers(), ...peers].map((p) => [p.nodeId, p])).values()];
     await Promise.all(peers.map(async (peer) => {
       try {
-        const pulled = await pullFrom({ changeLog: this.changeLog!, applier: this.applierInstance!, client: this.client!, epoch: () => epoch }, peer, ttlMs);
+        const pulled = await pullFrom({ changeLog: this.changeLog!, applier: this.applierInstance!, client: this.client!, epoch: () => epoch }, peer, ttlMs / 2);
         if (pulled > 0) this.log.warn({ peer: peer.nodeId, entries: pulled }, 'cluster: caught up from a peer before leading');
       } catch (err) {
         this.log.warn({ peer: peer.nodeId, err: String((err as Error)?.message ?? err) }, 'cluster: could not catch up from a peer before leading');

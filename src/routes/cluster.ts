@@ -102,6 +102,7 @@ export function clusterRoutes(ctx: ServiceContext): RouteDef[] {
       handler: async (req) => {
         cluster.admitEpoch(header(req, 'x-historian-epoch'));
         if (cluster.isLeader()) throw new HttpError('CONFLICT', 'this node leads; it takes no shipped entries');
+        cluster.rememberSender(req.user!.sub.replace(/^node:/, ''));
         let frames;
         try {
           frames = decodeFrames(req.rawBody!);
