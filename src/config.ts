@@ -81,6 +81,8 @@ export interface Config {
     readonly writeAck: 'local' | 'one';
     readonly ackTimeoutMs: number;
     readonly secretFile: string | null;
+    readonly queueMaxBytes: number;
+    readonly queueMaxAgeHours: number;
   };
   readonly ingest: {
     readonly maxBodyBytes: number;

@@ -75,18 +75,21 @@ export async function startService(config: Config, log: Logger, env: NodeJS.Proc
     const passwordLogin = new PasswordLogin(accounts, auth, log, clock);
     const jobs = new JobLog(db, clock, log, config.processLog.retentionDays);
     const notifications = new NotificationService({ db, entities, tokens, clock, log, settings: config.notifications, jobs });
-    const monitor = new MonitorService({ db, storage, notifications, clock, log, settings: config.monitor });
+    const monitor = new MonitorService({ db, storage, notifications, clock, log, settings: config.monitor, leads: () => cluster.isLeader() });
     entities.addHooks(monitor.entityHooks());
     const connector = new ConnectorService({ config, db, entities, storage, accounts, jobs, log });
     const backups = new BackupService({ config, db, registry, storage, accounts, tokens, notifications, monitor, jobs, clock, log });
     if (config.compat.openMonitorAndBackup) {
       log.warn('compat.openMonitorAndBackup is on: the monitor and backup routes answer without a token');
     }
-    await ensureAdmin(accounts, { email: auth.adminEmail, password: env.HISTORIAN_ADMIN_PASSWORD, dataDir: config.dataDir, scryptCost: auth.scryptCost }, log);
+    const makeAdmin = () => ensureAdmin(accounts, { email: auth.adminEmail, password: env.HISTORIAN_ADMIN_PASSWORD, dataDir: config.dataDir, scryptCost: auth.scryptCost }, log);
+    // On a cluster only the leader makes the first admin (once it has caught up); the others get it by replication.
+    cluster.attach({ db, storage, entities, accounts, tokens, monitor, notifications, caFile: tls.caFile, secret, onLeading: makeAdmin });
+    if (!config.cluster.enabled) await makeAdmin();
 
     let port = config.server.port;
     let host!: SubsystemHost;
-    const ctx: ServiceContext = { config, log, db, accounts, tokens, passwordLogin, jobs, tls, entities, storage, notifications, monitor, backups, connector, cluster, boundPort: () => port, health: () => host.health(), routeTable: () => routes };
+    const ctx: ServiceContext = { config, log, db, accounts, tokens, passwordLogin, jobs, tls, entities, storage, notifications, monitor, backups, connector, cluster, clusterSecret: config.cluster.enabled ? secret : null, boundPort: () => port, health: () => host.health(), routeTable: () => routes };
     host = new SubsystemHost(buildSubsystems(ctx), log);
     const routes = host.routes();
     await host.start();

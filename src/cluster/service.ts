@@ -1,5 +1,6 @@
-// High availability (WIRE.md part 2 "Cluster"), first part: leader election through etcd and
-// fencing. With cluster.enabled false (the default) this node is a single node and leads.
+// High availability (WIRE.md part 2 "Cluster"): leader election through etcd, fencing, and
+// replication to the secondaries. With cluster.enabled false (the default) this node is a single
+// node and leads, and nothing here costs anything.
 //
 // Nodes campaign through etcd's election API with a lease of cluster.electionTtlSeconds. The
 // leader keeps a local deadline from its last keepalive etcd acknowledged (the time the keepalive
@@ -9,8 +10,11 @@
 // epoch (fencing token) is the leader key's etcd revision; every node remembers the highest epoch
 // it has seen (cluster-state.json) and refuses shadow writes from an older one.
 //
-// Not built yet (issue 19's remaining parts): replication of points and metadata to secondaries,
-// writeAck "one", catch-up of a rejoining node.
+// Replication (change-log.ts, replicator.ts, applier.ts): every node registers itself in etcd
+// (`historian-nodes/<nodeId>`, on its own lease). An elected node first pulls from every reachable
+// peer what it lacks (so a write acknowledged under writeAck "one" survives its leader), then
+// starts recording its own changes in its epoch and shipping the log to each peer. A node that
+// stops leading stops recording and shipping, and takes what the new leader ships.
 
 import fs from 'node:fs';
 import path from 'node:path';
@@ -19,12 +23,29 @@ import type { Config } from '../config.js';
 import { HttpError } from '../http/errors.js';
 import type { Logger } from '../log.js';
 import type { Health } from '../subsystems.js';
+import type { StorageReplication, WriteOptions } from '../storage/service.js';
+import type { WriteMode } from '../../shared/protocol.js';
 import { PRIVATE_FILE_MODE } from '../../shared/file-modes.js';
+import { Applier, type ApplierOptions, type WriteEntryMeta } from './applier.js';
+import { ChangeLog } from './change-log.js';
+import { PeerClient } from './peer-client.js';
+import { pullFrom, Replicator, type PeerInfo } from './replicator.js';
 
 /** Kept below the lease's real expiry: clock drift and the time a keepalive takes to arrive. */
 const FENCE_MARGIN_MS = 500;
 const STATE_FILE = 'cluster-state.json';
 const ELECTION = 'historian-leader';
+const NODES_PREFIX = 'historian-nodes/';
+const PEER_POLL_MS = 1000;
+const TRIM_EVERY_MS = 60_000;
+
+/** What replication works with: the metadata store, the storage, and the caches applies refresh. */
+export interface ClusterDeps extends Omit<ApplierOptions, 'changeLog' | 'log'> {
+  caFile: string | null;
+  secret: Buffer;
+  /** Run once this node leads and its catch-up is done (the first admin is made here). */
+  onLeading: () => Promise<void> | void;
+}
 
 export interface ClusterStatus {
   node_id: string;
@@ -40,7 +61,7 @@ interface CampaignInternals {
 }
 
 export class ClusterService {
-  private client: Etcd3 | null = null;
+  private etcd: Etcd3 | null = null;
   private election: Election | null = null;
   private observer: ElectionObserver | null = null;
   private campaign: ReturnType<Election['campaign']> | null = null;
@@ -53,6 +74,16 @@ export class ClusterService {
   private highestEpoch: number;
   private stopped = false;
   private retry: NodeJS.Timeout | null = null;
+  /** Elected, and the catch-up from the peers is done: mutations are accepted. */
+  private ready = false;
+  private deps: ClusterDeps | null = null;
+  private changeLog: ChangeLog | null = null;
+  private applierInstance: Applier | null = null;
+  private replicator: Replicator | null = null;
+  private client: PeerClient | null = null;
+  private registration: ReturnType<Etcd3['lease']> | null = null;
+  private peerPoll: NodeJS.Timeout | null = null;
+  private trimTimer: NodeJS.Timeout | null = null;
 
   constructor(
     private readonly config: Config,
@@ -72,7 +103,54 @@ export class ClusterService {
   /** Whether this node may accept mutations now. */
   isLeader(): boolean {
     if (!this.enabled) return true;
-    return this.elected && Date.now() < this.leaseValidUntil;
+    return this.elected && this.ready && Date.now() < this.leaseValidUntil;
+  }
+
+  /** The replication pieces, once the rest of the service exists (main.ts). */
+  attach(deps: ClusterDeps): void {
+    this.deps = deps;
+    this.changeLog = new ChangeLog(deps.db);
+    if (!this.enabled) return;
+    this.applierInstance = new Applier({ ...deps, changeLog: this.changeLog, log: this.log });
+    this.client = new PeerClient(deps.caFile, deps.secret, this.nodeId);
+    this.replicator = new Replicator({
+      db: deps.db,
+      changeLog: this.changeLog,
+      applier: this.applierInstance,
+      client: this.client,
+      log: this.log,
+      epoch: () => this.epoch,
+      leads: () => this.isLeader(),
+    });
+    deps.storage.replication = this.storageReplication();
+  }
+
+  /** The log of applied and accepted entries (shadow writes are idempotent through it, on any node). */
+  get changes(): ChangeLog {
+    if (!this.changeLog) throw new Error('cluster: attach() was not called');
+    return this.changeLog;
+  }
+
+  /** Applies entries from another node (the replicate route); null on a single node. */
+  get applier(): Applier | null {
+    return this.applierInstance;
+  }
+
+  private storageReplication(): StorageReplication {
+    const c = this.config.cluster;
+    return {
+      wrote: (body: Uint8Array, contentType: string, mode: WriteMode, options: WriteOptions) => {
+        const { awaitReplica: _awaitReplica, replicated: _replicated, ...o } = options;
+        const meta: WriteEntryMeta = { ct: contentType, mode, o };
+        const id = this.changeLog!.append('write', JSON.stringify(meta), body);
+        this.replicator!.wake();
+        return c.writeAck === 'one' ? this.replicator!.waitForAck(id, c.ackTimeoutMs) : null;
+      },
+      collectionChanged: (change) => {
+        this.changeLog!.append('collection', JSON.stringify(change), null);
+        this.replicator!.wake();
+      },
+    };
   }
 
   /** The 503 a mutating request gets on a node that is not (or no longer surely) the leader, or null. */
@@ -90,12 +168,15 @@ export class ClusterService {
     if (epoch > this.highestEpoch) {
       this.highestEpoch = epoch;
       this.writeState();
+      // A newer leader exists: whatever this node believed, it leads no more.
+      if (this.elected && epoch > this.epoch) this.stepDown('a newer epoch shipped to this node');
     }
   }
 
   status(): ClusterStatus {
     if (!this.enabled) return { node_id: this.nodeId, role: 'leader', leader: this.config.cluster.advertiseUrl || null, epoch: 0, peers: [] };
-    return { node_id: this.nodeId, role: this.isLeader() ? 'leader' : 'secondary', leader: this.isLeader() ? this.config.cluster.advertiseUrl : this.leaderUrl, epoch: this.isLeader() ? this.epoch : this.highestEpoch, peers: [] };
+    const leads = this.isLeader();
+    return { node_id: this.nodeId, role: leads ? 'leader' : 'secondary', leader: leads ? this.config.cluster.advertiseUrl : this.leaderUrl, epoch: leads ? this.epoch : this.highestEpoch, peers: leads ? this.replicator?.status() ?? [] : [] };
   }
 
   health(): Health {
@@ -110,24 +191,124 @@ export class ClusterService {
     if (!c.nodeId) throw new Error('cluster.nodeId is required when cluster.enabled is true');
     if (!c.advertiseUrl) throw new Error('cluster.advertiseUrl is required when cluster.enabled is true');
     if (c.etcd.endpoints.length === 0) throw new Error('cluster.etcd.endpoints is required when cluster.enabled is true');
-    this.client = new Etcd3({ hosts: [...c.etcd.endpoints], dialTimeout: 3000 });
-    this.election = this.client.election(ELECTION, c.electionTtlSeconds);
+    if (!this.deps) throw new Error('cluster: attach() was not called');
+    this.changeLog!.installTriggers();
+    this.changeLog!.stopRecording(); // until elected
+    this.etcd = new Etcd3({ hosts: [...c.etcd.endpoints], dialTimeout: 3000 });
+    this.election = this.etcd.election(ELECTION, c.electionTtlSeconds);
+    this.register();
+    this.peerPoll = setInterval(() => void this.pollPeers(), PEER_POLL_MS);
+    this.peerPoll.unref();
+    this.trimTimer = setInterval(() => this.trim(), TRIM_EVERY_MS);
+    this.trimTimer.unref();
     await this.watchLeader();
     this.runCampaign();
+  }
+
+  /** This node in etcd's node list, on its own lease (re-made when it is lost). */
+  private register(): void {
+    if (this.stopped) return;
+    const lease = this.etcd!.lease(this.config.cluster.electionTtlSeconds, { autoKeepAlive: true });
+    this.registration = lease;
+    lease.on('lost', () => {
+      if (this.registration === lease) setTimeout(() => this.register(), 1000).unref();
+    });
+    lease.put(`${NODES_PREFIX}${this.nodeId}`).value(this.config.cluster.advertiseUrl).exec().catch((err) => {
+      this.log.warn({ err: String(err) }, 'cluster: cannot register this node in etcd yet; retrying');
+      void lease.revoke().catch(() => {});
+      if (this.registration === lease) setTimeout(() => this.register(), 1000).unref();
+    });
+  }
+
+  private async registeredPeers(): Promise<PeerInfo[]> {
+    const all = await this.etcd!.getAll().prefix(NODES_PREFIX).strings();
+    return Object.entries(all)
+      .map(([key, url]) => ({ nodeId: key.slice(NODES_PREFIX.length), url }))
+      .filter((p) => p.nodeId !== this.nodeId && /^https:\/\//.test(p.url));
+  }
+
+  private async pollPeers(): Promise<void> {
+    if (!this.isLeader()) return;
+    // Shippers stop while the lease is in doubt; a lease that held after all resumes them.
+    this.replicator!.start();
+    try {
+      this.replicator!.setPeers(await this.registeredPeers());
+    } catch {
+      // etcd unreachable: the known peers stay
+    }
+  }
+
+  private trim(): void {
+    const c = this.config.cluster;
+    try {
+      const removed = this.changeLog!.trim(c.queueMaxBytes, c.queueMaxAgeHours * 3_600_000);
+      if (removed > 0) this.log.info({ removed }, 'cluster: trimmed the replication log');
+    } catch (err) {
+      this.log.warn({ err: String(err) }, 'cluster: trimming the replication log failed');
+    }
+  }
+
+  /**
+   * Elected: before accepting mutations, pull from every reachable peer what it holds and this node
+   * lacks, then record in the new epoch and ship. Bounded: a peer that does not answer within the
+   * TTL is left behind (its shipper pulls from it once it answers).
+   */
+  private async takeOver(epoch: number): Promise<void> {
+    const ttlMs = this.config.cluster.electionTtlSeconds * 1000;
+    let peers: PeerInfo[] = [];
+    try {
+      peers = await this.registeredPeers();
+    } catch (err) {
+      this.log.warn({ err: String(err) }, 'cluster: cannot list the peers to catch up from');
+    }
+    peers = [...new Map([...this.replicator!.peers(), ...peers].map((p) => [p.nodeId, p])).values()];
+    await Promise.all(peers.map(async (peer) => {
+      try {
+        const pulled = await pullFrom({ changeLog: this.changeLog!, applier: this.applierInstance!, client: this.client!, epoch: () => epoch }, peer, ttlMs);
+        if (pulled > 0) this.log.warn({ peer: peer.nodeId, entries: pulled }, 'cluster: caught up from a peer before leading');
+      } catch (err) {
+        this.log.warn({ peer: peer.nodeId, err: String((err as Error)?.message ?? err) }, 'cluster: could not catch up from a peer before leading');
+      }
+    }));
+    if (!this.elected || this.epoch !== epoch || this.stopped) return;
+    this.changeLog!.startRecording(epoch);
+    this.replicator!.setPeers(peers);
+    this.ready = true;
+    this.replicator!.start();
+    try {
+      await this.deps!.onLeading();
+    } catch (err) {
+      this.log.error({ err: String((err as Error)?.stack ?? err) }, 'cluster: work on taking the lead failed');
+    }
+    this.log.warn({ epoch, node: this.nodeId, peers: peers.length }, 'cluster: this node leads and accepts mutations');
+  }
+
+  private stepDown(why: string): void {
+    const was = this.elected;
+    this.elected = false;
+    this.ready = false;
+    this.leaseValidUntil = 0;
+    this.changeLog?.stopRecording();
+    this.replicator?.stop();
+    if (was) this.log.warn({ why }, 'cluster: this node no longer leads');
   }
 
   async stop(): Promise<void> {
     this.stopped = true;
     if (this.retry) clearTimeout(this.retry);
-    this.elected = false;
-    this.leaseValidUntil = 0;
+    if (this.peerPoll) clearInterval(this.peerPoll);
+    if (this.trimTimer) clearInterval(this.trimTimer);
+    this.stepDown('stopping');
+    this.applierInstance?.close();
+    this.client?.close();
+    await this.registration?.revoke().catch(() => {});
     try {
       await this.campaign?.resign(); // a clean stop hands leadership on at once
     } catch {
       // the lease expires by itself
     }
     await this.observer?.cancel().catch(() => {});
-    this.client?.close();
+    this.etcd?.close();
   }
 
   private async watchLeader(): Promise<void> {
@@ -167,13 +348,14 @@ export class ClusterService {
       // The lease was granted (or kept alive) moments ago: valid from now, for less than its TTL.
       this.leaseValidUntil = Math.max(this.leaseValidUntil, Date.now() + ttlMs / 3);
       this.elected = true;
+      this.ready = false;
       this.admitEpoch(this.epoch);
-      this.log.warn({ epoch: this.epoch, node: this.nodeId }, 'cluster: this node is the leader');
+      this.log.warn({ epoch: this.epoch, node: this.nodeId }, 'cluster: elected; catching up from the peers before leading');
+      void this.takeOver(this.epoch);
     });
     campaign.on('error', (err) => {
       const was = this.elected;
-      this.elected = false;
-      this.leaseValidUntil = 0;
+      this.stepDown('campaign failed');
       this.log.warn({ err: String(err), wasLeader: was }, 'cluster: campaign failed (lease lost or etcd unreachable); campaigning again');
       this.retry = setTimeout(() => this.runCampaign(), 1000);
       this.retry.unref();

@@ -128,4 +128,36 @@ export const MIGRATIONS: readonly string[] = [
      applied_ms INTEGER NOT NULL,
      PRIMARY KEY (epoch, seq)
    ) WITHOUT ROWID;`,
+  // 9: the cluster's replication log (src/cluster/change-log.ts): every accepted write and metadata
+  // row change, by (epoch, seq), kept on every node (bounded by size and age) so it can be shipped,
+  // pulled by a new leader, and re-shipped; per-epoch high-water marks; each peer's acknowledged
+  // position; and this node's recording term (the triggers append only while it leads).
+  `CREATE TABLE cluster_log (
+     id INTEGER PRIMARY KEY AUTOINCREMENT,
+     epoch INTEGER NOT NULL,
+     seq INTEGER NOT NULL,
+     kind TEXT NOT NULL,
+     meta TEXT NOT NULL,
+     body BLOB,
+     bytes INTEGER NOT NULL,
+     created_ms INTEGER NOT NULL
+   );
+   CREATE UNIQUE INDEX cluster_log_position ON cluster_log (epoch, seq);
+   CREATE TABLE cluster_epochs (
+     epoch INTEGER PRIMARY KEY,
+     max_seq INTEGER NOT NULL
+   );
+   CREATE TABLE cluster_peers (
+     node_id TEXT PRIMARY KEY,
+     url TEXT NOT NULL,
+     acked_id INTEGER NOT NULL,
+     acked_ms INTEGER,
+     updated_ms INTEGER NOT NULL
+   );
+   CREATE TABLE cluster_term (
+     only INTEGER PRIMARY KEY CHECK (only = 1),
+     epoch INTEGER NOT NULL,
+     recording INTEGER NOT NULL
+   );
+   INSERT INTO cluster_term (only, epoch, recording) VALUES (1, 0, 0);`,
 ];

@@ -106,6 +106,8 @@ export interface MonitorOptions {
   clock: ServiceClock;
   log: Logger;
   settings: Config['monitor'];
+  /** On a cluster: whether this node leads (only the leader evaluates). */
+  leads?: () => boolean;
 }
 
 const EVENT_COLUMNS = 'id, rule_id, collection_id, tag, tag_index, kind, status, severity, value, "limit", started_ms, resolved_ms, acked_ms, acked_by, message';
@@ -609,6 +611,8 @@ export class MonitorService {
     const due = [...this.watches.values()].filter((w) => w.nextDue <= now);
     if (due.length === 0) return;
     for (const w of due) w.nextDue = alignedAfter(now, w.rateMs);
+    // On a cluster only the leader evaluates: its rule states, events and notifications replicate.
+    if (this.o.leads && !this.o.leads()) return;
     // The tag list goes again while a rule's tag has no index yet: the answer carries the indexes.
     const requests: MonitorSampleRequest[] = due.map((w) => ({
       collectionId: w.collectionId,

@@ -1,12 +1,23 @@
-// GET /svcapi/cluster/status and POST /svcapi/shadow_write (WIRE.md part 2 "Cluster").
+// The cluster's routes (WIRE.md part 2 "Cluster"): GET /svcapi/cluster/status, POST
+// /svcapi/shadow_write, and the node-to-node routes of replication, POST /svcapi/cluster/replicate
+// (the leader ships log entries) and POST /svcapi/cluster/pull (a new leader takes what it lacks).
+// shadow_write takes an admin token or a node credential; the node-to-node routes only the latter.
 
 import { S } from '../http/compile.js';
-import { badRequest } from '../http/errors.js';
+import { badRequest, HttpError, unauthorized } from '../http/errors.js';
 import type { RouteDef } from '../http/route.js';
 import { AccessGrant } from '../meta/access-grant.js';
+import { decodeFrames, encodeFrames } from '../../native-free-codecs/replication-frames.js';
+import { isNodeCredential, verifyNodeCredential } from '../cluster/node-auth.js';
+import { toFrame } from '../cluster/replicator.js';
+import type { Claims } from '../auth/tokens.js';
 import type { ServiceContext } from './context.js';
 
 const WRITE_TYPES = ['application/json', 'application/msgpack', 'application/octet-stream'];
+const PULL_MAX_ENTRIES = 5000;
+const PULL_MAX_BYTES = 16 * 1024 * 1024;
+/** The highest seq held per epoch: `{"<epoch>": seq}`. */
+const POSITION = S.object({}, [], { additionalProperties: S.integer({ minimum: 0 }) });
 
 export function clusterRoutes(ctx: ServiceContext): RouteDef[] {
   const tag = 'Cluster';
@@ -18,10 +29,32 @@ export function clusterRoutes(ctx: ServiceContext): RouteDef[] {
     if (raw === undefined || !/^[0-9]{1,15}$/.test(raw.trim())) throw badRequest(`header ${name} must be a whole number`);
     return Number(raw.trim());
   };
+  const secret = () => {
+    const s = ctx.clusterSecret;
+    if (!s) throw new HttpError('NOT_IMPLEMENTED', 'node credentials need cluster.enabled (and cluster.secretFile)');
+    return s;
+  };
+  /** A node credential, or else the usual token check: shadow_write. */
+  const nodeOrToken = (req: { headers: Readonly<Record<string, string>> }): Claims => {
+    const auth = req.headers.authorization;
+    if (isNodeCredential(auth)) return verifyNodeCredential(secret(), auth!);
+    return ctx.tokens.verifyHeader(auth);
+  };
+  const nodeOnly = (req: { headers: Readonly<Record<string, string>> }): Claims => {
+    const auth = req.headers.authorization;
+    if (!isNodeCredential(auth)) throw unauthorized('a node credential is required (these routes are for the nodes of a cluster)');
+    return verifyNodeCredential(secret(), auth!);
+  };
+  const applier = () => {
+    const a = cluster.applier;
+    if (!a) throw new HttpError('NOT_IMPLEMENTED', 'this node is not part of a cluster (cluster.enabled is false)');
+    return a;
+  };
+  const answer = S.object({ held: S.integer(), error: { type: ['string', 'null'] }, position: POSITION });
   return [
     {
       method: 'GET', path: '/svcapi/cluster/status', auth: 'jwt', tag,
-      summary: "This node's role, the leader and the epoch",
+      summary: "This node's role, the leader, the epoch, and (on the leader) each peer's lag",
       responses: {
         200: {
           description: 'status',
@@ -35,8 +68,9 @@ export function clusterRoutes(ctx: ServiceContext): RouteDef[] {
     },
     {
       method: 'POST', path: '/svcapi/shadow_write', auth: 'admin', tag, anyNode: true,
+      authenticate: nodeOrToken,
       summary: 'Apply a write shipped by the leader (any node), idempotent by X-Historian-Epoch and X-Historian-Seq',
-      description: 'The bodies of /svcapi/write. 409 when the epoch is older than the newest this node has seen (a former leader); a repeated (epoch, seq) answers as the first time and writes nothing.',
+      description: 'The bodies of /svcapi/write; an admin token or a node credential. 409 when the epoch is older than the newest this node has seen (a former leader); a repeated (epoch, seq) answers as the first time and writes nothing.',
       rawBody: { contentTypes: WRITE_TYPES, description: 'points to write', bufferReused: true },
       maxBodyBytes: ctx.storage.maxBodyBytes,
       maxBodySetting: 'storage.requestRingBytes',
@@ -46,12 +80,55 @@ export function clusterRoutes(ctx: ServiceContext): RouteDef[] {
         const seq = header(req, 'x-historian-seq');
         if (seq < 1) throw badRequest('header x-historian-seq counts from 1');
         cluster.admitEpoch(epoch);
+        // Its own (epoch, seq) space, apart from the replication log's: a shadow write is applied here only.
         const before = applied.get(epoch, seq) as number | undefined;
         if (before !== undefined) return { body: { success: true, points: before, duplicate: true } };
         const contentType = (req.headers['content-type'] ?? 'application/json').toLowerCase();
-        const result = await ctx.storage.write(AccessGrant.of(ctx.db, ctx.entities.registry, req.user!), req.rawBody!, contentType, 'sync', req.signal);
+        const result = await ctx.storage.write(AccessGrant.of(ctx.db, ctx.entities.registry, req.user!), req.rawBody!, contentType, 'sync', req.signal, { replicated: true });
         if (result.success) record.run(epoch, seq, result.points, Date.now());
         return { body: result };
+      },
+    },
+    {
+      method: 'POST', path: '/svcapi/cluster/replicate', auth: 'admin', tag, anyNode: true, maintenanceExempt: true,
+      authenticate: nodeOnly,
+      summary: 'Node to node: apply log entries the leader ships, in order (an empty body asks for the position)',
+      description: 'Framed entries (u32 LE header length, JSON header, body). Answers how many of them (a prefix) this node now holds, and its position: the highest seq held per epoch. 409 when X-Historian-Epoch is older than the newest this node has seen.',
+      rawBody: { contentTypes: ['application/octet-stream'], description: 'framed log entries' },
+      maxBodyBytes: 64 * 1024 * 1024,
+      maxBodySetting: 'the replication batch size (8 MiB a batch, at most one entry beyond it)',
+      responses: { 200: { description: 'what is held', schema: answer } },
+      handler: async (req) => {
+        cluster.admitEpoch(header(req, 'x-historian-epoch'));
+        if (cluster.isLeader()) throw new HttpError('CONFLICT', 'this node leads; it takes no shipped entries');
+        let frames;
+        try {
+          frames = decodeFrames(req.rawBody!);
+        } catch (err) {
+          throw badRequest(`replication body: ${(err as Error).message}`);
+        }
+        const { held, error } = frames.length > 0 ? await applier().apply(frames) : { held: 0, error: null };
+        return { body: { held, error, position: cluster.changes.position() } };
+      },
+    },
+    {
+      method: 'POST', path: '/svcapi/cluster/pull', auth: 'admin', tag, anyNode: true, mutates: false,
+      authenticate: nodeOnly,
+      summary: 'Node to node: the log entries this node holds that a node at the given position lacks',
+      description: 'Body `{position: {<epoch>: <highest seq held>}, max_bytes}`; answers framed entries (empty when there is nothing more).',
+      body: S.object({ position: POSITION, max_bytes: S.integer({ minimum: 1 }) }, ['position'], { additionalProperties: false }),
+      responses: { 200: { description: 'framed log entries', contentType: 'application/octet-stream' } },
+      handler: (req) => {
+        applier();
+        const body = req.body as { position: Record<string, unknown>; max_bytes?: number };
+        const position: Record<string, number> = {};
+        for (const [epoch, seq] of Object.entries(body.position)) {
+          if (!/^[0-9]{1,15}$/.test(epoch) || typeof seq !== 'number' || !Number.isSafeInteger(seq) || seq < 0) throw badRequest(`position: ${JSON.stringify(epoch)} must map an epoch to a whole seq`);
+          position[epoch] = seq;
+        }
+        const maxBytes = Math.min(PULL_MAX_BYTES, Math.max(1, body.max_bytes ?? PULL_MAX_BYTES));
+        const entries = cluster.changes.missingFrom(position, PULL_MAX_ENTRIES, maxBytes);
+        return { body: Buffer.from(encodeFrames(entries.map(toFrame))), contentType: 'application/octet-stream' };
       },
     },
   ];

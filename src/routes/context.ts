@@ -43,6 +43,8 @@ export interface ServiceContext {
   readonly connector: ConnectorService;
   /** Leader election and fencing (a single node leads). */
   readonly cluster: ClusterService;
+  /** The secret every node of a cluster shares (node credentials); null on a single node. */
+  readonly clusterSecret: Buffer | null;
   /** The port actually bound (differs from config when it is 0). */
   boundPort(): number;
   /** Health of every subsystem (GET /svcapi/health). */

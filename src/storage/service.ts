@@ -68,6 +68,20 @@ export interface WriteOptions {
   backfill?: boolean;
   /** Create missing collections (default: storage.autoCreateCollections). */
   autoCreate?: boolean;
+  /** Applied from another node of a cluster: not recorded for replication again. */
+  replicated?: boolean;
+  /** Answer only once the cluster's write acknowledgement (cluster.writeAck) is met: /svcapi/write. */
+  awaitReplica?: boolean;
+}
+
+/**
+ * What the cluster's replication (src/cluster/) learns of this node's own changes to the time
+ * series. Each call records the change durably before it returns; `wrote` gives back what to wait
+ * for when the write asks for the cluster's acknowledgement.
+ */
+export interface StorageReplication {
+  wrote(body: Uint8Array, contentType: string, mode: WriteMode, options: WriteOptions): Promise<void> | null;
+  collectionChanged(change: { op: 'create' | 'update'; scope: CollectionScope; extra: Record<string, unknown> }): void;
 }
 
 export class StorageService {
@@ -75,6 +89,8 @@ export class StorageService {
   readonly catalog: CollectionCatalog;
   readonly tagScopes: TagScopes;
   readonly access: CollectionAccess;
+  /** Set by the cluster service on a node of a cluster. */
+  replication: StorageReplication | null = null;
   private roundRobin = 0;
   private diskCheckedAt = 0;
   private diskLow = false;
@@ -155,19 +171,23 @@ export class StorageService {
     return record;
   }
 
-  async createCollection(grant: AccessGrant, scope: CollectionScope, extra: Record<string, unknown>): Promise<CollectionRecord> {
+  async createCollection(grant: AccessGrant, scope: CollectionScope, extra: Record<string, unknown>, replicated = false): Promise<CollectionRecord> {
     this.refuseWhileRestoring();
     if (!this.access.canAccess(grant, scope)) throw forbidden('the collection\'s unit is outside your access grant');
     this.checkDisk();
-    return this.catalog.create(scope, extra);
+    const record = await this.catalog.create(scope, extra);
+    if (!replicated) this.replication?.collectionChanged({ op: 'create', scope, extra });
+    return record;
   }
 
-  async updateCollection(grant: AccessGrant, scope: CollectionScope, extra: Record<string, unknown>): Promise<CollectionRecord> {
+  async updateCollection(grant: AccessGrant, scope: CollectionScope, extra: Record<string, unknown>, replicated = false): Promise<CollectionRecord> {
     this.refuseWhileRestoring();
     const id = idOf(scope);
     this.collection(grant, id);
     this.checkDisk();
-    return this.catalog.update(id, extra);
+    const record = await this.catalog.update(id, extra);
+    if (!replicated) this.replication?.collectionChanged({ op: 'update', scope, extra });
+    return record;
   }
 
   private visible(grant: AccessGrant, id: string): boolean {
@@ -241,11 +261,18 @@ export class StorageService {
     this.refuseWhileRestoring();
     while (this.writeGate) await this.writeGate.promise;
     this.writesInFlight++;
+    let result: WriteResult;
     try {
-      return await this.writeNow(grant, body, contentType, mode, options);
+      result = await this.writeNow(grant, body, contentType, mode, options);
     } finally {
       if (--this.writesInFlight === 0) for (const wake of this.writesDrained.splice(0)) wake();
     }
+    if (result.success && !options.replicated && this.replication) {
+      // Recorded (the body copied) before the handler settles and the pooled body buffer goes back.
+      const acknowledged = this.replication.wrote(body, contentType, mode, options);
+      if (acknowledged && options.awaitReplica) await acknowledged;
+    }
+    return result;
   }
 
   // ---- backup and restore --------------------------------------------------
@@ -340,7 +367,7 @@ export class StorageService {
 
   private async writeNow(grant: AccessGrant, body: Uint8Array, contentType: string, mode: WriteMode, options: WriteOptions): Promise<WriteResult> {
     this.checkDisk();
-    const { defaultScope, ...extra } = options;
+    const { defaultScope, replicated: _replicated, awaitReplica: _awaitReplica, ...extra } = options;
     // Bodies only the worker can read (compressed, line protocol) have no scope to peek at.
     const peeked = options.contentEncoding || options.lineProtocol ? {} : peekScope(body, contentType);
     const scope = defaultScope ? { ...defaultScope, ...peeked } : peeked;

@@ -153,7 +153,8 @@ export async function startService(opts: StartOptions = {}): Promise<TestService
   fs.writeFileSync(configFile, JSON.stringify(deepMerge(TEST_CONFIG, opts.config ?? {})));
   const env: Record<string, string | undefined> = {
     ...process.env,
-    HISTORIAN_PORT: '0',
+    // A port set in the settings (a cluster node's advertised URL names it) must not be overridden.
+    HISTORIAN_PORT: String((opts.config as { server?: { port?: number } } | undefined)?.server?.port ?? 0),
     HISTORIAN_DATA_DIR: dataDir,
     HISTORIAN_CONFIG: configFile,
     HISTORIAN_ADMIN_EMAIL: ADMIN_EMAIL,

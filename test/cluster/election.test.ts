@@ -10,10 +10,10 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { ADMIN_EMAIL, ADMIN_PASSWORD, startService, type TestService } from '../api/harness.js';
+import { ADMIN_EMAIL, ADMIN_PASSWORD, startService, tempDir, type TestService } from '../api/harness.js';
 import { freePort } from '../support/ports.js';
 import { waitFor } from '../support/wait-for.js';
-import { ETCD_BIN, TestEtcd } from './etcd.js';
+import { ETCD_BIN, shareCa, TestEtcd } from './etcd.js';
 
 const TTL_SECONDS = 2;
 const skip = fs.existsSync(ETCD_BIN) ? false : `${ETCD_BIN} is not installed (apt-get install etcd-server; .ci/run does)`;
@@ -26,11 +26,25 @@ describe('cluster: election and fencing', { skip }, () => {
   async function startNode(id: string): Promise<(typeof nodes)[number]> {
     const port = await freePort();
     const url = `https://localhost:${port}`;
+    const dataDir = tempDir();
+    // Every node's certificate comes from one CA, so nodes verify each other (WIRE: the operator
+    // gives every node the same tls/ca.crt and ca.key before first start).
+    if (nodes[0]) shareCa(nodes[0].svc.dataDir, dataDir);
     const svc = await startService({
-      // Collections are made by writes: without replication (not built yet) a secondary has none of the leader's.
+      dataDir,
       config: { server: { port }, storage: { autoCreateCollections: true }, cluster: { enabled: true, nodeId: id, advertiseUrl: url, etcd: { endpoints: [etcd.endpoint] }, electionTtlSeconds: TTL_SECONDS, secretFile } },
     });
-    const node = { id, svc, url, token: await svc.login(ADMIN_EMAIL, ADMIN_PASSWORD) };
+    // Only the first leader makes the first admin; the others have it once it replicated.
+    let token = '';
+    await waitFor(async () => {
+      try {
+        token = await svc.login(ADMIN_EMAIL, ADMIN_PASSWORD);
+        return true;
+      } catch {
+        return false;
+      }
+    }, `the admin can log in on node ${id}`, { timeoutMs: 30_000, intervalMs: 100 });
+    const node = { id, svc, url, token };
     nodes.push(node);
     return node;
   }

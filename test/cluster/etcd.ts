@@ -43,3 +43,12 @@ export class TestEtcd {
     fs.rmSync(this.dir, { recursive: true, force: true });
   }
 }
+
+/** Copies the CA of one node's data dir into another's before its first start, so both serve certificates of one CA. */
+export function shareCa(fromDataDir: string, toDataDir: string): void {
+  const tlsDir = path.join(toDataDir, 'tls');
+  fs.mkdirSync(tlsDir, { recursive: true, mode: 0o700 });
+  fs.copyFileSync(path.join(fromDataDir, 'tls', 'ca.crt'), path.join(tlsDir, 'ca.crt'));
+  fs.copyFileSync(path.join(fromDataDir, 'tls', 'ca.key'), path.join(tlsDir, 'ca.key'));
+  fs.chmodSync(path.join(tlsDir, 'ca.key'), 0o600);
+}

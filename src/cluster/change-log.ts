@@ -1,0 +1,249 @@
+// The replication log (WIRE.md part 2 "Cluster"): what the leader ships to every secondary, in
+// order, each entry identified by (epoch, seq). Every node keeps one in `cluster_log` (migration 9):
+// the leader appends what it accepts; a secondary appends what it applied, with the leader's
+// (epoch, seq), so that whichever node leads next can pull from it and ship it on.
+//
+// Two kinds of entry:
+// - `write`: an accepted write body as it came in (JSON, msgpack, HSW1, ingest rows, line protocol,
+//   gzip), with the options that make its decoding the same on every node (the scope defaults, the
+//   line protocol's `nowMs`). It is applied by the same storage path.
+// - `row`: one metadata row change, recorded by TEMP triggers on every replicated table, in the
+//   same transaction as the change (nothing is changed without its entry, nothing is logged that
+//   was rolled back), whichever code made it: entities, accounts, rules, monitor state, tag map.
+//   The triggers record only while `cluster_term.recording` is 1: on the leader, outside applies.
+// - `collection`: a collection created or updated (its catalog lives with the time series).
+//
+// Entries of an epoch are applied everywhere in seq order, so what a node holds of an epoch is
+// always a prefix: its position is one high-water seq per epoch (`cluster_epochs`).
+
+import type { Db } from '../meta/database.js';
+
+export type EntryKind = 'write' | 'row' | 'collection';
+
+export interface LogEntry {
+  id: number;
+  epoch: number;
+  seq: number;
+  kind: EntryKind;
+  /** JSON: write options, a row change ({t, op: insert|update|delete, c: columns, v: values in chunks}), or a collection change. */
+  meta: string;
+  body: Buffer | null;
+  bytes: number;
+  created_ms: number;
+}
+
+/** The highest seq this node holds of each epoch. */
+export type Position = Record<string, number>;
+
+/** Tables that stay with their node: the process log and the cluster's own bookkeeping. */
+const LOCAL_TABLES = new Set(['process_jobs', 'shadow_writes_applied', 'cluster_log', 'cluster_epochs', 'cluster_peers', 'cluster_term']);
+/** SQLite caps a function's arguments (127 by default); longer column lists go in chunks. */
+const ARGS_PER_CHUNK = 100;
+
+const q = (name: string) => `"${name.replace(/"/g, '""')}"`;
+const literal = (text: string) => `'${text.replace(/'/g, "''")}'`;
+
+export interface TableShape {
+  name: string;
+  columns: string[];
+  /** The primary key columns, or ['rowid'] for a table that has none. */
+  key: string[];
+}
+
+export class ChangeLog {
+  private readonly appendStmt;
+  private readonly nextSeqStmt;
+  private readonly termStmt;
+  private readonly setTermStmt;
+  private readonly lastIdStmt;
+  private readonly readStmt;
+  private readonly epochAfterStmt;
+  private readonly positionStmt;
+  private readonly hasStmt;
+  private readonly createdOfStmt;
+  private readonly bytesAfterStmt;
+  readonly tables: TableShape[];
+
+  constructor(private readonly db: Db) {
+    this.appendStmt = db.prepare('INSERT INTO cluster_log (epoch, seq, kind, meta, body, bytes, created_ms) VALUES (?, ?, ?, ?, ?, ?, ?)');
+    this.nextSeqStmt = db.prepare('SELECT COALESCE(MAX(seq), 0) + 1 FROM cluster_log WHERE epoch = ?').pluck();
+    this.termStmt = db.prepare('SELECT epoch, recording FROM cluster_term WHERE only = 1');
+    this.setTermStmt = db.prepare('UPDATE cluster_term SET epoch = ?, recording = ? WHERE only = 1');
+    this.lastIdStmt = db.prepare('SELECT COALESCE(MAX(id), 0) FROM cluster_log').pluck();
+    this.readStmt = db.prepare('SELECT id, epoch, seq, kind, meta, body, bytes, created_ms FROM cluster_log WHERE id > ? ORDER BY id LIMIT ?');
+    this.epochAfterStmt = db.prepare('SELECT id, epoch, seq, kind, meta, body, bytes, created_ms FROM cluster_log WHERE epoch = ? AND seq > ? ORDER BY seq LIMIT ?');
+    this.positionStmt = db.prepare('SELECT epoch, max_seq FROM cluster_epochs');
+    this.hasStmt = db.prepare('SELECT 1 FROM cluster_log WHERE epoch = ? AND seq = ?').pluck();
+    this.createdOfStmt = db.prepare('SELECT created_ms FROM cluster_log WHERE id > ? ORDER BY id LIMIT 1').pluck();
+    this.bytesAfterStmt = db.prepare('SELECT COALESCE(SUM(bytes), 0) FROM cluster_log WHERE id > ?').pluck();
+    this.tables = this.replicatedTables();
+  }
+
+  /** Every table whose rows replicate: all but the node-local ones. */
+  private replicatedTables(): TableShape[] {
+    const names = this.db.prepare("SELECT name FROM main.sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name").pluck().all() as string[];
+    return names.filter((name) => !LOCAL_TABLES.has(name)).map((name) => {
+      const info = this.db.prepare(`PRAGMA main.table_info(${q(name)})`).all() as Array<{ name: string; pk: number }>;
+      const key = info.filter((c) => c.pk > 0).sort((a, b) => a.pk - b.pk).map((c) => c.name);
+      return { name, columns: info.map((c) => c.name), key: key.length > 0 ? key : ['rowid'] };
+    });
+  }
+
+  /**
+   * TEMP triggers (this connection only, never in the file, so a backup copy carries none) that
+   * append a `row` entry for every insert, update and delete of a replicated table while
+   * `cluster_term.recording` is 1.
+   */
+  installTriggers(): void {
+    const when = 'WHEN (SELECT recording FROM cluster_term WHERE only = 1) = 1';
+    const epoch = '(SELECT epoch FROM cluster_term WHERE only = 1)';
+    const seq = `(SELECT COALESCE(MAX(seq), 0) + 1 FROM cluster_log WHERE epoch = ${epoch})`;
+    const now = "CAST(unixepoch('subsec') * 1000 AS INTEGER)";
+    this.db.transaction(() => {
+      for (const t of this.tables) {
+        const cols = t.key[0] === 'rowid' ? ['rowid', ...t.columns] : t.columns;
+        const values = (ref: 'NEW' | 'OLD', list: string[]) => {
+          const chunks: string[] = [];
+          for (let i = 0; i < list.length; i += ARGS_PER_CHUNK) chunks.push(`json_array(${list.slice(i, i + ARGS_PER_CHUNK).map((c) => `${ref}.${q(c)}`).join(', ')})`);
+          return `json_array(${chunks.join(', ')})`;
+        };
+        const upsert = (op: string) => `json_object('t', ${literal(t.name)}, 'op', '${op}', 'c', json(${literal(JSON.stringify(cols))}), 'v', ${values('NEW', cols)})`;
+        const remove = `json_object('t', ${literal(t.name)}, 'op', 'delete', 'c', json(${literal(JSON.stringify(t.key))}), 'v', ${values('OLD', t.key)})`;
+        const insertEntry = (meta: string) => `INSERT INTO cluster_log (epoch, seq, kind, meta, body, bytes, created_ms) SELECT ${epoch}, ${seq}, 'row', m, NULL, length(m), ${now} FROM (SELECT ${meta} AS m);`;
+        for (const [event, meta] of [['INSERT', upsert('insert')], ['UPDATE', upsert('update')], ['DELETE', remove]] as const) {
+          const name = q(`clog_${t.name}_${event.toLowerCase()}`);
+          this.db.exec(`DROP TRIGGER IF EXISTS temp.${name}`);
+          this.db.exec(`CREATE TEMP TRIGGER ${name} AFTER ${event} ON main.${q(t.name)} ${when} BEGIN ${insertEntry(meta)} END`);
+        }
+      }
+      // The high-water mark per epoch, whoever appended.
+      this.db.exec('DROP TRIGGER IF EXISTS temp.clog_position');
+      this.db.exec('CREATE TEMP TRIGGER clog_position AFTER INSERT ON main.cluster_log BEGIN INSERT INTO cluster_epochs (epoch, max_seq) VALUES (NEW.epoch, NEW.seq) ON CONFLICT (epoch) DO UPDATE SET max_seq = MAX(max_seq, excluded.max_seq); END');
+    })();
+  }
+
+  term(): { epoch: number; recording: boolean } {
+    const row = this.termStmt.get() as { epoch: number; recording: number };
+    return { epoch: row.epoch, recording: row.recording === 1 };
+  }
+
+  /** Leading in `epoch`: this node's own changes are recorded from now on. */
+  startRecording(epoch: number): void {
+    this.setTermStmt.run(epoch, 1);
+  }
+
+  stopRecording(): void {
+    const { epoch } = this.term();
+    this.setTermStmt.run(epoch, 0);
+  }
+
+  /** Runs `fn` (synchronous SQLite work) with the triggers silent: changes applied from another node are logged by the applier with their own (epoch, seq). */
+  silently<T>(fn: () => T): T {
+    const { epoch, recording } = this.term();
+    if (!recording) return fn();
+    this.setTermStmt.run(epoch, 0);
+    try {
+      return fn();
+    } finally {
+      this.setTermStmt.run(epoch, 1);
+    }
+  }
+
+  /** Appends this node's own entry in the current epoch; returns its id. */
+  append(kind: EntryKind, meta: string, body: Uint8Array | null): number {
+    const { epoch } = this.term();
+    const seq = this.nextSeqStmt.get(epoch) as number;
+    const bytes = meta.length + (body?.byteLength ?? 0);
+    return Number(this.appendStmt.run(epoch, seq, kind, meta, body ? Buffer.from(body.buffer, body.byteOffset, body.byteLength) : null, bytes, Date.now()).lastInsertRowid);
+  }
+
+  /** Appends an entry applied from another node, with its (epoch, seq). */
+  appendApplied(entry: Pick<LogEntry, 'epoch' | 'seq' | 'kind' | 'meta' | 'body' | 'created_ms'>): number {
+    const bytes = entry.meta.length + (entry.body?.byteLength ?? 0);
+    return Number(this.appendStmt.run(entry.epoch, entry.seq, entry.kind, entry.meta, entry.body, bytes, entry.created_ms).lastInsertRowid);
+  }
+
+  has(epoch: number, seq: number): boolean {
+    return this.hasStmt.get(epoch, seq) !== undefined;
+  }
+
+  lastId(): number {
+    return this.lastIdStmt.get() as number;
+  }
+
+  /** Entries after local id `afterId`, at most `limit` of them and about `maxBytes` (at least one). */
+  read(afterId: number, limit: number, maxBytes: number): LogEntry[] {
+    const rows = this.readStmt.all(afterId, limit) as LogEntry[];
+    let bytes = 0;
+    for (let i = 0; i < rows.length; i++) {
+      bytes += rows[i].bytes;
+      if (bytes > maxBytes && i > 0) return rows.slice(0, i);
+    }
+    return rows;
+  }
+
+  /** What this node holds that a node at `theirs` does not, in the order to apply it (epoch by epoch, seq order). */
+  missingFrom(theirs: Position, limit: number, maxBytes: number): LogEntry[] {
+    const out: LogEntry[] = [];
+    let bytes = 0;
+    for (const [epochText, mine] of Object.entries(this.position()).sort((a, b) => Number(a[0]) - Number(b[0]))) {
+      const after = theirs[epochText] ?? 0;
+      if (mine <= after) continue;
+      for (const row of this.epochAfterStmt.all(Number(epochText), after, limit - out.length) as LogEntry[]) {
+        bytes += row.bytes;
+        out.push(row);
+        if (out.length >= limit || bytes > maxBytes) return out;
+      }
+    }
+    return out;
+  }
+
+  position(): Position {
+    const out: Position = {};
+    for (const row of this.positionStmt.all() as Array<{ epoch: number; max_seq: number }>) out[String(row.epoch)] = row.max_seq;
+    return out;
+  }
+
+  /**
+   * The local id just before the first entry a node at `theirs` lacks (where its shipping starts),
+   * or 'gap' when some of what it lacks is no longer kept here (trimmed).
+   */
+  cursorFor(theirs: Position): number | 'gap' {
+    let cursor = this.lastId();
+    for (const [epochText, mine] of Object.entries(this.position())) {
+      const after = theirs[epochText] ?? 0;
+      if (mine <= after) continue;
+      const first = this.epochAfterStmt.get(Number(epochText), after, 1) as LogEntry | undefined;
+      if (!first || first.seq !== after + 1) return 'gap';
+      cursor = Math.min(cursor, first.id - 1);
+    }
+    return cursor;
+  }
+
+  /** When the oldest entry after `afterId` was made (null when there is none). */
+  oldestAfter(afterId: number): number | null {
+    return (this.createdOfStmt.get(afterId) as number | undefined) ?? null;
+  }
+
+  bytesAfter(afterId: number): number {
+    return this.bytesAfterStmt.get(afterId) as number;
+  }
+
+  /** Drops the oldest entries beyond `maxBytes` in total or older than `maxAgeMs`; returns how many went. */
+  trim(maxBytes: number, maxAgeMs: number, now = Date.now()): number {
+    let removed = this.db.prepare('DELETE FROM cluster_log WHERE created_ms < ?').run(now - maxAgeMs).changes;
+    const total = this.bytesAfter(0);
+    if (total > maxBytes) {
+      // Walk from the oldest until what is left fits.
+      let excess = total - maxBytes;
+      let cut = 0;
+      for (const row of this.db.prepare('SELECT id, bytes FROM cluster_log ORDER BY id').iterate() as IterableIterator<{ id: number; bytes: number }>) {
+        cut = row.id;
+        excess -= row.bytes;
+        if (excess <= 0) break;
+      }
+      removed += this.db.prepare('DELETE FROM cluster_log WHERE id <= ?').run(cut).changes;
+    }
+    return removed;
+  }
+}
