@@ -460,6 +460,8 @@ interface FailoverRun {
   presentOnNewLeader: number;
   /** 200s from the new leader after its first one, until the trickle stopped. */
   okAfter: number;
+  /** The new leader's peers[] from its status once the trickle stopped. */
+  newLeaderPeers: string;
   otherCores: number;
 }
 
@@ -504,8 +506,10 @@ async function failover(ttl: number): Promise<FailoverRun> {
     const newLeader = found?.node ?? null;
     const acked = trickle.writes.filter((w) => w.status === 200 && w.repliedAt < killAt);
     let present = NaN;
+    let newLeaderPeers = '';
     if (newLeader) {
       const client = newLeader.client(1);
+      newLeaderPeers = JSON.stringify((await newLeader.status(client)).peers);
       const reply = await client.get(fastQueryUrl('/svcapi/fast_query', trickleScope, [TRICKLE_TAG], dataset.startMs, dataset.startMs + 1_000_000_000));
       if (reply.status !== 200) throw describeReply(`GET /svcapi/fast_query (${TRICKLE_TAG}) on the new leader ${newLeader.nodeId}`, reply);
       const stored = new Set(((json(reply) as Record<string, Array<[number, number]> | undefined>)[TRICKLE_TAG] ?? []).map(([ts]) => ts));
@@ -529,6 +533,7 @@ async function failover(ttl: number): Promise<FailoverRun> {
       firstServed: served ? { sentMs: served.sentAt - killAt, ms: served.repliedAt - killAt, node: served.node.nodeId, status: served.status, error: served.error } : null,
       ackedBeforeKill: acked.length,
       presentOnNewLeader: present,
+      newLeaderPeers,
       okAfter: found ? trickle.writes.filter((w) => w.status === 200 && w.node === found.node && w.repliedAt > found.repliedAt).length : 0,
       otherCores,
     };
@@ -645,7 +650,7 @@ for (const { ttl, run } of failovers) {
   rows.push([
     label,
     value,
-    `${run.killed} killed, ${run.newLeader ?? 'none'} took over; ${served}; ${kept}; meanwhile ${o.connectionErrors} connection errors, ${o.notLeader} × 503 not the leader, ${o.other503} other 503${o.otherStatus ? `, ${o.otherStatus} other answers` : ''}; then ${int(run.okAfter)} more 200s in about 1 s${otherLoad(run.otherCores)}`,
+    `${run.killed} killed, ${run.newLeader ?? 'none'} took over; ${served}; ${kept}; meanwhile ${o.connectionErrors} connection errors, ${o.notLeader} × 503 not the leader, ${o.other503} other 503${o.otherStatus ? `, ${o.otherStatus} other answers` : ''}; then ${int(run.okAfter)} more 200s in about 1 s; the new leader's status then listed peers ${run.newLeaderPeers || 'n/a'}${nodeCount === 2 && Number.isFinite(run.firstOkMs) ? '; ⚠ no secondary was left to acknowledge these 200s under writeAck "one" (WIRE.md: 503 after cluster.ackTimeoutMs)' : ''}${otherLoad(run.otherCores)}`,
   ]);
   if (Number.isFinite(run.presentOnNewLeader) && run.presentOnNewLeader !== run.ackedBeforeKill) {
     phases.failures.push({ phase: failoverPhase(ttl), error: new Error(`${run.ackedBeforeKill - run.presentOnNewLeader} writes answered 200 under writeAck "one" before the kill are missing on the new leader`) });
@@ -661,7 +666,7 @@ for (const r of runs) {
   rows.push([
     `disk after stop, bytes/point, ${r.label}`,
     nodes.map((n) => `${n.nodeId} ${n.disk ? num(n.disk.bytes / dataset.totalPoints) : 'n/a'}`).join(', '),
-    `the data set's collection folder after seal_now on every node and SIGTERM (allocated: ${nodes.map((n) => (n.disk ? num(n.disk.allocated / dataset.totalPoints) : 'n/a')).join(' / ')}); whole data dir: ${nodes.map((n) => (n.dataDir ? mib(n.dataDir.bytes) : 'n/a')).join(' / ')}`,
+    `the data set's collection folder after seal_now on every node and SIGTERM (allocated: ${nodes.map((n) => (n.disk ? num(n.disk.allocated / dataset.totalPoints) : 'n/a')).join(' / ')}); the whole data dir (metadata, replication log, TLS, …): ${nodes.map((n) => (n.dataDir ? `${mib(n.dataDir.bytes)} = ${num(n.dataDir.bytes / dataset.totalPoints)} bytes/point` : 'n/a')).join(' / ')}`,
   ]);
 }
 
