@@ -17,8 +17,7 @@ import type { Db } from '../meta/database.js';
 import type { EntityStore } from '../meta/entities.js';
 import type { MonitorService } from '../monitor/service.js';
 import type { NotificationService } from '../notifications/service.js';
-import type { StorageService, WriteOptions } from '../storage/service.js';
-import type { CollectionScope } from '../../shared/scope.js';
+import type { CollectionChange, StorageService, WriteOptions } from '../storage/service.js';
 import type { WriteMode } from '../../shared/protocol.js';
 import type { ReplicationFrame } from '../../native-free-codecs/replication-frames.js';
 import type { ChangeLog, TableShape } from './change-log.js';
@@ -132,14 +131,7 @@ export class Applier {
         return;
       }
       case 'collection': {
-        const change = JSON.parse(frame.meta) as { op: 'create' | 'update'; scope: CollectionScope; extra: Record<string, unknown> };
-        try {
-          if (change.op === 'create') await this.o.storage.createCollection(this.grant, change.scope, change.extra, true);
-          else await this.o.storage.updateCollection(this.grant, change.scope, change.extra, true);
-        } catch (err) {
-          // Already made (by a replicated write that created it first) is the state wanted.
-          if (!(err instanceof HttpError && err.status === 409 && change.op === 'create')) throw err;
-        }
+        await this.o.storage.applyReplicated(JSON.parse(frame.meta) as CollectionChange, this.grant);
         this.record(frame);
         return;
       }

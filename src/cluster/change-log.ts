@@ -66,7 +66,7 @@ export class ChangeLog {
 
   constructor(private readonly db: Db) {
     this.appendStmt = db.prepare('INSERT INTO cluster_log (epoch, seq, kind, meta, body, bytes, created_ms) VALUES (?, ?, ?, ?, ?, ?, ?)');
-    this.nextSeqStmt = db.prepare('SELECT COALESCE(MAX(seq), 0) + 1 FROM cluster_log WHERE epoch = ?').pluck();
+    this.nextSeqStmt = db.prepare('SELECT COALESCE((SELECT max_seq FROM cluster_epochs WHERE epoch = ?), 0) + 1').pluck();
     this.termStmt = db.prepare('SELECT epoch, recording FROM cluster_term WHERE only = 1');
     this.setTermStmt = db.prepare('UPDATE cluster_term SET epoch = ?, recording = ? WHERE only = 1');
     this.lastIdStmt = db.prepare('SELECT COALESCE(MAX(id), 0) FROM cluster_log').pluck();
@@ -97,7 +97,8 @@ export class ChangeLog {
   installTriggers(): void {
     const when = 'WHEN (SELECT recording FROM cluster_term WHERE only = 1) = 1';
     const epoch = '(SELECT epoch FROM cluster_term WHERE only = 1)';
-    const seq = `(SELECT COALESCE(MAX(seq), 0) + 1 FROM cluster_log WHERE epoch = ${epoch})`;
+    // From the high-water mark, not the log: entries trimmed away keep their numbers taken.
+    const seq = `(COALESCE((SELECT max_seq FROM cluster_epochs WHERE epoch = ${epoch}), 0) + 1)`;
     const now = "CAST(unixepoch('subsec') * 1000 AS INTEGER)";
     this.db.transaction(() => {
       for (const t of this.tables) {

@@ -38,7 +38,8 @@ export function timeseriesRoutes(ctx: ServiceContext, storage: StorageService): 
     responses: { 200: { description: '`{success: true, points}` or `{success: false, error}`', schema: OUTCOME } },
     handler: async (req) => {
       const contentType = (req.headers['content-type'] ?? 'application/json').toLowerCase();
-      const result = await storage.write(grantOf(req), req.rawBody!, contentType, mode, req.signal);
+      // On a cluster with writeAck "one", /svcapi/write (the fsyncing route) also waits for a secondary.
+      const result = await storage.write(grantOf(req), req.rawBody!, contentType, mode, req.signal, mode === 'sync' ? { awaitReplica: true } : {});
       return { body: result };
     },
   });

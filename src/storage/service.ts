@@ -81,8 +81,16 @@ export interface WriteOptions {
  */
 export interface StorageReplication {
   wrote(body: Uint8Array, contentType: string, mode: WriteMode, options: WriteOptions): Promise<void> | null;
-  collectionChanged(change: { op: 'create' | 'update'; scope: CollectionScope; extra: Record<string, unknown> }): void;
+  collectionChanged(change: CollectionChange): void;
 }
+
+/** A change to the collection catalog, as replication records and replays it. */
+export type CollectionChange =
+  | { op: 'create' | 'update'; scope: CollectionScope; extra: Record<string, unknown> }
+  /** The folders of an org, site or unit that was renamed or moved. */
+  | { op: 'relocate'; from: readonly string[]; to: readonly string[] }
+  /** The collections of an org, site or unit that was deleted. */
+  | { op: 'remove'; ids: string[] };
 
 export class StorageService {
   readonly shards: ShardPool;
@@ -188,6 +196,36 @@ export class StorageService {
     const record = await this.catalog.update(id, extra);
     if (!replicated) this.replication?.collectionChanged({ op: 'update', scope, extra });
     return record;
+  }
+
+  /** Replays a catalog change the leader made (src/cluster/applier.ts); not recorded again. */
+  async applyReplicated(change: CollectionChange, grant: AccessGrant): Promise<void> {
+    switch (change.op) {
+      case 'create':
+        try {
+          await this.createCollection(grant, change.scope, change.extra, true);
+        } catch (err) {
+          // Already made (a replicated write that created it first) is the state wanted.
+          if (!(err instanceof HttpError && err.status === 409)) throw err;
+        }
+        return;
+      case 'update':
+        await this.updateCollection(grant, change.scope, change.extra, true);
+        return;
+      case 'relocate': {
+        this.refuseWhileRestoring();
+        const renamed = await this.catalog.relocate(change.from, change.to);
+        for (const [oldId, newId] of renamed) this.tagScopes.renameCollection(oldId, newId);
+        return;
+      }
+      case 'remove': {
+        this.refuseWhileRestoring();
+        const doomed = change.ids.map((id) => this.catalog.get(id)).filter((r): r is CollectionRecord => r !== undefined);
+        await this.catalog.remove(doomed);
+        for (const r of doomed) this.tagScopes.removeCollection(idOf(r));
+        return;
+      }
+    }
   }
 
   private visible(grant: AccessGrant, id: string): boolean {
@@ -584,6 +622,7 @@ export class StorageService {
           run: async () => {
             await this.catalog.remove(doomed);
             for (const r of doomed) this.tagScopes.removeCollection(idOf(r));
+            this.replication?.collectionChanged({ op: 'remove', ids: doomed.map(idOf) });
           },
         });
       },
@@ -633,6 +672,7 @@ export class StorageService {
         throw new HttpError(inTheWay ? 'CONFLICT' : 'INTERNAL', `the collection folders of ${kind} ${source.join('/')} could not be moved to ${target.join('/')} (${code})`);
       }
       for (const [oldId, newId] of renamed) this.tagScopes.renameCollection(oldId, newId);
+      this.replication?.collectionChanged({ op: 'relocate', from: source, to: target });
     };
     const finished = () => {
       if (--this.moves.queued === 0) this.moves.running = false;
