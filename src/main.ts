@@ -85,7 +85,7 @@ export async function startService(config: Config, log: Logger, env: NodeJS.Proc
     const makeAdmin = () => ensureAdmin(accounts, { email: auth.adminEmail, password: env.HISTORIAN_ADMIN_PASSWORD, dataDir: config.dataDir, scryptCost: auth.scryptCost }, log);
     // On a cluster only the leader makes the first admin (once it has caught up); the others get it by replication.
     cluster.attach({
-      db, storage, entities, accounts, tokens, monitor, notifications, caFile: tls.caFile, secret,
+      db, storage, entities, accounts, tokens, monitor, notifications, backups, caFile: tls.caFile, secret,
       onLeading: async () => {
         await makeAdmin();
         connector.resumeInterrupted();

@@ -346,13 +346,42 @@ export class BackupService {
   async restoreTimeseries(fileName: unknown, by: string) {
     const file = backupPath(this.config.directory(), fileName, 'timeseries');
     const job = this.claim('restore', `restore of ${String(fileName)} (by ${by})`);
+    return this.installTimeseries(file, job, by, true);
+  }
+
+  /**
+   * A cluster's snapshot, leader side: a timeseries archive of this node's store (the format of a
+   * timeseries backup) written into `dir`, a directory of the caller's; the caller removes it.
+   */
+  async snapshotTimeseries(dir: string, by: string): Promise<BackupFileInfo> {
+    const job = this.claim('backup', `timeseries snapshot for ${by}`);
+    try {
+      fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
+      const info = await this.backupTimeseries(dir, job, 0);
+      job.done(`timeseries snapshot for ${by}: ${info.collections} collections, ${info.points} points, ${info.size_bytes} bytes`);
+      return info;
+    } catch (err) {
+      job.fail((err as Error).message);
+      throw err;
+    } finally {
+      this.busy = null;
+    }
+  }
+
+  /** A cluster's snapshot, receiving side: replaces the time-series store by a snapshot archive (every file checked against its manifest). */
+  async installTimeseriesSnapshot(file: string, from: string) {
+    const job = this.claim('restore', `timeseries snapshot from ${from}`);
+    return this.installTimeseries(file, job, from, false);
+  }
+
+  private async installTimeseries(file: string, job: Job, by: string, checksum: boolean) {
     const dataDir = this.o.config.dataDir;
     const marker: RestoreMarker = { id: job.id, phase: 'prepared', staging: `restore-staging-${job.id}`, previous: `ts-before-restore-${job.id}` };
     const staging = path.join(dataDir, marker.staging);
     let markerWritten = false;
     try {
       job.progress(0.02, 'verifying');
-      await this.verifyChecksum(file);
+      if (checksum) await this.verifyChecksum(file);
       const manifest = await this.unpackVerified(file, staging, job);
       writeMarker(dataDir, marker);
       markerWritten = true;

@@ -77,7 +77,8 @@ export class ChangeLog {
     this.nextSeqStmt = db.prepare('SELECT COALESCE((SELECT max_seq FROM cluster_epochs WHERE epoch = ?), 0) + 1').pluck();
     this.termStmt = db.prepare('SELECT epoch, recording FROM cluster_term WHERE only = 1');
     this.setTermStmt = db.prepare('UPDATE cluster_term SET epoch = ?, recording = ? WHERE only = 1');
-    this.lastIdStmt = db.prepare('SELECT COALESCE(MAX(id), 0) FROM cluster_log').pluck();
+    // The last id handed out, also when trimming emptied the log (AUTOINCREMENT never reuses one).
+    this.lastIdStmt = db.prepare("SELECT COALESCE((SELECT seq FROM sqlite_sequence WHERE name = 'cluster_log'), 0)").pluck();
     this.readStmt = db.prepare('SELECT id, epoch, seq, kind, meta, body, bytes, created_ms, pending FROM cluster_log WHERE id > ? AND id < ? ORDER BY id LIMIT ?');
     this.epochAfterStmt = db.prepare('SELECT id, epoch, seq, kind, meta, body, bytes, created_ms, pending FROM cluster_log WHERE epoch = ? AND seq > ? ORDER BY seq LIMIT ?');
     this.positionStmt = db.prepare('SELECT epoch, max_seq FROM cluster_epochs');

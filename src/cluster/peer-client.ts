@@ -4,6 +4,7 @@
 
 import fs from 'node:fs';
 import https from 'node:https';
+import { pipeline } from 'node:stream/promises';
 import { nodeCredential } from './node-auth.js';
 
 const MAX_ANSWER_BYTES = 256 * 1024 * 1024;
@@ -58,6 +59,28 @@ export class PeerClient {
         });
       });
       req.end(opts.body);
+    });
+  }
+
+  /**
+   * A large answer (a snapshot) streamed into `file`; gives up when no byte arrives for
+   * `idleTimeoutMs`. The status and headers come back; the body is in the file only on a 200.
+   */
+  download(baseUrl: string, path: string, file: string, idleTimeoutMs: number): Promise<{ status: number; headers: Record<string, string | string[] | undefined> }> {
+    const url = new URL(path, baseUrl);
+    return new Promise((resolve, reject) => {
+      const req = https.request(url, { method: 'POST', agent: this.agent, headers: { authorization: nodeCredential(this.secret, this.nodeId), 'content-length': '0' }, timeout: idleTimeoutMs });
+      req.on('timeout', () => req.destroy(new Error(`POST ${url.href}: nothing for ${idleTimeoutMs} ms`)));
+      req.on('error', reject);
+      req.on('response', (res) => {
+        if (res.statusCode !== 200) {
+          res.resume();
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers }));
+          return;
+        }
+        pipeline(res, fs.createWriteStream(file, { mode: 0o600 })).then(() => resolve({ status: 200, headers: res.headers }), reject);
+      });
+      req.end();
     });
   }
 

@@ -6,8 +6,8 @@
 // A shipper starts with a handshake: the peer says which (epoch, seq) it holds. What the peer holds
 // and this node lacks (a former leader's writes that never reached anyone else) is pulled and
 // applied here first, then shipped to everyone; shipping starts after the last entry the peer has.
-// A peer that lacks entries this node no longer keeps needs a snapshot (not built: it is reported
-// in the log and in status, and its lag grows).
+// A peer that lacks entries this node no longer keeps is asked to take a full snapshot
+// (snapshot.ts); until it has, its lag is null.
 
 import { HttpError } from '../http/errors.js';
 import type { Logger } from '../log.js';
@@ -22,6 +22,8 @@ const BATCH_BYTES = 8 * 1024 * 1024;
 const REQUEST_TIMEOUT_MS = 30_000;
 const IDLE_WAIT_MS = 1000;
 const RETRY_MS = [250, 500, 1000, 2000];
+/** How often a peer taking a snapshot is asked where it stands. */
+const RESYNC_CHECK_MS = 2000;
 
 export interface PeerInfo {
   nodeId: string;
@@ -130,9 +132,10 @@ class PeerShipper {
         if (this.cursor === null) {
           const cursor = await this.handshake();
           if (cursor === 'gap') {
-            if (!this.needsSnapshot) this.o.log.error({ peer: this.peer.nodeId }, 'cluster: this peer lacks entries the log no longer keeps (cluster.queueMaxBytes / queueMaxAgeHours); it needs a snapshot, which is not built: copy a backup onto it');
+            if (!this.needsSnapshot) this.o.log.warn({ peer: this.peer.nodeId }, 'cluster: this peer lacks entries the log no longer keeps (cluster.queueMaxBytes / queueMaxAgeHours); asking it to take a snapshot');
             this.needsSnapshot = true;
-            await this.idle(10_000);
+            await this.askResync();
+            await this.idle(RESYNC_CHECK_MS);
             continue;
           }
           this.needsSnapshot = false;
@@ -178,6 +181,11 @@ class PeerShipper {
       this.o.log.warn({ peer: this.peer.nodeId, entries: pulled }, 'cluster: pulled what a peer held and this leader lacked (a former leader\'s writes)');
     }
     return this.o.changeLog.cursorFor(position);
+  }
+
+  private async askResync(): Promise<void> {
+    const reply = await this.o.client.request(this.peer.url, 'POST', '/svcapi/cluster/resync', { timeoutMs: REQUEST_TIMEOUT_MS, headers: { 'x-historian-epoch': String(this.o.epoch()) } });
+    if (reply.status !== 202) throw new Error(`${this.peer.url} answered the resync request with ${reply.status}: ${reply.body.toString('utf8', 0, 300)}`);
   }
 
   private async send(frames: ReplicationFrame[]): Promise<ReplicateAnswer> {
@@ -278,8 +286,12 @@ export class Replicator {
     return [...this.shippers.values()].map((s) => {
       let lag: number | null = null;
       if (s.reached && !s.needsSnapshot) {
-        const oldest = s.acked >= last ? null : this.o.changeLog.oldestAfter(s.acked);
-        lag = oldest === null ? 0 : Math.max(0, now - oldest);
+        if (s.acked >= last) lag = 0;
+        else {
+          // What it lacks may have been trimmed meanwhile: then it is behind by more than is known.
+          const oldest = this.o.changeLog.oldestAfter(s.acked);
+          lag = oldest === null ? null : Math.max(0, now - oldest);
+        }
       }
       return { node_id: s.peer.nodeId, url: s.peer.url, lag_ms: lag, queued_bytes: s.acked >= last ? 0 : this.o.changeLog.bytesAfter(s.acked) };
     });

@@ -27,7 +27,9 @@ import type { StorageReplication, WriteOptions } from '../storage/service.js';
 import type { WriteMode } from '../../shared/protocol.js';
 import { PRIVATE_FILE_MODE } from '../../shared/file-modes.js';
 import { Applier, type ApplierOptions, type WriteEntryMeta } from './applier.js';
-import { ChangeLog } from './change-log.js';
+import { ChangeLog, type Position } from './change-log.js';
+import { installMetadata, lowerPosition, snapshotDir, type MetadataSnapshot } from './snapshot.js';
+import type { BackupService } from '../backup/service.js';
 import { PeerClient } from './peer-client.js';
 import { pullFrom, Replicator, type PeerInfo } from './replicator.js';
 
@@ -41,6 +43,8 @@ const TRIM_EVERY_MS = 60_000;
 
 /** What replication works with: the metadata store, the storage, and the caches applies refresh. */
 export interface ClusterDeps extends Omit<ApplierOptions, 'changeLog' | 'log'> {
+  /** Snapshots travel in the backup's timeseries archive format, installed by its crash-safe swap. */
+  backups: BackupService;
   caFile: string | null;
   secret: Buffer;
   /** Run once this node leads and its catch-up is done (the first admin is made here). */
@@ -86,6 +90,7 @@ export class ClusterService {
   private registration: ReturnType<Etcd3['lease']> | null = null;
   private peerPoll: NodeJS.Timeout | null = null;
   private trimTimer: NodeJS.Timeout | null = null;
+  private resyncing = false;
 
   constructor(
     private readonly config: Config,
@@ -214,6 +219,10 @@ export class ClusterService {
     if (!c.advertiseUrl) throw new Error('cluster.advertiseUrl is required when cluster.enabled is true');
     if (c.etcd.endpoints.length === 0) throw new Error('cluster.etcd.endpoints is required when cluster.enabled is true');
     if (!this.deps) throw new Error('cluster: attach() was not called');
+    // What a snapshot a crash interrupted left behind.
+    for (const name of fs.readdirSync(this.config.dataDir)) {
+      if (name.startsWith('cluster-snapshot-')) fs.rmSync(path.join(this.config.dataDir, name), { recursive: true, force: true });
+    }
     this.changeLog!.installTriggers();
     this.changeLog!.stopRecording(); // until elected
     await this.redoPending();
@@ -222,7 +231,8 @@ export class ClusterService {
     this.register();
     this.peerPoll = setInterval(() => void this.pollPeers(), PEER_POLL_MS);
     this.peerPoll.unref();
-    this.trimTimer = setInterval(() => this.trim(), TRIM_EVERY_MS);
+    // Short age bounds (tests) are kept to within a quarter of themselves.
+    this.trimTimer = setInterval(() => this.trim(), Math.max(250, Math.min(TRIM_EVERY_MS, (c.queueMaxAgeHours * 3_600_000) / 4)));
     this.trimTimer.unref();
     await this.watchLeader();
     this.runCampaign();
@@ -328,6 +338,47 @@ export class ClusterService {
       this.log.error({ err: String((err as Error)?.stack ?? err) }, 'cluster: work on taking the lead failed');
     }
     this.log.warn({ epoch, node: this.nodeId, peers: peers.length }, 'cluster: this node leads and accepts mutations');
+  }
+
+  /**
+   * The leader found this node behind what its log keeps: take a full snapshot from it (see
+   * snapshot.ts). One at a time; false when one is already running or this node cannot take one.
+   */
+  startResync(): boolean {
+    if (this.resyncing || this.isLeader() || !this.leaderUrl || !this.deps) return false;
+    this.resyncing = true;
+    void this.resync(this.leaderUrl).finally(() => (this.resyncing = false));
+    return true;
+  }
+
+  private async resync(leader: string): Promise<void> {
+    const deps = this.deps!;
+    const dir = snapshotDir(this.config.dataDir, 'in');
+    const began = Date.now();
+    this.log.warn({ leader }, 'cluster: this node is behind what the leader\'s log keeps; taking a full snapshot of the leader');
+    try {
+      const file = path.join(dir, 'timeseries.tar');
+      const got = await this.client!.download(leader, '/svcapi/cluster/snapshot/timeseries', file, 120_000);
+      if (got.status !== 200) throw new Error(`the leader answered the time-series snapshot with ${got.status}`);
+      const tsPosition = JSON.parse(String(got.headers['x-historian-position'] ?? '{}')) as Position;
+      await deps.backups.installTimeseriesSnapshot(file, leader);
+      const reply = await this.client!.request(leader, 'POST', '/svcapi/cluster/snapshot/metadata', { timeoutMs: 120_000 });
+      if (reply.status !== 200) throw new Error(`the leader answered the metadata snapshot with ${reply.status}: ${reply.body.toString('utf8', 0, 200)}`);
+      const snapshot = JSON.parse(reply.body.toString('utf8')) as MetadataSnapshot;
+      if (this.isLeader()) throw new Error('this node was elected meanwhile');
+      deps.notifications.hub.storeReplaced();
+      const position = lowerPosition(tsPosition, snapshot.position);
+      const installed = installMetadata(deps.db, this.changeLog!, snapshot, position);
+      deps.accounts.forgetAll();
+      deps.tokens.forgetAll();
+      deps.storage.tagScopes.notifyChanged();
+      deps.monitor.reload();
+      this.log.warn({ leader, ...installed, position, ms: Date.now() - began }, 'cluster: installed the leader\'s snapshot; following its log from here');
+    } catch (err) {
+      this.log.error({ leader, err: String((err as Error)?.message ?? err) }, 'cluster: taking a snapshot of the leader failed; the leader asks again');
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
   }
 
   private stepDown(why: string): void {

@@ -3,6 +3,8 @@
 // (the leader ships log entries) and POST /svcapi/cluster/pull (a new leader takes what it lacks).
 // shadow_write takes an admin token or a node credential; the node-to-node routes only the latter.
 
+import fs from 'node:fs';
+import path from 'node:path';
 import { S } from '../http/compile.js';
 import { badRequest, HttpError, unauthorized } from '../http/errors.js';
 import type { RouteDef } from '../http/route.js';
@@ -10,6 +12,7 @@ import { AccessGrant } from '../meta/access-grant.js';
 import { decodeFrames, encodeFrames } from '../../native-free-codecs/replication-frames.js';
 import { isNodeCredential, verifyNodeCredential } from '../cluster/node-auth.js';
 import { toFrame } from '../cluster/replicator.js';
+import { dumpMetadata, snapshotDir } from '../cluster/snapshot.js';
 import type { Claims } from '../auth/tokens.js';
 import type { DeliveryMarks } from '../notifications/stream-hub.js';
 import type { ServiceContext } from './context.js';
@@ -127,6 +130,60 @@ export function clusterRoutes(ctx: ServiceContext): RouteDef[] {
         applier();
         ctx.notifications.hub.mergeMarks(req.body as DeliveryMarks);
         return { status: 204 };
+      },
+    },
+    {
+      method: 'POST', path: '/svcapi/cluster/resync', auth: 'admin', tag, anyNode: true,
+      authenticate: nodeOnly,
+      summary: 'Node to node: the leader asks this node to take a full snapshot of it (its log no longer holds what this node lacks)',
+      responses: { 202: { description: 'started, or already running', schema: S.object({ started: S.boolean() }) } },
+      handler: (req) => {
+        cluster.admitEpoch(header(req, 'x-historian-epoch'));
+        applier();
+        return { status: 202, body: { started: cluster.startResync() } };
+      },
+    },
+    {
+      method: 'POST', path: '/svcapi/cluster/snapshot/metadata', auth: 'admin', tag, anyNode: true, mutates: false,
+      authenticate: nodeOnly,
+      summary: "Node to node: every replicated table's rows, with the log position they stand at",
+      responses: { 200: { description: '`{position, tables: {<name>: {columns, rows}}}`', contentType: 'application/json' } },
+      handler: () => {
+        applier();
+        return { body: Buffer.from(JSON.stringify(dumpMetadata(ctx.db, cluster.changes))), contentType: 'application/json' };
+      },
+    },
+    {
+      method: 'POST', path: '/svcapi/cluster/snapshot/timeseries', auth: 'admin', tag, anyNode: true, mutates: false,
+      authenticate: nodeOnly,
+      summary: 'Node to node: a timeseries archive of this node (the backup format), with the log position read before its instant in X-Historian-Position',
+      responses: { 200: { description: 'a tar: manifest.json and the collection files', contentType: 'application/x-tar' } },
+      handler: async (req) => {
+        applier();
+        const position = cluster.changes.position(); // before the archive's instant: everything up to it is in the archive
+        const dir = snapshotDir(ctx.config.dataDir, 'out');
+        try {
+          const info = await ctx.backups.snapshotTimeseries(dir, req.user!.sub);
+          const file = path.join(dir, info.file_name);
+          return {
+            contentType: 'application/x-tar',
+            headers: { 'x-historian-position': JSON.stringify(position) },
+            stream: async (out) => {
+              try {
+                for await (const chunk of fs.createReadStream(file, { highWaterMark: 1 << 20 })) {
+                  if (out.aborted) return;
+                  const full = out.write(chunk as Buffer);
+                  if (full) await full;
+                }
+              } finally {
+                fs.rmSync(dir, { recursive: true, force: true });
+              }
+            },
+          };
+        } catch (err) {
+          fs.rmSync(dir, { recursive: true, force: true });
+          throw err;
+        }
       },
     },
     {

@@ -49,6 +49,8 @@ export interface ClusterOptions {
   ttlSeconds: number;
   writeAck: 'local' | 'one';
   ackTimeoutMs: number;
+  /** More cluster.* settings (queueMaxAgeHours...). */
+  cluster?: Record<string, unknown>;
 }
 
 export class TestCluster {
@@ -79,6 +81,7 @@ export class TestCluster {
         secretFile: this.secretFile,
         writeAck: this.opts.writeAck,
         ackTimeoutMs: this.opts.ackTimeoutMs,
+        ...this.opts.cluster,
       },
     };
   }
