@@ -1252,6 +1252,9 @@ function unknownRouteDraft(g: Gen): Draft {
 const ODD_METHODS = ['OPTIONS', 'TRACE', 'PROPFIND', 'FOO', 'M-SEARCH', 'LINK', 'PURGE'];
 
 /** Methods the table has no route for, HTTP that Node's client would not send, HEAD. */
+/** Raw requests made so far in a run (its world), so their kinds go round. */
+const rawTurns = new WeakMap<World, number>();
+
 function unknownMethodDraft(g: Gen, ops: Operation[]): Draft {
   const op = g.pick(ops);
   const d = draftFor(op, g);
@@ -1266,7 +1269,11 @@ function unknownMethodDraft(g: Gen, ops: Operation[]): Draft {
     d.body = null;
     d.mutations.push('head-keep-alive');
   } else {
-    const target = g.pick([...VALID_RAW, ...INVALID_RAW]);
+    // In turn, not at random: a few dozen raw requests then cover every kind whatever the seed.
+    const kinds = [...VALID_RAW, ...INVALID_RAW];
+    const turn = rawTurns.get(g.world) ?? 0;
+    rawTurns.set(g.world, turn + 1);
+    const target = kinds[turn % kinds.length]!;
     d.mutations.push(`raw-${target}`);
     d.raw = rawRequest(target, g, d);
   }
