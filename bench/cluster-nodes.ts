@@ -74,15 +74,12 @@ export async function startEtcd(): Promise<BenchEtcd> {
 
 // ---- our service as a cluster node --------------------------------------------------------
 
+import type { ClusterStatus } from '../src/cluster/service.js';
+
 export type WriteAck = 'local' | 'one';
 
-export interface ClusterStatus {
-  node_id: string;
-  role: 'leader' | 'secondary';
-  leader: string | null;
-  epoch: number;
-  peers: Array<{ node_id: string; url: string; lag_ms: number | null; queued_bytes: number }>;
-}
+/** The answer of GET /svcapi/cluster/status, as the service declares it. */
+export type { ClusterStatus } from '../src/cluster/service.js';
 
 /** One node: its port and data dir are fixed before the first start. */
 export class BenchNode {
