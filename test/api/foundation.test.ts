@@ -21,9 +21,13 @@ const MOUNTED: Array<[string, string]> = [
   ['GET', '/svcapi/mdns'], ['GET', '/ingest/health'], ['POST', '/svcapi/register'], ['POST', '/svcapi/login'],
   ['GET', '/svcapi/me'], ['GET', '/svcapi/me/details'], ['POST', '/svcapi/admin/user/delete'],
 ];
+/** Every route SPEC names as defined in code but not mounted. */
 const UNMOUNTED: Array<[string, string]> = [
-  ['POST', '/svcapi/update_password'], ['GET', '/elog/group/data/health'], ['POST', '/elog/group/data'],
-  ['POST', '/elog/summary/download'], ['GET', '/dataflow/ems/kpiparams'], ['POST', '/dataflow/ems/meters/group-config'],
+  ['POST', '/svcapi/update_password'],
+  ['GET', '/elog/group/data/health'], ['POST', '/elog/group/data/health'], ['POST', '/elog/group/data'],
+  ['POST', '/elog/group/data/deviation-report'], ['POST', '/elog/group/data/downloadcsv'], ['POST', '/elog/summary/download'],
+  ['GET', '/dataflow/ems/kpiparams'], ['POST', '/dataflow/ems/kpiparams'], ['GET', '/dataflow/ems/tags/summary'],
+  ['GET', '/dataflow/ems/tags/summary/download'], ['GET', '/dataflow/ems/meters/group-config'], ['POST', '/dataflow/ems/meters/group-config'],
 ];
 
 describe('service foundation', () => {
@@ -76,11 +80,35 @@ describe('service foundation', () => {
     assert.match(wrongMethod.body.error, /DELETE/);
   });
 
-  test('routes the contract lists as unmounted answer 404', async () => {
+  test('routes the contract lists as unmounted answer 404, with or without a token, whatever the method', async () => {
+    const admin = await svc.adminToken();
     for (const [method, p] of UNMOUNTED) {
       const res = await svc.request(method, p, { body: {} });
       assert.equal(res.status, 404, `${method} ${p}`);
+      for (const m of ['GET', 'POST', 'PUT', 'DELETE']) {
+        const withToken = await svc.request(m, `${p}?startTime=0&endTime=1&unitsId=1`, { token: admin, body: { email: 'admin@historian.test', new_password: 'another-password-9' } });
+        assert.equal(withToken.status, 404, `${m} ${p} with an admin token`);
+      }
     }
+    // The admin's password did not change through any of them.
+    assert.ok(await svc.adminToken());
+  });
+
+  test('an admin changes a password through PUT /svcapi/users/{id}; tokens issued before it stop working', async () => {
+    const admin = await svc.adminToken();
+    const before = await svc.newUser('changes-password@plant.test', 'first-password-1');
+    const users = (await svc.get('/svcapi/users', admin)).body as Array<{ id: string; email: string }>;
+    const id = users.find((u) => u.email === 'changes-password@plant.test')!.id;
+    assert.equal((await svc.get('/svcapi/me', before)).status, 200);
+    const put = await svc.request('PUT', `/svcapi/users/${id}`, { token: admin, body: { password: 'second-password-2' } });
+    assert.equal(put.status, 200, put.text);
+    assert.equal(put.body.password, undefined, 'the hash is never answered');
+    const refused = await svc.get('/svcapi/me', before);
+    assert.equal(refused.status, 401);
+    assert.match(refused.body.error, /password changed/);
+    assert.equal((await svc.post('/svcapi/login', { email: 'changes-password@plant.test', password: 'first-password-1' })).status, 401);
+    const after = await svc.login('changes-password@plant.test', 'second-password-2');
+    assert.equal((await svc.get('/svcapi/me', after)).status, 200);
   });
 
   test('malformed JSON is a 400 that says so', async () => {
