@@ -38,6 +38,8 @@ export const OP = {
   BACKUP_MARK: 17,
   DETACH: 18,
   ATTACH: 19,
+  /** The tags of a collection whose written points go back to the main thread (live data). */
+  LIVE_WATCH: 20,
 } as const;
 
 /** One requested series: a tag and the aggregators to run on it, in order (empty: raw points). */
@@ -141,6 +143,8 @@ export type StorageTask =
   | { op: typeof OP.DETACH }
   /** Open the shard's collections from disk again (after a restore's swap, or its undoing). */
   | { op: typeof OP.ATTACH }
+  /** Replaces the live-watched tags of a collection (empty: none). */
+  | { op: typeof OP.LIVE_WATCH; collectionId: string; tags: string[] }
   | { op: typeof OP.PING };
 
 /**
@@ -259,6 +263,17 @@ export interface WriteOutcome {
   forward: Array<{ collectionId: string; body: Uint8Array }>;
   /** Line protocol bodies only. */
   lines?: LineCounts;
+  /** Points of live-watched tags this write appended (not for backfills). */
+  live?: LivePoints[];
+}
+
+/** Written points of a collection's live-watched tags: tag i has counts[i] points, in order, in timestamps/values. */
+export interface LivePoints {
+  collectionId: string;
+  tags: string[];
+  counts: number[];
+  timestamps: number[];
+  values: number[];
 }
 
 export interface BufferStats {
@@ -306,6 +321,7 @@ interface ReplyValues {
   [OP.DETACH]: null;
   /** Collections opened. */
   [OP.ATTACH]: number;
+  [OP.LIVE_WATCH]: null;
   [OP.PING]: null;
 }
 

@@ -72,6 +72,12 @@ export interface Config {
     readonly allowedHosts: readonly string[];
     readonly recordedPageSize: number;
   };
+  readonly ws: {
+    readonly batchMs: number;
+    readonly maxBufferedBytes: number;
+    readonly maxSubscriptionsPerSocket: number;
+    readonly maxTagsPerSubscription: number;
+  };
   readonly cluster: {
     readonly enabled: boolean;
     readonly nodeId: string;

@@ -31,6 +31,7 @@ import { StorageService } from './storage/service.js';
 import { NotificationService } from './notifications/service.js';
 import { ServiceClock } from './clock.js';
 import { MonitorService } from './monitor/service.js';
+import { LiveHub } from './live/hub.js';
 import type { ServiceContext } from './routes/context.js';
 import { buildSubsystems } from './routes/index.js';
 import { parseArgs, StartupError, USAGE } from './startup.js';
@@ -82,6 +83,7 @@ export async function startService(config: Config, log: Logger, env: NodeJS.Proc
     if (config.compat.openMonitorAndBackup) {
       log.warn('compat.openMonitorAndBackup is on: the monitor and backup routes answer without a token');
     }
+    const live = new LiveHub({ db, registry, tokens, storage, settings: config.ws, log });
     const makeAdmin = () => ensureAdmin(accounts, { email: auth.adminEmail, password: env.HISTORIAN_ADMIN_PASSWORD, dataDir: config.dataDir, scryptCost: auth.scryptCost }, log);
     // On a cluster only the leader makes the first admin (once it has caught up); the others get it by replication.
     cluster.attach({
@@ -96,7 +98,7 @@ export async function startService(config: Config, log: Logger, env: NodeJS.Proc
 
     let port = config.server.port;
     let host!: SubsystemHost;
-    const ctx: ServiceContext = { config, log, db, accounts, tokens, passwordLogin, jobs, tls, entities, storage, notifications, monitor, backups, connector, cluster, clusterSecret: config.cluster.enabled ? secret : null, boundPort: () => port, health: () => host.health(), routeTable: () => routes };
+    const ctx: ServiceContext = { config, log, db, accounts, tokens, passwordLogin, jobs, tls, entities, storage, notifications, monitor, backups, connector, cluster, live, clusterSecret: config.cluster.enabled ? secret : null, boundPort: () => port, health: () => host.health(), routeTable: () => routes };
     host = new SubsystemHost(buildSubsystems(ctx), log);
     const routes = host.routes();
     await host.start();
@@ -116,6 +118,7 @@ export async function startService(config: Config, log: Logger, env: NodeJS.Proc
       },
       tls,
       streamStallTimeoutMs: config.storage.resultStallTimeoutMs,
+      webSocket: live.endpoint(),
       admit: (def) => {
         if (!mutates(def)) return null;
         if (!def.anyNode) {

@@ -20,6 +20,7 @@ import { TagScopeReader } from './tag-scopes.js';
 import { WriteBuffer } from './write-buffer.js';
 import { WriteLoop } from './write-loop.js';
 import { MonitorWatch } from './monitor-watch.js';
+import { LiveWatch } from './live-watch.js';
 import { workerLog } from './worker-log.js';
 
 const data = workerData as StorageWorkerData;
@@ -37,6 +38,7 @@ const recovered = store.recover();
 log.info({ ...recovered }, 'shard recovered');
 
 const monitor = new MonitorWatch(store);
+const live = new LiveWatch();
 const queries = new QueryRunner({ store, results, control, stallTimeoutMs: data.resultStallTimeoutMs, memory: new QueryMemory(data.queryMemoryBytes) });
 
 const tagScopes = new TagScopeReader(data.dataDir, () => Atomics.load(control, CONTROL_TAGMAP_VERSION));
@@ -71,6 +73,7 @@ const handlers: { [Op in StorageOp]: (task: TaskOf<Op>) => ReplyOf<Op> | Promise
   [OP.PING]: () => null,
   [OP.MONITOR_SAMPLE]: (task) => monitor.sample(task.collections),
   [OP.TAG_INDEXES]: (task) => task.tags.map((tag) => store.tagIndex(task.collectionId, tag)),
+  [OP.LIVE_WATCH]: (task) => live.set(task.collectionId, task.tags) ?? null,
   [OP.CREATE_COLLECTION]: (task) => store.createCollection(task.scope, task.extra),
   [OP.UPDATE_COLLECTION]: (task) => store.updateCollection(task.id, task.fields),
   [OP.QUERY]: (task) => queries.query(task),
@@ -145,7 +148,7 @@ process.on('exit', () => {
   }
 });
 
-const writes = new WriteLoop({ shardIndex: data.shardIndex, shardCount: data.shardCount, requests, answers: new WriteAnswers(results, data.resultStallTimeoutMs, log), store, buffer, monitor, tagScopes, log, limits: { minTimestampMs: data.minTimestampMs } });
+const writes = new WriteLoop({ shardIndex: data.shardIndex, shardCount: data.shardCount, requests, answers: new WriteAnswers(results, data.resultStallTimeoutMs, log), store, buffer, monitor, live, tagScopes, log, limits: { minTimestampMs: data.minTimestampMs } });
 void writes.run().catch((err) => {
   // The loop never ends on its own; a failure here is a bug: crash so piscina starts a fresh worker.
   log.fatal({ err: String((err as Error)?.stack ?? err) }, 'write loop failed');

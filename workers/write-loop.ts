@@ -31,6 +31,7 @@ import type { ShardStore } from './shard-store.js';
 import type { TagScopeReader } from './tag-scopes.js';
 import type { WriteBuffer } from './write-buffer.js';
 import type { MonitorWatch } from './monitor-watch.js';
+import type { LiveWatch } from './live-watch.js';
 import type { WorkerLog } from './worker-log.js';
 
 /** Longest the write loop runs before it lets the worker's other tasks in. */
@@ -58,6 +59,8 @@ export interface WriteLoopOptions {
   buffer: WriteBuffer;
   /** Sees every accepted point of watched tags (alarm evaluation between ticks). */
   monitor: MonitorWatch;
+  /** Sees every accepted live point of tags a WebSocket subscribed to. */
+  live: LiveWatch;
   tagScopes: TagScopeReader;
   log: WorkerLog;
   /** What the body decoders accept (storage.minTimestampMs). */
@@ -258,7 +261,13 @@ export class WriteLoop {
     const { mode, autoCreate } = header;
     // Backfilled points are kept from the monitor, live ones shown to it.
     const monitor = this.opts.monitor;
-    const observe = header.backfill ? () => {} : () => monitor.observe(collectionId, batch);
+    const observe = header.backfill
+      ? () => {}
+      : () => {
+          monitor.observe(collectionId, batch);
+          const live = this.opts.live.collect(collectionId, batch);
+          if (live) (outcome.live ??= []).push(live);
+        };
     if (header.backfill) monitor.beforeBackfill(collectionId, batch);
     if (!this.opts.store.getCollection(collectionId)) {
       if (!autoCreate) throw new StorageError('BAD_REQUEST', `collection ${collectionId} does not exist`);

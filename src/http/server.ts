@@ -29,6 +29,31 @@ export interface ServerOptions {
   streamStallTimeoutMs: number;
   /** The refusal of a request before its handler runs (a restore under way, a node that is not the leader), or null. */
   admit?: (def: RouteDef) => HttpError | null;
+  /** One WebSocket endpoint (live data), upgraded after its own credential check. */
+  webSocket?: WebSocketEndpoint;
+}
+
+/** What a WebSocket endpoint provides; the server does the upgrade, the refusal (401), and the close at shutdown (1001). */
+export interface WebSocketEndpoint {
+  path: string;
+  /** Claims of the caller (token in `authorization`, or the `access_token` query parameter), or throws a 401. */
+  authenticate(headers: Readonly<Record<string, string>>, query: URLSearchParams): Claims;
+  /** Largest message a client may send. */
+  maxPayloadBytes: number;
+  open(socket: uWS.WebSocket<SocketData>): void;
+  message(socket: uWS.WebSocket<SocketData>, message: ArrayBuffer, isBinary: boolean): void;
+  close(socket: uWS.WebSocket<SocketData>): void;
+}
+
+export interface SocketData {
+  claims: Claims;
+  /** The credential as given, to check again later (expiry, revocation). */
+  authorization: string;
+  remote: string;
+  /** Set once the socket closed: uWS must not be called on it any more. */
+  closed: boolean;
+  /** The endpoint's own per-socket state. */
+  state?: unknown;
 }
 
 /** What one request may bring (settings under `server.`). */
@@ -149,7 +174,57 @@ export class HttpServer {
     // No "uWebSockets: 20" header on every reply: the server's make and version are nobody's business.
     (uWS as unknown as { _cfg(key: string): void })._cfg('silent');
     this.app = uWS.SSLApp({ key_file_name: opts.tls.keyFile, cert_file_name: opts.tls.certFile });
+    if (opts.webSocket) this.mountWebSocket(opts.webSocket);
     this.app.any('/*', (res, req) => this.onRequest(res, req));
+  }
+
+  private readonly sockets = new Set<uWS.WebSocket<SocketData>>();
+
+  private mountWebSocket(endpoint: WebSocketEndpoint): void {
+    const log = this.opts.log;
+    this.app.ws<SocketData>(endpoint.path, {
+      maxPayloadLength: endpoint.maxPayloadBytes,
+      idleTimeout: 120,
+      sendPingsAutomatically: true,
+      // The endpoint watches the buffered amount itself (it closes a slow client with 1013).
+      maxBackpressure: 1024 * 1024 * 1024,
+      closeOnBackpressureLimit: 0,
+      upgrade: (res, req, context) => {
+        const started = performance.now();
+        const headers: Record<string, string> = {};
+        req.forEach((key, value) => (headers[key] = value));
+        const query = new URLSearchParams(req.getQuery() ?? '');
+        const remote = readableAddress(Buffer.from(res.getRemoteAddressAsText()).toString());
+        const path = req.getUrl();
+        const finish = (status: number, user: string | null) =>
+          log.info({ method: 'GET', path: `${path}${query.has('access_token') ? '?access_token=[redacted]' : ''}`, status, ms: Math.round((performance.now() - started) * 1000) / 1000, remote, user }, 'request');
+        if (this.draining) {
+          res.writeStatus('503 Service Unavailable').writeHeader('content-type', 'application/json').end(JSON.stringify({ error: 'server is shutting down' }));
+          return finish(503, null);
+        }
+        let claims: Claims;
+        try {
+          claims = endpoint.authenticate(headers, query);
+        } catch (err) {
+          const e = err instanceof HttpError ? err : new HttpError('UNAUTHORIZED', 'missing or invalid token');
+          res.writeStatus(`${e.status} ${e.status === 401 ? 'Unauthorized' : 'Error'}`).writeHeader('content-type', 'application/json').end(JSON.stringify({ error: e.message }));
+          return finish(e.status, null);
+        }
+        const data: SocketData = { claims, authorization: headers.authorization ?? `Bearer ${query.get('access_token') ?? ''}`, remote, closed: false };
+        res.upgrade(data, headers['sec-websocket-key'] ?? '', headers['sec-websocket-protocol'] ?? '', headers['sec-websocket-extensions'] ?? '', context);
+        finish(101, claims.sub);
+      },
+      open: (socket) => {
+        this.sockets.add(socket);
+        endpoint.open(socket);
+      },
+      message: (socket, message, isBinary) => endpoint.message(socket, message, isBinary),
+      close: (socket) => {
+        socket.getUserData().closed = true;
+        this.sockets.delete(socket);
+        endpoint.close(socket);
+      },
+    });
   }
 
   /**
@@ -180,6 +255,10 @@ export class HttpServer {
     if (this.listenSocket) uWS.us_listen_socket_close(this.listenSocket);
     this.listenSocket = null;
     for (const ex of this.longLived) ex.controller.abort();
+    // Live sockets go at once, with "going away".
+    for (const socket of [...this.sockets]) {
+      if (!socket.getUserData().closed) socket.end(1001, 'server is shutting down');
+    }
     if (this.inFlight === 0) return;
     await new Promise<void>((resolve) => {
       const timer = setTimeout(resolve, graceMs);

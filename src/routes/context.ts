@@ -17,6 +17,7 @@ import type { MonitorService } from '../monitor/service.js';
 import type { BackupService } from '../backup/service.js';
 import type { ConnectorService } from '../connector/service.js';
 import type { ClusterService } from '../cluster/service.js';
+import type { LiveHub } from '../live/hub.js';
 import type { RouteDef } from '../http/route.js';
 import type { ServiceHealth } from '../subsystems.js';
 
@@ -43,6 +44,8 @@ export interface ServiceContext {
   readonly connector: ConnectorService;
   /** Leader election and fencing (a single node leads). */
   readonly cluster: ClusterService;
+  /** Live data over WebSocket (GET /svcapi/ws). */
+  readonly live: LiveHub;
   /** The secret every node of a cluster shares (node credentials); null on a single node. */
   readonly clusterSecret: Buffer | null;
   /** The port actually bound (differs from config when it is 0). */

@@ -74,6 +74,12 @@ export function buildSubsystems(ctx: ServiceContext): Subsystem[] {
       health: () => ctx.monitor.health(),
     },
     {
+      // GET /svcapi/ws is a WebSocket upgrade, served by the HTTP server itself (src/live/hub.ts).
+      name: 'live',
+      routes: () => [],
+      health: () => ({ status: 'ok' }),
+    },
+    {
       // Last to start (campaign once everything serves), first to stop (hand leadership on at once).
       name: 'cluster',
       routes: () => clusterRoutes(ctx),

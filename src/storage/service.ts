@@ -16,7 +16,7 @@ import type { EntityDef } from '../meta/registry.js';
 import type { AccessGrant } from '../meta/access-grant.js';
 import { resultHead, resultTail } from '../../native-free-codecs/result-envelope.js';
 import { peekScope } from '../../native-free-codecs/scope-peek.js';
-import { OP, type BackupMark, type BufferStats, type CollectionRecord, type LineCounts, type MonitorSample, type MonitorSampleRequest, type ResultFormat, type SeriesRequest, type WriteFrameHeader, type WriteMode, type WriteOutcome } from '../../shared/protocol.js';
+import { OP, type BackupMark, type BufferStats, type CollectionRecord, type LineCounts, type LivePoints, type MonitorSample, type MonitorSampleRequest, type ResultFormat, type SeriesRequest, type WriteFrameHeader, type WriteMode, type WriteOutcome } from '../../shared/protocol.js';
 import { isCompleteScope, SCOPE_FIELDS, type CollectionScope, type ScopeFields } from '../../shared/scope.js';
 import type { MetricRequest } from './query-spec.js';
 import { collectionDir, collectionId as idOf, parseCollectionId } from '../../shared/scope-path.js';
@@ -101,6 +101,10 @@ export class StorageService {
   readonly access: CollectionAccess;
   /** Set by the cluster service on a node of a cluster. */
   replication: StorageReplication | null = null;
+  /** Told of the written points of live-watched tags (src/live/hub.ts). */
+  liveListener: ((points: LivePoints[]) => void) | null = null;
+  /** The live-watched tags per collection, kept to send again to a restarted worker. */
+  private readonly liveWatches = new Map<string, string[]>();
   private roundRobin = 0;
   private diskCheckedAt = 0;
   private diskLow = false;
@@ -125,6 +129,7 @@ export class StorageService {
       writeTimeoutMs: s.writeTimeoutMs,
       queryMemoryBytes: s.queryMemoryBytes,
       workerYoungGenerationMb: 6,
+      onWorkerRestarted: (index) => this.rewatchLive(index),
       log,
       logLevel: config.log.level,
       minTimestampMs: s.minTimestampMs,
@@ -457,6 +462,24 @@ export class StorageService {
   private absorb(outcome: WriteOutcome): void {
     for (const record of outcome.created) this.catalog.remember(record);
     for (const { collectionId, tags } of outcome.learned) this.tagScopes.learn(collectionId, tags);
+    if (outcome.live && this.liveListener) this.liveListener(outcome.live);
+  }
+
+  // ---- live data -------------------------------------------------------------
+
+  /** Which tags of a collection the owning worker sends back as they are written (empty: none). */
+  async watchLive(collectionId: string, tags: string[]): Promise<void> {
+    if (tags.length === 0) this.liveWatches.delete(collectionId);
+    else this.liveWatches.set(collectionId, tags);
+    await this.shards.shardFor(collectionId).call({ op: OP.LIVE_WATCH, collectionId, tags });
+  }
+
+  private rewatchLive(shardIndex: number): void {
+    for (const [collectionId, tags] of this.liveWatches) {
+      const shard = this.shards.shardFor(collectionId);
+      if (shard.index !== shardIndex) continue;
+      shard.call({ op: OP.LIVE_WATCH, collectionId, tags }).catch((err) => this.log.warn({ err: String(err), collectionId }, 'live watch could not be sent again to a restarted storage worker'));
+    }
   }
 
   /**

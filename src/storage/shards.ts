@@ -47,6 +47,8 @@ const WORKER_FILE = fileURLToPath(new URL('../../workers/storage-worker.js', imp
 
 export interface ShardPoolOptions {
   count: number;
+  /** A worker that replaced a failed one answers: state the main thread keeps in workers (live watches) goes again. */
+  onWorkerRestarted?: (shardIndex: number) => void;
   dataDir: string;
   requestRingBytes: number;
   resultRingBytes: number;
@@ -152,7 +154,10 @@ export class Shard {
       this.restarting = true;
       setImmediate(() =>
         void this.pool.run({ op: OP.PING }).then(
-          () => (this.restarting = false),
+          () => {
+            this.restarting = false;
+            opts.onWorkerRestarted?.(index);
+          },
           () => {},
         ),
       );

@@ -14,6 +14,7 @@ import { createRingBuffer, RingConsumer, RingProducer } from '../../native-free-
 import { FINAL_FRAME_BIT, LINE_PROTOCOL, MONITOR_SAMPLE_STRIDE, writeFrameHead, type WriteFrameHeader, type WriteReply } from '../../shared/protocol.js';
 import { WriteAnswers } from '../../workers/answers.js';
 import { MonitorWatch } from '../../workers/monitor-watch.js';
+import { LiveWatch } from '../../workers/live-watch.js';
 import { ShardStore } from '../../workers/shard-store.js';
 import { TagScopeReader } from '../../workers/tag-scopes.js';
 import { WriteBuffer } from '../../workers/write-buffer.js';
@@ -43,7 +44,7 @@ async function runLoop(frames: Array<{ seq: number; header: WriteFrameHeader; bo
   requests.close();
   const loop = new WriteLoop({
     shardIndex: 0, shardCount: 1, requests: new RingConsumer(requestRing), answers: new WriteAnswers(new RingProducer(resultRing), 1000, silentLog),
-    store, buffer: new WriteBuffer(1000, () => {}), monitor: watch, tagScopes: new TagScopeReader(dataDir, () => 0), log: silentLog, limits: { minTimestampMs: 0 },
+    store, buffer: new WriteBuffer(1000, () => {}), monitor: watch, live: new LiveWatch(), tagScopes: new TagScopeReader(dataDir, () => 0), log: silentLog, limits: { minTimestampMs: 0 },
   });
   await loop.run();
   const replies = new Map<number, WriteReply>();

@@ -1,0 +1,282 @@
+// Live data over WebSocket (WIRE.md part 2 "Live data over WebSocket"): GET /svcapi/ws.
+//
+// A client subscribes to tags of one collection within its grant; the storage worker that owns the
+// collection is told which tags are watched (OP.LIVE_WATCH) and hands back, on each write's
+// answer, the points of those tags it appended (every live write path: the write routes, ingest,
+// line protocol, shadow and replicated writes; never backfills). Nobody watching costs one map
+// lookup per write. Points are gathered per subscription and sent at most every ws.batchMs, as
+// JSON or as a binary message of format 1 prefixed by the subscription id. A client more than
+// ws.maxBufferedBytes behind is closed with 1013; at shutdown every socket gets 1001.
+//
+// The grant is checked when a subscription is made, and the token again every minute (an expired
+// or revoked token, or a password change, closes the socket with 1008).
+
+import type uWS from 'uWebSockets.js';
+import type { Claims, TokenService } from '../auth/tokens.js';
+import type { Config } from '../config.js';
+import type { SocketData, WebSocketEndpoint } from '../http/server.js';
+import type { Logger } from '../log.js';
+import { AccessGrant } from '../meta/access-grant.js';
+import type { Db } from '../meta/database.js';
+import type { Registry } from '../meta/registry.js';
+import type { StorageService } from '../storage/service.js';
+import { Format1Writer } from '../../native-free-codecs/query-formats.js';
+import { collectionId as idOf, parseCollectionId } from '../../shared/scope-path.js';
+import type { LivePoints } from '../../shared/protocol.js';
+
+type Socket = uWS.WebSocket<SocketData>;
+
+const MAX_MESSAGE_BYTES = 64 * 1024;
+const MAX_ID_BYTES = 256;
+const RECHECK_TOKEN_MS = 60_000;
+const SCOPE = ['organization', 'site', 'unit', 'grid'] as const;
+
+interface Subscription {
+  id: string;
+  socket: Socket;
+  collectionId: string;
+  tags: Set<string>;
+  format: 'json' | 'binary';
+  /** Points gathered since the last send: per tag, [ts, value] pairs. */
+  pending: Map<string, Array<[number, number]>>;
+  timer: NodeJS.Timeout | null;
+}
+
+interface SocketState {
+  subscriptions: Map<string, Subscription>;
+  grant: AccessGrant;
+  recheck: NodeJS.Timeout;
+}
+
+export interface LiveHubOptions {
+  db: Db;
+  registry: Registry;
+  tokens: TokenService;
+  storage: StorageService;
+  settings: Config['ws'];
+  log: Logger;
+}
+
+export class LiveHub {
+  /** collection → tag → subscriptions. */
+  private readonly watched = new Map<string, Map<string, Set<Subscription>>>();
+  private readonly encoder = new TextEncoder();
+  private readonly decoder = new TextDecoder('utf-8', { fatal: true });
+
+  constructor(private readonly o: LiveHubOptions) {
+    o.storage.liveListener = (points) => this.onPoints(points);
+  }
+
+  get socketCount(): number {
+    return this.sockets.size;
+  }
+
+  private readonly sockets = new Set<Socket>();
+
+  endpoint(): WebSocketEndpoint {
+    return {
+      path: '/svcapi/ws',
+      maxPayloadBytes: MAX_MESSAGE_BYTES,
+      authenticate: (headers, query) => {
+        const fromQuery = headers.authorization === undefined ? query.get('access_token') ?? undefined : undefined;
+        return this.o.tokens.verifyHeader(headers.authorization ?? (fromQuery !== undefined ? `Bearer ${fromQuery}` : undefined));
+      },
+      open: (socket) => this.open(socket),
+      message: (socket, message, isBinary) => this.message(socket, message, isBinary),
+      close: (socket) => this.close(socket),
+    };
+  }
+
+  private stateOf(socket: Socket): SocketState {
+    return socket.getUserData().state as SocketState;
+  }
+
+  private open(socket: Socket): void {
+    const data = socket.getUserData();
+    const recheck = setInterval(() => this.recheckToken(socket), RECHECK_TOKEN_MS);
+    recheck.unref();
+    data.state = { subscriptions: new Map(), grant: this.grantOf(data.claims), recheck } satisfies SocketState;
+    this.sockets.add(socket);
+  }
+
+  private grantOf(claims: Claims): AccessGrant {
+    return AccessGrant.of(this.o.db, this.o.registry, claims);
+  }
+
+  private recheckToken(socket: Socket): void {
+    const data = socket.getUserData();
+    if (data.closed) return;
+    try {
+      data.claims = this.o.tokens.verifyHeader(data.authorization);
+      this.stateOf(socket).grant = this.grantOf(data.claims);
+    } catch (err) {
+      socket.end(1008, `token no longer valid: ${(err as Error).message}`.slice(0, 120));
+    }
+  }
+
+  private close(socket: Socket): void {
+    const state = this.stateOf(socket);
+    this.sockets.delete(socket);
+    if (!state) return;
+    clearInterval(state.recheck);
+    for (const sub of state.subscriptions.values()) this.drop(sub);
+    state.subscriptions.clear();
+  }
+
+  private message(socket: Socket, raw: ArrayBuffer, isBinary: boolean): void {
+    let msg: Record<string, unknown>;
+    try {
+      if (isBinary) throw new Error('messages are JSON text');
+      const parsed = JSON.parse(this.decoder.decode(raw)) as unknown;
+      if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed)) throw new Error('a message is a JSON object');
+      msg = parsed as Record<string, unknown>;
+    } catch (err) {
+      return this.send(socket, { op: 'error', id: null, error: `bad message: ${(err as Error).message}` });
+    }
+    const id = msg.id;
+    if (typeof id !== 'string' || id.length === 0 || Buffer.byteLength(id) > MAX_ID_BYTES) {
+      return this.send(socket, { op: 'error', id: typeof id === 'string' ? id : null, error: `id: a string of 1 to ${MAX_ID_BYTES} bytes is required` });
+    }
+    if (msg.op === 'subscribe') void this.subscribe(socket, id, msg);
+    else if (msg.op === 'unsubscribe') {
+      const state = this.stateOf(socket);
+      const sub = state.subscriptions.get(id);
+      if (!sub) return this.send(socket, { op: 'error', id, error: `no subscription ${JSON.stringify(id)}` });
+      state.subscriptions.delete(id);
+      this.drop(sub);
+      this.send(socket, { op: 'unsubscribed', id });
+    } else this.send(socket, { op: 'error', id, error: 'op: "subscribe" or "unsubscribe"' });
+  }
+
+  private async subscribe(socket: Socket, id: string, msg: Record<string, unknown>): Promise<void> {
+    const { settings } = this.o;
+    const state = this.stateOf(socket);
+    const fail = (error: string) => this.send(socket, { op: 'error', id, error });
+    const scope: Record<string, string> = {};
+    for (const field of SCOPE) {
+      const value = msg[field];
+      if (typeof value !== 'string' || value.length === 0) return fail(`${field}: a non-empty string is required`);
+      scope[field] = value;
+    }
+    const format = msg.format ?? 'json';
+    if (format !== 'json' && format !== 'binary') return fail('format: "json" or "binary"');
+    const tags = msg.tags;
+    if (!Array.isArray(tags) || tags.length === 0 || tags.length > settings.maxTagsPerSubscription) return fail(`tags: an array of 1 to ${settings.maxTagsPerSubscription} tag names (ws.maxTagsPerSubscription)`);
+    if (!tags.every((t) => typeof t === 'string' && t.length > 0 && t.length <= 1024)) return fail('tags: every tag is a non-empty string');
+    let collectionId: string;
+    try {
+      collectionId = idOf(scope as never);
+      parseCollectionId(collectionId);
+    } catch (err) {
+      return fail(`${(err as Error).message}`);
+    }
+    // One answer for absent and out-of-grant: another tenant learns nothing of what exists.
+    if (!this.o.storage.hasCollection(collectionId) || !this.o.storage.canReach(state.grant, collectionId)) {
+      return fail(`unknown collection ${collectionId} (none by that scope within your grant)`);
+    }
+    const previous = state.subscriptions.get(id);
+    if (!previous && state.subscriptions.size >= settings.maxSubscriptionsPerSocket) return fail(`too many subscriptions on this socket (ws.maxSubscriptionsPerSocket ${settings.maxSubscriptionsPerSocket})`);
+    if (previous) this.drop(previous);
+    const sub: Subscription = { id, socket, collectionId, tags: new Set(tags as string[]), format, pending: new Map(), timer: null };
+    state.subscriptions.set(id, sub);
+    let byTag = this.watched.get(collectionId);
+    if (!byTag) this.watched.set(collectionId, (byTag = new Map()));
+    for (const tag of sub.tags) {
+      let subs = byTag.get(tag);
+      if (!subs) byTag.set(tag, (subs = new Set()));
+      subs.add(sub);
+    }
+    try {
+      await this.o.storage.watchLive(collectionId, [...byTag.keys()]);
+    } catch (err) {
+      state.subscriptions.delete(id);
+      this.drop(sub);
+      return fail(`the subscription could not be made: ${(err as Error).message}`);
+    }
+    if (state.subscriptions.get(id) !== sub) return; // replaced or dropped meanwhile
+    this.send(socket, { op: 'subscribed', id, tags: [...sub.tags] });
+  }
+
+  /** Removes a subscription from the index, and tells the worker when a collection's watched tags change. */
+  private drop(sub: Subscription): void {
+    if (sub.timer) clearTimeout(sub.timer);
+    sub.timer = null;
+    sub.pending.clear();
+    const byTag = this.watched.get(sub.collectionId);
+    if (!byTag) return;
+    let changed = false;
+    for (const tag of sub.tags) {
+      const subs = byTag.get(tag);
+      if (!subs) continue;
+      subs.delete(sub);
+      if (subs.size === 0) {
+        byTag.delete(tag);
+        changed = true;
+      }
+    }
+    if (byTag.size === 0) this.watched.delete(sub.collectionId);
+    if (changed) {
+      this.o.storage.watchLive(sub.collectionId, [...byTag.keys()]).catch((err) => this.o.log.warn({ err: String(err), collection: sub.collectionId }, 'live watch could not be updated'));
+    }
+  }
+
+  private onPoints(batches: LivePoints[]): void {
+    for (const batch of batches) {
+      const byTag = this.watched.get(batch.collectionId);
+      if (!byTag) continue;
+      let at = 0;
+      for (let t = 0; t < batch.tags.length; t++) {
+        const count = batch.counts[t];
+        const subs = byTag.get(batch.tags[t]);
+        if (subs) {
+          for (const sub of subs) {
+            let list = sub.pending.get(batch.tags[t]);
+            if (!list) sub.pending.set(batch.tags[t], (list = []));
+            for (let i = at; i < at + count; i++) list.push([batch.timestamps[i], batch.values[i]]);
+            sub.timer ??= setTimeout(() => this.flush(sub), this.o.settings.batchMs);
+          }
+        }
+        at += count;
+      }
+    }
+  }
+
+  private flush(sub: Subscription): void {
+    sub.timer = null;
+    if (sub.pending.size === 0 || sub.socket.getUserData().closed) return;
+    const pending = sub.pending;
+    sub.pending = new Map();
+    if (sub.format === 'json') {
+      this.send(sub.socket, { op: 'points', id: sub.id, tags: Object.fromEntries(pending) });
+      return;
+    }
+    const writer = new Format1Writer();
+    for (const [tag, points] of pending) {
+      writer.beginTag(tag, points.length);
+      for (const [ts, value] of points) writer.point(ts, value);
+    }
+    const body = writer.finish();
+    const id = this.encoder.encode(sub.id);
+    const message = new Uint8Array(2 + id.length + body.length);
+    new DataView(message.buffer).setUint16(0, id.length, true);
+    message.set(id, 2);
+    message.set(body, 2 + id.length);
+    this.sendBytes(sub.socket, message, true);
+  }
+
+  private send(socket: Socket, message: unknown): void {
+    this.sendBytes(socket, JSON.stringify(message), false);
+  }
+
+  /** Sends, and closes a client that has fallen too far behind (1013: try again later). */
+  private sendBytes(socket: Socket, message: string | Uint8Array, binary: boolean): void {
+    const data = socket.getUserData();
+    if (data.closed) return;
+    socket.send(message, binary);
+    const behind = socket.getBufferedAmount();
+    if (behind > this.o.settings.maxBufferedBytes) {
+      this.o.log.warn({ user: data.claims.sub, bufferedBytes: behind, limit: this.o.settings.maxBufferedBytes }, 'live data socket closed: the client reads too slowly (ws.maxBufferedBytes)');
+      socket.end(1013, 'too slow: more than ws.maxBufferedBytes behind');
+    }
+  }
+}

@@ -1,0 +1,189 @@
+// Live data over WebSocket (WIRE.md part 2 "Live data over WebSocket") with a real client (the
+// `ws` package) against the real service: subscribe and receive exactly the values written
+// through /svcapi/write and through ingest (line protocol), JSON and binary format 1; the grant is
+// enforced (another tenant's collection is an error, the socket stays open); a refused upgrade is
+// 401; unsubscribe; backfills are not pushed; a client that does not read is closed with 1013;
+// shutdown closes with 1001.
+
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import WebSocket from 'ws';
+import { decodeFormat1 } from '../../native-free-codecs/query-formats.js';
+import { waitFor } from '../support/wait-for.js';
+import { startService, type TestService } from './harness.js';
+
+const T0 = 1_700_000_000_000;
+const SCOPE = { organization: 'acme', site: 'north', unit: 'boiler', grid: 'g1' };
+
+class Client {
+  readonly messages: Array<Record<string, any>> = [];
+  readonly binary: Buffer[] = [];
+  closed: { code: number; reason: string } | null = null;
+  readonly ws: WebSocket;
+  private constructor(ws: WebSocket) {
+    this.ws = ws;
+    ws.on('message', (data, isBinary) => {
+      if (isBinary) this.binary.push(data as Buffer);
+      else this.messages.push(JSON.parse(String(data)));
+    });
+    ws.on('close', (code, reason) => (this.closed = { code, reason: String(reason) }));
+  }
+
+  static open(svc: TestService, token: string, via: 'header' | 'query' = 'header', opts: WebSocket.ClientOptions = {}): Promise<Client> {
+    const url = `wss://localhost:${svc.port}/svcapi/ws${via === 'query' ? `?access_token=${encodeURIComponent(token)}` : ''}`;
+    const ws = new WebSocket(url, { ca: svc.ca, headers: via === 'header' ? { authorization: `Bearer ${token}` } : {}, ...opts });
+    const client = new Client(ws);
+    return new Promise((resolve, reject) => {
+      ws.once('open', () => resolve(client));
+      ws.once('unexpected-response', (_req, res) => reject(Object.assign(new Error(`upgrade refused: ${res.statusCode}`), { status: res.statusCode })));
+      ws.once('error', reject);
+    });
+  }
+
+  send(message: unknown): void {
+    this.ws.send(JSON.stringify(message));
+  }
+
+  async next(what: string, match: (m: Record<string, any>) => boolean): Promise<Record<string, any>> {
+    let found: Record<string, any> | undefined;
+    await waitFor(() => (found = this.messages.find(match)) !== undefined, what, { timeoutMs: 15_000 });
+    return found!;
+  }
+
+  points(id: string): Record<string, Array<[number, number]>> {
+    const out: Record<string, Array<[number, number]>> = {};
+    for (const m of this.messages) if (m.op === 'points' && m.id === id) for (const [tag, pts] of Object.entries(m.tags as Record<string, Array<[number, number]>>)) (out[tag] ??= []).push(...pts);
+    return out;
+  }
+}
+
+describe('live data over WebSocket', () => {
+  let svc: TestService;
+  let admin: string;
+  const clients: Client[] = [];
+  const open = async (token: string, via: 'header' | 'query' = 'header', opts: WebSocket.ClientOptions = {}) => {
+    const c = await Client.open(svc, token, via, opts);
+    clients.push(c);
+    return c;
+  };
+
+  before(async () => {
+    svc = await startService({ config: { storage: { autoCreateCollections: true }, ws: { batchMs: 20, maxBufferedBytes: 64 * 1024 } } });
+    admin = await svc.adminToken();
+    const made = await svc.request('POST', '/svcapi/write', { token: admin, body: { ...SCOPE, tags: { flow: [[T0, 1]], level: [[T0, 2]] } } });
+    assert.equal(made.status, 200, made.text);
+  });
+  after(async () => {
+    for (const c of clients) c.ws.terminate();
+    await svc.dispose();
+  });
+
+  test('subscribe, then receive exactly what /svcapi/write writes, batched, only for the subscribed tags', async () => {
+    const c = await open(admin);
+    c.send({ op: 'subscribe', id: 's1', ...SCOPE, tags: ['flow'], format: 'json' });
+    assert.deepEqual(await c.next('subscribed', (m) => m.op === 'subscribed'), { op: 'subscribed', id: 's1', tags: ['flow'] });
+    const flow: Array<[number, number]> = Array.from({ length: 50 }, (_, i) => [T0 + 1000 * (i + 1), Math.round(Math.sin(i) * 10000) / 100]);
+    const res = await svc.request('POST', '/svcapi/write', { token: admin, body: { ...SCOPE, tags: { flow, level: [[T0 + 5000, 9]] } } });
+    assert.equal(res.status, 200, res.text);
+    await waitFor(() => (c.points('s1').flow?.length ?? 0) >= 50, 'all 50 points arrive');
+    assert.deepEqual(c.points('s1'), { flow }, 'the exact values, and nothing of the unsubscribed tag');
+  });
+
+  test('points written through ingest (line protocol) arrive too; a backfill does not', async () => {
+    const c = await open(admin, 'query');
+    c.send({ op: 'subscribe', id: 'lp', ...SCOPE, tags: ['m.value'] });
+    await c.next('subscribed', (m) => m.op === 'subscribed' && m.id === 'lp');
+    const client = await svc.request('POST', '/svcapi/ingestconfigs', { token: admin, body: { clientId: 'live-lp', organization: 'acme', site: 'north', unit: 'boiler', grid: 'g1' } });
+    assert.equal(client.status, 200, client.text);
+    const body = `m value=42.5 ${T0 + 7000}\n`;
+    const res = await svc.request('POST', '/ingest/v2/write?db=live-lp&precision=ms', { token: admin, rawBody: body, headers: { 'content-type': 'text/plain' } });
+    assert.equal(res.status, 204, res.text);
+    await waitFor(() => (c.points('lp')['m.value']?.length ?? 0) === 1, 'the line protocol point arrives');
+    assert.deepEqual(c.points('lp')['m.value'], [[T0 + 7000, 42.5]]);
+    // A backfill of the same tag is stored but not pushed.
+    const backfill = await svc.request('POST', '/ingest/backfill/live-lp/g1', { token: admin, body: { ts: T0 + 3000, values: { 'm.value': 1.25 } } });
+    assert.ok(backfill.status === 200 || backfill.status === 204, backfill.text);
+    const live = await svc.request('POST', '/ingest/v2/write?db=live-lp&precision=ms', { token: admin, rawBody: `m value=43.5 ${T0 + 8000}\n`, headers: { 'content-type': 'text/plain' } });
+    assert.equal(live.status, 204, live.text);
+    await waitFor(() => (c.points('lp')['m.value']?.length ?? 0) >= 2, 'the next live point arrives');
+    assert.deepEqual(c.points('lp')['m.value'], [[T0 + 7000, 42.5], [T0 + 8000, 43.5]], 'the backfilled point was not pushed');
+  });
+
+  test('binary format: format 1 prefixed by the subscription id', async () => {
+    const c = await open(admin);
+    c.send({ op: 'subscribe', id: 'bin-1', ...SCOPE, tags: ['level'], format: 'binary' });
+    await c.next('subscribed', (m) => m.op === 'subscribed');
+    await svc.request('POST', '/svcapi/write', { token: admin, body: { ...SCOPE, tags: { level: [[T0 + 60_000, 1.5], [T0 + 61_000, -2.25]] } } });
+    await waitFor(() => c.binary.length > 0, 'a binary message arrives');
+    const msg = c.binary[0];
+    const idLength = msg.readUInt16LE(0);
+    assert.equal(msg.subarray(2, 2 + idLength).toString('utf8'), 'bin-1');
+    const tags = decodeFormat1(new Uint8Array(msg.subarray(2 + idLength)));
+    assert.equal(tags.length, 1);
+    assert.equal(tags[0].name, 'level');
+    assert.deepEqual([...tags[0].timestamps].map(Number), [T0 + 60_000, T0 + 61_000]);
+    assert.deepEqual([...tags[0].values], [1.5, -2.25]);
+  });
+
+  test('the grant is enforced: another tenant\'s collection is an error, the socket stays open; bad messages are errors', async () => {
+    const other = await svc.newUser('live-other@plant.test');
+    const c = await open(other);
+    c.send({ op: 'subscribe', id: 'x', ...SCOPE, tags: ['flow'] });
+    const refused = await c.next('an error', (m) => m.op === 'error' && m.id === 'x');
+    assert.match(refused.error, /unknown collection/);
+    c.send({ op: 'subscribe', id: 'y', ...SCOPE, grid: 'no-such-grid', tags: ['flow'] });
+    const absent = await c.next('an error', (m) => m.op === 'error' && m.id === 'y');
+    assert.equal(absent.error.replace('no-such-grid', 'g1'), refused.error, 'absent and forbidden read the same');
+    c.ws.send('not json');
+    await c.next('bad message', (m) => m.op === 'error' && /bad message/.test(m.error));
+    c.send({ op: 'subscribe', id: 'z', ...SCOPE });
+    await c.next('tags required', (m) => m.op === 'error' && m.id === 'z' && /tags/.test(m.error));
+    assert.equal(c.closed, null, 'the socket stays open');
+    // Nothing of the forbidden collection reaches it.
+    await svc.request('POST', '/svcapi/write', { token: admin, body: { ...SCOPE, tags: { flow: [[T0 + 90_000, 5]] } } });
+    await new Promise((r) => setTimeout(r, 200));
+    assert.equal(c.messages.filter((m) => m.op === 'points').length, 0);
+  });
+
+  test('a refused upgrade answers 401', async () => {
+    await assert.rejects(Client.open(svc, 'not-a-token'), (err: Error & { status?: number }) => err.status === 401);
+    await assert.rejects(Client.open(svc, '', 'query'), (err: Error & { status?: number }) => err.status === 401);
+  });
+
+  test('unsubscribe stops the points', async () => {
+    const c = await open(admin);
+    c.send({ op: 'subscribe', id: 'u', ...SCOPE, tags: ['flow'] });
+    await c.next('subscribed', (m) => m.op === 'subscribed');
+    c.send({ op: 'unsubscribe', id: 'u' });
+    await c.next('unsubscribed', (m) => m.op === 'unsubscribed' && m.id === 'u');
+    await svc.request('POST', '/svcapi/write', { token: admin, body: { ...SCOPE, tags: { flow: [[T0 + 120_000, 7]] } } });
+    await new Promise((r) => setTimeout(r, 200));
+    assert.deepEqual(c.points('u'), {});
+  });
+
+  test('a client that does not read is closed with 1013', async () => {
+    const slow = await open(admin);
+    slow.send({ op: 'subscribe', id: 'slow', ...SCOPE, tags: ['flow'] });
+    await slow.next('subscribed', (m) => m.op === 'subscribed');
+    // Stop reading: the kernel buffers fill, then the server's.
+    (slow.ws as unknown as { _socket: { pause(): void } })._socket.pause();
+    const flow: Array<[number, number]> = Array.from({ length: 5000 }, (_, i) => [T0 + 200_000_000 + i, i]);
+    for (let round = 0; round < 200 && !slow.closed; round++) {
+      await svc.request('POST', '/svcapi/write', { token: admin, body: { ...SCOPE, tags: { flow: flow.map(([ts, v]) => [ts + round * 10_000, v]) } } });
+      if (round % 20 === 19) (slow.ws as unknown as { _socket: { resume(): void; pause(): void } })._socket.resume(), (slow.ws as unknown as { _socket: { pause(): void } })._socket.pause();
+    }
+    (slow.ws as unknown as { _socket: { resume(): void } })._socket.resume();
+    await waitFor(() => slow.closed !== null, 'the slow client is closed', { timeoutMs: 20_000 });
+    assert.equal(slow.closed!.code, 1013);
+    assert.ok(svc.logLines.some((l) => l.includes('ws.maxBufferedBytes')), 'the log says why');
+  });
+
+  test('shutdown closes live sockets with 1001', async () => {
+    const c = await open(admin);
+    c.send({ op: 'subscribe', id: 'bye', ...SCOPE, tags: ['flow'] });
+    await c.next('subscribed', (m) => m.op === 'subscribed');
+    await svc.stop('SIGTERM');
+    await waitFor(() => c.closed !== null, 'the socket is closed at shutdown');
+    assert.equal(c.closed!.code, 1001);
+  });
+});

@@ -1,0 +1,36 @@
+// Which written points the main thread wants back for live data (WIRE.md part 2 "Live data over
+// WebSocket"): per collection, the tags some socket subscribed to. A write to a collection nobody
+// watches costs one map lookup; the points of watched tags ride back on the write's answer.
+
+import type { PointBatch } from '../native-free-codecs/points.js';
+import type { LivePoints } from '../shared/protocol.js';
+
+export class LiveWatch {
+  private readonly collections = new Map<string, Set<string>>();
+
+  set(collectionId: string, tags: readonly string[]): void {
+    if (tags.length === 0) this.collections.delete(collectionId);
+    else this.collections.set(collectionId, new Set(tags));
+  }
+
+  /** The batch's points of watched tags, or null when it has none. */
+  collect(collectionId: string, batch: PointBatch): LivePoints | null {
+    const watched = this.collections.get(collectionId);
+    if (!watched) return null;
+    let out: LivePoints | null = null;
+    for (let t = 0; t < batch.tagNames.length; t++) {
+      const tag = batch.tagNames[t];
+      if (!watched.has(tag)) continue;
+      out ??= { collectionId, tags: [], counts: [], timestamps: [], values: [] };
+      const from = batch.tagStart[t];
+      const to = batch.tagStart[t + 1];
+      out.tags.push(tag);
+      out.counts.push(to - from);
+      for (let i = from; i < to; i++) {
+        out.timestamps.push(batch.timestamps[i]);
+        out.values.push(batch.values[i]);
+      }
+    }
+    return out;
+  }
+}
