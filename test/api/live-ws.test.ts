@@ -145,9 +145,11 @@ describe('live data over WebSocket', () => {
     assert.equal(c.messages.filter((m) => m.op === 'points').length, 0);
   });
 
-  test('a refused upgrade answers 401', async () => {
+  test('a refused upgrade answers 401; no token reaches a log line', async () => {
     await assert.rejects(Client.open(svc, 'not-a-token'), (err: Error & { status?: number }) => err.status === 401);
     await assert.rejects(Client.open(svc, '', 'query'), (err: Error & { status?: number }) => err.status === 401);
+    await waitFor(() => svc.logLines.some((l) => l.includes('/svcapi/ws?access_token=[redacted]')), 'the upgrades are logged');
+    assert.ok(!svc.logLines.some((l) => l.includes(admin)), 'the access_token of the upgrades is not in the log');
   });
 
   test('unsubscribe stops the points', async () => {
