@@ -2,23 +2,16 @@
 // opens the browser's own WebSocket to /svcapi/ws with `?access_token=` (browsers cannot set
 // headers on a WebSocket), subscribes, and receives exactly the points written through
 // /svcapi/write; a subscription outside the user's grant is an error and the socket stays open.
-// Trust and origin as in notification-stream.test.ts: Chromium accepts exactly the key the service
-// serves, and the page is served at the service's origin.
+// Trust and origin: see chromium.ts.
 
 import assert from 'node:assert/strict';
-import crypto from 'node:crypto';
 import fs from 'node:fs';
-import tls from 'node:tls';
 import { after, before, describe, test } from 'node:test';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
+import { CHROMIUM, launchFor, pageAt } from './chromium.js';
 import { startService, type TestService } from '../api/harness.js';
 import { waitFor } from '../support/wait-for.js';
 
-const CHROMIUM = process.env.HISTORIAN_CHROMIUM ?? '/usr/bin/chromium';
-// The test page is fulfilled by playwright, so Chromium cannot tell it came from this machine and
-// its Local Network Access checks would block the page's WebSocket to localhost
-// (net::ERR_BLOCKED_BY_LOCAL_NETWORK_ACCESS_CHECKS); a page the service itself served would not be.
-const CHROMIUM_FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--disable-features=LocalNetworkAccessChecks'];
 const T0 = 1_700_000_000_000;
 const SCOPE = { organization: 'acme', site: 'north', unit: 'boiler', grid: 'g1' };
 
@@ -38,17 +31,6 @@ const TEST_PAGE = `<!doctype html>
   window.sendMessage = (m) => window.socket.send(JSON.stringify(m));
 </script>`;
 
-function servedKeyHash(port: number, ca: string): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const socket = tls.connect({ host: '127.0.0.1', port, servername: 'localhost', ca }, () => {
-      const cert = new crypto.X509Certificate(socket.getPeerCertificate().raw);
-      socket.end();
-      resolve(crypto.createHash('sha256').update(cert.publicKey.export({ type: 'spki', format: 'der' })).digest('base64'));
-    });
-    socket.once('error', reject);
-  });
-}
-
 describe('live data in a real browser (Chromium, WebSocket)', () => {
   let svc: TestService;
   let admin: string;
@@ -61,12 +43,8 @@ describe('live data in a real browser (Chromium, WebSocket)', () => {
     svc = await startService({ config: { storage: { autoCreateCollections: true } } });
     admin = await svc.adminToken();
     assert.equal((await svc.request('POST', '/svcapi/write', { token: admin, body: { ...SCOPE, tags: { flow: [[T0, 0]] } } })).status, 200);
-    const spki = await servedKeyHash(svc.port, svc.ca);
-    browser = await chromium.launch({ executablePath: CHROMIUM, args: [...CHROMIUM_FLAGS, `--ignore-certificate-errors-spki-list=${spki}`], timeout: 60_000 });
-    const pageUrl = `${svc.baseUrl}/__test_page`;
-    page = await (await browser.newContext()).newPage();
-    await page.route(pageUrl, (route) => route.fulfill({ status: 200, contentType: 'text/html; charset=utf-8', body: TEST_PAGE }));
-    await page.goto(pageUrl);
+    browser = await launchFor(svc);
+    page = await pageAt(browser, svc, TEST_PAGE);
   });
   after(async () => {
     await browser?.close();
@@ -85,9 +63,7 @@ describe('live data in a real browser (Chromium, WebSocket)', () => {
 
     // Another user, with no grant on acme: an error, and the socket stays open.
     const other = await svc.newUser('browser-live-other@plant.test');
-    const second = await (await browser.newContext()).newPage();
-    await second.route(`${svc.baseUrl}/__test_page`, (route) => route.fulfill({ status: 200, contentType: 'text/html; charset=utf-8', body: TEST_PAGE }));
-    await second.goto(`${svc.baseUrl}/__test_page`);
+    const second = await pageAt(browser, svc, TEST_PAGE);
     assert.equal(await second.evaluate(`openSocket(${JSON.stringify(other)})`), true);
     await second.evaluate(`sendMessage(${JSON.stringify({ op: 'subscribe', id: 'nope', ...SCOPE, tags: ['flow'] })})`);
     await waitFor(async () => ((await second.evaluate('window.received')) as Array<Record<string, any>>).some((m) => m.op === 'error' && m.id === 'nope'), 'the other page gets an error');

@@ -2,35 +2,16 @@
 // `chromium` package, driven by playwright-core, opens a page that uses the browser's own
 // EventSource with `?access_token=` (browsers cannot set headers on an EventSource).
 //
-// How the browser reaches the service:
-// - Trust: the service's certificate is issued by its own CA. Chromium is started with
-//   `--ignore-certificate-errors-spki-list=<hash>`, the SHA-256 of the public key of the
-//   certificate the service serves (read here over a TLS connection verified against the
-//   service's CA), so the browser accepts exactly that key and nothing else.
-// - Origin: the service sends no CORS headers, so an EventSource from any other origin would be
-//   refused. The test page is therefore served *at the service's origin*: playwright answers the
-//   one navigation to https://localhost:<port>/__test_page itself (page.route), and every other
-//   request, the stream included, goes over the network to the real service. The page is a secure
-//   origin and its EventSource is same-origin, as for a dashboard the service would host.
+// How the browser reaches the service (trust of exactly the served key, the page at the service's
+// origin so its EventSource is same-origin, as for a dashboard the service would host): chromium.ts.
 
 import assert from 'node:assert/strict';
-import crypto from 'node:crypto';
 import fs from 'node:fs';
-import tls from 'node:tls';
 import { after, before, describe, test } from 'node:test';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
+import { CHROMIUM, launchFor, pageAt } from './chromium.js';
 import { startService, type TestService } from '../api/harness.js';
 import { waitFor } from '../support/wait-for.js';
-
-/** Debian's chromium; HISTORIAN_CHROMIUM names another binary. */
-const CHROMIUM = process.env.HISTORIAN_CHROMIUM ?? '/usr/bin/chromium';
-
-/**
- * Flags for a headless Chromium on a machine with no network but loopback: without the
- * background-networking ones it keeps trying to reach Google's hosts. Playwright adds its own
- * fresh --user-data-dir and removes it on close.
- */
-const CHROMIUM_FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
 
 /** What the page records of each EventSource event, in arrival order. */
 interface PageEvent {
@@ -53,18 +34,6 @@ const TEST_PAGE = `<!doctype html>
   };
 </script>
 <p>notification stream test page</p>`;
-
-/** Base64 SHA-256 of the SubjectPublicKeyInfo of the certificate the service serves, as Chromium's SPKI list wants it. */
-function servedKeyHash(port: number, ca: string): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const socket = tls.connect({ host: '127.0.0.1', port, servername: 'localhost', ca }, () => {
-      const cert = new crypto.X509Certificate(socket.getPeerCertificate().raw);
-      socket.end();
-      resolve(crypto.createHash('sha256').update(cert.publicKey.export({ type: 'spki', format: 'der' })).digest('base64'));
-    });
-    socket.once('error', reject);
-  });
-}
 
 describe('notification stream in a real browser (Chromium, EventSource)', () => {
   let svc: TestService;
@@ -117,13 +86,9 @@ describe('notification stream in a real browser (Chromium, EventSource)', () => 
       user.token = await svc.login(user.email, 'user-password-1');
     }
 
-    const spki = await servedKeyHash(svc.port, svc.ca);
-    browser = await chromium.launch({ executablePath: CHROMIUM, args: [...CHROMIUM_FLAGS, `--ignore-certificate-errors-spki-list=${spki}`], timeout: 60_000 });
-    const pageUrl = `${svc.baseUrl}/__test_page`;
+    browser = await launchFor(svc);
     for (const user of Object.values(users)) {
-      const page = await (await browser.newContext()).newPage();
-      await page.route(pageUrl, (route) => route.fulfill({ status: 200, contentType: 'text/html; charset=utf-8', body: TEST_PAGE }));
-      await page.goto(pageUrl);
+      const page = await pageAt(browser, svc, TEST_PAGE);
       assert.deepEqual(await page.evaluate('({ secure: isSecureContext, origin: location.origin })'), { secure: true, origin: svc.baseUrl });
       await page.evaluate(`openStream(${JSON.stringify(user.token)})`);
       user.page = page;
