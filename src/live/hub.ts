@@ -37,9 +37,14 @@ interface Subscription {
   collectionId: string;
   tags: Set<string>;
   format: 'json' | 'binary';
-  /** Points gathered since the last send: per tag, [ts, value] pairs. */
-  pending: Map<string, Array<[number, number]>>;
-  timer: NodeJS.Timeout | null;
+  /** Its tags in order, joined: subscriptions with the same key share one encoding per send. */
+  key: string;
+}
+
+/** Points of one watched tag gathered since the last send, once for all its subscribers. */
+interface Gathered {
+  timestamps: number[];
+  values: number[];
 }
 
 interface SocketState {
@@ -177,7 +182,8 @@ export class LiveHub {
     const previous = state.subscriptions.get(id);
     if (!previous && state.subscriptions.size >= settings.maxSubscriptionsPerSocket) return fail(`too many subscriptions on this socket (ws.maxSubscriptionsPerSocket ${settings.maxSubscriptionsPerSocket})`);
     if (previous) this.drop(previous);
-    const sub: Subscription = { id, socket, collectionId, tags: new Set(tags as string[]), format, pending: new Map(), timer: null };
+    const tagSet = new Set(tags as string[]);
+    const sub: Subscription = { id, socket, collectionId, tags: tagSet, format, key: `${format}\n${collectionId}\n${[...tagSet].join('\n')}` };
     state.subscriptions.set(id, sub);
     let byTag = this.watched.get(collectionId);
     if (!byTag) this.watched.set(collectionId, (byTag = new Map()));
@@ -199,9 +205,6 @@ export class LiveHub {
 
   /** Removes a subscription from the index, and tells the worker when a collection's watched tags change. */
   private drop(sub: Subscription): void {
-    if (sub.timer) clearTimeout(sub.timer);
-    sub.timer = null;
-    sub.pending.clear();
     const byTag = this.watched.get(sub.collectionId);
     if (!byTag) return;
     let changed = false;
@@ -220,6 +223,11 @@ export class LiveHub {
     }
   }
 
+  /**
+   * Points are gathered once per watched tag, whatever the number of subscribers; every
+   * ws.batchMs one pass sends each subscription what its tags gathered, encoded once per distinct
+   * (format, collection, tags) and only the id spliced in per subscriber.
+   */
   private onPoints(batches: LivePoints[]): void {
     for (const batch of batches) {
       const byTag = this.watched.get(batch.collectionId);
@@ -227,41 +235,79 @@ export class LiveHub {
       let at = 0;
       for (let t = 0; t < batch.tags.length; t++) {
         const count = batch.counts[t];
-        const subs = byTag.get(batch.tags[t]);
-        if (subs) {
-          for (const sub of subs) {
-            let list = sub.pending.get(batch.tags[t]);
-            if (!list) sub.pending.set(batch.tags[t], (list = []));
-            for (let i = at; i < at + count; i++) list.push([batch.timestamps[i], batch.values[i]]);
-            sub.timer ??= setTimeout(() => this.flush(sub), this.o.settings.batchMs);
+        if (byTag.has(batch.tags[t])) {
+          const key = `${batch.collectionId}\n${batch.tags[t]}`;
+          let gathered = this.gathered.get(key);
+          if (!gathered) this.gathered.set(key, (gathered = { timestamps: [], values: [] }));
+          for (let i = at; i < at + count; i++) {
+            gathered.timestamps.push(batch.timestamps[i]);
+            gathered.values.push(batch.values[i]);
           }
+          this.sendTimer ??= setTimeout(() => this.sendGathered(), this.o.settings.batchMs);
         }
         at += count;
       }
     }
   }
 
-  private flush(sub: Subscription): void {
-    sub.timer = null;
-    if (sub.pending.size === 0 || sub.socket.getUserData().closed) return;
-    const pending = sub.pending;
-    sub.pending = new Map();
-    if (sub.format === 'json') {
-      this.send(sub.socket, { op: 'points', id: sub.id, tags: Object.fromEntries(pending) });
-      return;
+  /** By `collection\ntag`. */
+  private gathered = new Map<string, Gathered>();
+  private sendTimer: NodeJS.Timeout | null = null;
+
+  private sendGathered(): void {
+    this.sendTimer = null;
+    const gathered = this.gathered;
+    this.gathered = new Map();
+    const encoded = new Map<string, string | Uint8Array | null>();
+    const subs = new Set<Subscription>();
+    for (const key of gathered.keys()) {
+      const [collectionId, tag] = key.split('\n', 2) as [string, string];
+      const found = this.watched.get(collectionId)?.get(tag);
+      if (found) for (const sub of found) subs.add(sub);
     }
-    const writer = new Format1Writer();
-    for (const [tag, points] of pending) {
-      writer.beginTag(tag, points.length);
-      for (const [ts, value] of points) writer.point(ts, value);
+    for (const sub of subs) {
+      if (sub.socket.getUserData().closed) continue;
+      let body = encoded.get(sub.key);
+      if (body === undefined) {
+        body = this.encode(sub, gathered);
+        encoded.set(sub.key, body);
+      }
+      if (body === null) continue;
+      if (typeof body === 'string') this.sendBytes(sub.socket, `{"op":"points","id":${JSON.stringify(sub.id)},"tags":${body}}`, false);
+      else {
+        const id = this.encoder.encode(sub.id);
+        const message = new Uint8Array(2 + id.length + body.length);
+        new DataView(message.buffer).setUint16(0, id.length, true);
+        message.set(id, 2);
+        message.set(body, 2 + id.length);
+        this.sendBytes(sub.socket, message, true);
+      }
     }
-    const body = writer.finish();
-    const id = this.encoder.encode(sub.id);
-    const message = new Uint8Array(2 + id.length + body.length);
-    new DataView(message.buffer).setUint16(0, id.length, true);
-    message.set(id, 2);
-    message.set(body, 2 + id.length);
-    this.sendBytes(sub.socket, message, true);
+  }
+
+  /** The tags part of a subscription's message (JSON text, or a format 1 body), or null when its tags gathered nothing. */
+  private encode(sub: Subscription, gathered: Map<string, Gathered>): string | Uint8Array | null {
+    const mine: Array<[string, Gathered]> = [];
+    for (const tag of sub.tags) {
+      const g = gathered.get(`${sub.collectionId}\n${tag}`);
+      if (g) mine.push([tag, g]);
+    }
+    if (mine.length === 0) return null;
+    if (sub.format === 'binary') {
+      const writer = new Format1Writer();
+      for (const [tag, g] of mine) {
+        writer.beginTag(tag, g.timestamps.length);
+        for (let i = 0; i < g.timestamps.length; i++) writer.point(g.timestamps[i], g.values[i]);
+      }
+      return writer.finish().slice();
+    }
+    const parts: string[] = [];
+    for (const [tag, g] of mine) {
+      const points: string[] = new Array(g.timestamps.length);
+      for (let i = 0; i < g.timestamps.length; i++) points[i] = `[${g.timestamps[i]},${numberJson(g.values[i])}]`;
+      parts.push(`${JSON.stringify(tag)}:[${points.join(',')}]`);
+    }
+    return `{${parts.join(',')}}`;
   }
 
   private send(socket: Socket, message: unknown): void {
@@ -272,11 +318,16 @@ export class LiveHub {
   private sendBytes(socket: Socket, message: string | Uint8Array, binary: boolean): void {
     const data = socket.getUserData();
     if (data.closed) return;
-    socket.send(message, binary);
+    socket.cork(() => socket.send(message, binary));
     const behind = socket.getBufferedAmount();
     if (behind > this.o.settings.maxBufferedBytes) {
       this.o.log.warn({ user: data.claims.sub, bufferedBytes: behind, limit: this.o.settings.maxBufferedBytes }, 'live data socket closed: the client reads too slowly (ws.maxBufferedBytes)');
       socket.end(1013, 'too slow: more than ws.maxBufferedBytes behind');
     }
   }
+}
+
+/** A value as JSON (values are finite: writes refuse the others). */
+function numberJson(value: number): string {
+  return Number.isFinite(value) ? String(value) : 'null';
 }
