@@ -7,8 +7,8 @@
 //   /hang                         → no answer (until `stop`)
 //   anything else                 → 200 JSON echo {method, url, headers, body}
 
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type http from 'node:http';
+import { LoopbackServer } from './loopback-server.js';
 
 export interface SeenRequest {
   method: string;
@@ -22,60 +22,47 @@ export interface SeenRequest {
 
 export class AdkUpstream {
   readonly requests: SeenRequest[] = [];
-  private readonly held = new Set<http.ServerResponse>();
+  private server!: LoopbackServer;
 
-  private constructor(private readonly server: http.Server, private readonly basePath: string) {}
+  private constructor(private readonly basePath: string) {}
 
   static async start(basePath = ''): Promise<AdkUpstream> {
-    let upstream: AdkUpstream | undefined;
-    const server = http.createServer((req, res) => upstream!.onRequest(req, res));
-    upstream = new AdkUpstream(server, basePath);
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const upstream = new AdkUpstream(basePath);
+    upstream.server = await LoopbackServer.start((req, body, res) => upstream.onRequest(req, body, res));
     return upstream;
   }
 
   /** What `adk.baseUrl` should be. */
   get url(): string {
-    return `http://127.0.0.1:${(this.server.address() as AddressInfo).port}${this.basePath}`;
+    return `http://127.0.0.1:${this.server.port}${this.basePath}`;
   }
 
-  async stop(): Promise<void> {
-    for (const res of this.held) res.destroy();
-    this.server.closeAllConnections();
-    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+  stop(): Promise<void> {
+    return this.server.stop();
   }
 
-  private onRequest(req: http.IncomingMessage, res: http.ServerResponse): void {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      const body = Buffer.concat(chunks);
-      const url = req.url ?? '';
-      const head = [`${req.method} ${url}`, ...pairs(req.rawHeaders)].join('\n');
-      this.requests.push({ method: req.method ?? '', url, headers: req.headers, raw: `${head}\n\n${body.toString('latin1')}`, body });
-      const parsed = new URL(url, 'http://upstream');
-      const path = parsed.pathname.startsWith(this.basePath) ? parsed.pathname.slice(this.basePath.length) : parsed.pathname;
-      const status = /^\/status\/(\d{3})$/.exec(path);
-      if (status) {
-        res.writeHead(Number(status[1]), { 'content-type': 'application/json' });
-        return void res.end(JSON.stringify({ detail: parsed.searchParams.get('detail') ?? 'no detail' }));
-      }
-      if (path === '/text') {
-        res.writeHead(201, { 'content-type': 'text/plain; charset=utf-8' });
-        return void res.end('plain answer');
-      }
-      if (path === '/empty') {
-        res.writeHead(204);
-        return void res.end();
-      }
-      if (path === '/hang') {
-        this.held.add(res);
-        res.on('close', () => this.held.delete(res));
-        return;
-      }
-      res.writeHead(200, { 'content-type': 'application/json' });
-      res.end(JSON.stringify({ method: req.method, url, headers: req.headers, body: body.toString('utf8') }));
-    });
+  private onRequest(req: http.IncomingMessage, body: Buffer, res: http.ServerResponse): void {
+    const url = req.url ?? '';
+    const head = [`${req.method} ${url}`, ...pairs(req.rawHeaders)].join('\n');
+    this.requests.push({ method: req.method ?? '', url, headers: req.headers, raw: `${head}\n\n${body.toString('latin1')}`, body });
+    const parsed = new URL(url, 'http://upstream');
+    const path = parsed.pathname.startsWith(this.basePath) ? parsed.pathname.slice(this.basePath.length) : parsed.pathname;
+    const status = /^\/status\/(\d{3})$/.exec(path);
+    if (status) {
+      res.writeHead(Number(status[1]), { 'content-type': 'application/json' });
+      return void res.end(JSON.stringify({ detail: parsed.searchParams.get('detail') ?? 'no detail' }));
+    }
+    if (path === '/text') {
+      res.writeHead(201, { 'content-type': 'text/plain; charset=utf-8' });
+      return void res.end('plain answer');
+    }
+    if (path === '/empty') {
+      res.writeHead(204);
+      return void res.end();
+    }
+    if (path === '/hang') return this.server.hold(res);
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end(JSON.stringify({ method: req.method, url, headers: req.headers, body: body.toString('utf8') }));
   }
 }
 

@@ -14,8 +14,8 @@
 // Simulated, not copied: messages are our own words in the spirit of Qdrant's; only the shapes
 // follow its API reference.
 
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type http from 'node:http';
+import { LoopbackServer } from './loopback-server.js';
 
 export interface SeenRequest {
   method: string;
@@ -38,20 +38,16 @@ export class QdrantSimulator {
   /** While true, requests are held without an answer (until `stop`). */
   hang = false;
   private failures: Array<{ status: number; body: string }> = [];
-  private readonly held = new Set<http.ServerResponse>();
-
-  private constructor(private readonly server: http.Server) {}
+  private server!: LoopbackServer;
 
   static async start(): Promise<QdrantSimulator> {
-    let sim: QdrantSimulator | undefined;
-    const server = http.createServer((req, res) => sim!.onRequest(req, res));
-    sim = new QdrantSimulator(server);
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const sim = new QdrantSimulator();
+    sim.server = await LoopbackServer.start((req, body, res) => sim.onRequest(req, body.toString('utf8'), res));
     return sim;
   }
 
   get url(): string {
-    return `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
+    return `http://127.0.0.1:${this.server.port}`;
   }
 
   /** The next `count` requests answer `status` with `body` (raw text, or Qdrant's error shape when given a message). */
@@ -60,27 +56,16 @@ export class QdrantSimulator {
     for (let i = 0; i < count; i++) this.failures.push({ status, body });
   }
 
-  async stop(): Promise<void> {
-    for (const res of this.held) res.destroy();
-    this.server.closeAllConnections();
-    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+  stop(): Promise<void> {
+    return this.server.stop();
   }
 
-  private onRequest(req: http.IncomingMessage, res: http.ServerResponse): void {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      const body = Buffer.concat(chunks).toString('utf8');
-      this.requests.push({ method: req.method ?? '', url: req.url ?? '', headers: req.headers, body });
-      if (this.hang) {
-        this.held.add(res);
-        res.on('close', () => this.held.delete(res));
-        return;
-      }
-      const failure = this.failures.shift();
-      if (failure) return send(res, failure.status, failure.body);
-      this.route(req.method ?? '', new URL(req.url ?? '/', 'http://sim'), body, res);
-    });
+  private onRequest(req: http.IncomingMessage, body: string, res: http.ServerResponse): void {
+    this.requests.push({ method: req.method ?? '', url: req.url ?? '', headers: req.headers, body });
+    if (this.hang) return this.server.hold(res);
+    const failure = this.failures.shift();
+    if (failure) return send(res, failure.status, failure.body);
+    this.route(req.method ?? '', new URL(req.url ?? '/', 'http://sim'), body, res);
   }
 
   private route(method: string, url: URL, body: string, res: http.ServerResponse): void {
