@@ -1382,6 +1382,12 @@ function generate(index: number, seed: number, world: World, ops: Operation[], g
 const ALLOWED_UNAVAILABLE =
   /request ring full|write buffer of shard \d+ is full|below storage\.minFreeBytes|no space left|are being moved; retry in a moment|server\.maxBodyBytesInFlight/;
 
+/**
+ * The proxied services' upstreams are not set under fuzz (no Qdrant or agent service to point
+ * at): their routes answer the documented 501 naming the setting (a HEAD, without the body).
+ */
+const ALLOWED_NOT_CONFIGURED = /"(vector\.qdrantUrl|adk\.baseUrl) is not set"/;
+
 function judge(d: Draft, o: Outcome): { kind: FailureKind; status: number | null } | null {
   if (o.timedOut) return d.raw && INVALID_RAW.some((k) => d.mutations.includes(`raw-${k}`)) ? null : { kind: 'hang', status: null };
   if (o.error && !o.abandoned) {
@@ -1392,6 +1398,7 @@ function judge(d: Draft, o: Outcome): { kind: FailureKind; status: number | null
   }
   if (o.status !== null && o.status >= 500) {
     if ((o.status === 503 || o.status === 507) && ALLOWED_UNAVAILABLE.test(o.text)) return null;
+    if (o.status === 501 && d.group === 'Proxied services' && (o.text === '' || ALLOWED_NOT_CONFIGURED.test(o.text))) return null;
     return { kind: o.status === 503 ? 'unavailable' : 'server-error', status: o.status };
   }
   return null;

@@ -25,7 +25,7 @@ export const ERROR_CODES = {
   ACCOUNT_LOCKED: { status: 429, meaning: 'too many failed logins for an email from one client address; locked there for a while' },
   INTERNAL: { status: 500, meaning: 'unexpected failure; details are in the log, not the reply' },
   NOT_IMPLEMENTED: { status: 501, meaning: 'the subsystem is disabled or failed to start' },
-  BAD_GATEWAY: { status: 502, meaning: 'an upstream system the service called (the PI Web API of the connector) failed, timed out or refused it' },
+  BAD_GATEWAY: { status: 502, meaning: 'an upstream system the service called (the PI Web API of the connector, Qdrant, the agent service) failed, timed out, refused it or could not be reached' },
   UNAVAILABLE: { status: 503, meaning: 'backpressure (buffer full), worker restarting, or shutting down' },
   INSUFFICIENT_STORAGE: { status: 507, meaning: 'free disk space is below the configured floor' },
 } as const satisfies Record<string, { status: number; meaning: string }>;

@@ -78,6 +78,18 @@ export interface Config {
     readonly maxSubscriptionsPerSocket: number;
     readonly maxTagsPerSubscription: number;
   };
+  /** Qdrant, behind POST /svcapi/create_qdrant_collection. */
+  readonly vector: {
+    /** null: the route answers 501 naming this setting. */
+    readonly qdrantUrl: string | null;
+    readonly timeoutMs: number;
+  };
+  /** The agent service that /svcapi/adk/* forwards to. */
+  readonly adk: {
+    /** null: the routes answer 501 naming this setting. */
+    readonly baseUrl: string | null;
+    readonly timeoutMs: number;
+  };
   readonly cluster: {
     readonly enabled: boolean;
     readonly nodeId: string;

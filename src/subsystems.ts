@@ -16,6 +16,8 @@ export interface Health {
   reason?: string;
   /** False when this subsystem cannot take writes right now (health then answers 503). */
   acceptsWrites?: boolean;
+  /** Optional upstream settings and whether each is set (the proxies). */
+  configured?: Record<string, boolean>;
 }
 
 export interface Subsystem {

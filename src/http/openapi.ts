@@ -66,7 +66,7 @@ export function buildOpenApi(
 
   for (const route of routes) {
     const method = route.method.toLowerCase();
-    const pathItem = (paths[route.path] ??= {});
+    const pathItem = (paths[documentPath(route.path)] ??= {});
     // A second declaration would silently replace the first in the document
     // while the router serves only one of them; fail loudly instead.
     if (pathItem[method]) throw new Error(`duplicate route ${route.method} ${route.path}`);
@@ -131,7 +131,7 @@ function describeRoute(route: RouteDef): string {
 
 /** `GET /svcapi/tag/{id}/values` → `get_svcapi_tag_by_id_values`. */
 function uniqueOperationId(route: RouteDef, used: Set<string>): string {
-  const words = route.path
+  const words = documentPath(route.path)
     .split('/')
     .filter(Boolean)
     .map((segment) => segment.replace(/^\{(.+)\}$/, 'by_$1'));
@@ -148,7 +148,12 @@ function uniqueOperationId(route: RouteDef, used: Set<string>): string {
 }
 
 function templateNames(path: string): string[] {
-  return [...path.matchAll(/\{([^}]+)\}/g)].map((match) => match[1]!);
+  return [...documentPath(path).matchAll(/\{([^}]+)\}/g)].map((match) => match[1]!);
+}
+
+/** The router's `{rest+}` (the rest of the path) is a plain `{rest}` to OpenAPI, which has no such form; the parameter says it may hold `/`. */
+function documentPath(path: string): string {
+  return path.replace(/\{([^}]+)\+\}/g, '{$1}');
 }
 
 function pathParameters(route: RouteDef): OpenApiParameter[] {

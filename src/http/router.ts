@@ -2,13 +2,17 @@
 // in a tree: a literal segment beats a `{param}` segment at the same depth, and
 // matching backtracks, so `/svcapi/units/count` and `/svcapi/units/{id}` can
 // live side by side. A path that exists with other methods is reported so the
-// server can answer 405 with an Allow header instead of 404.
+// server can answer 405 with an Allow header instead of 404. A last segment `{name+}` takes the
+// rest of the path (one segment or more, as sent, not decoded): a route that forwards whatever
+// lies below a prefix (/svcapi/adk/{path+}). It is tried after literal and parameter children.
 
 import type { HttpMethod } from './route.js';
 
 interface Node<T> {
   literal: Map<string, Node<T>>;
   param: { name: string; node: Node<T> } | null;
+  /** `{name+}`: the rest of the path; its handlers live on `node`. */
+  tail: { name: string; node: Node<T> } | null;
   handlers: Map<HttpMethod, T>;
 }
 
@@ -17,16 +21,24 @@ export type Match<T> =
   | { kind: 'method-not-allowed'; allow: HttpMethod[] }
   | { kind: 'not-found' };
 
-const newNode = <T>(): Node<T> => ({ literal: new Map(), param: null, handlers: new Map() });
+const newNode = <T>(): Node<T> => ({ literal: new Map(), param: null, tail: null, handlers: new Map() });
 
 export class Router<T> {
   private readonly root: Node<T> = newNode();
 
   add(method: HttpMethod, template: string, value: T): void {
     let node = this.root;
-    for (const segment of splitPath(template)) {
+    const segments = splitPath(template);
+    for (let i = 0; i < segments.length; i++) {
+      const segment = segments[i];
+      const tail = /^\{([A-Za-z_][A-Za-z0-9_]*)\+\}$/.exec(segment);
       const param = /^\{([A-Za-z_][A-Za-z0-9_]*)\}$/.exec(segment);
-      if (param) {
+      if (tail) {
+        if (i !== segments.length - 1) throw new Error(`route ${method} ${template}: {${tail[1]}+} must be the last segment`);
+        if (node.tail && node.tail.name !== tail[1]) throw new Error(`route ${method} ${template}: {${tail[1]}+} clashes with {${node.tail.name}+}`);
+        node.tail ??= { name: tail[1], node: newNode() };
+        node = node.tail.node;
+      } else if (param) {
         if (node.param && node.param.name !== param[1]) {
           throw new Error(`route ${method} ${template}: parameter {${param[1]}} clashes with {${node.param.name}}`);
         }
@@ -81,6 +93,14 @@ export class Router<T> {
         if (found?.handlers.has(method as HttpMethod)) return found;
         names.length = values.length = mark;
         fallback ??= found;
+      }
+    }
+    if (node.tail && !fallback?.handlers.has(method as HttpMethod)) {
+      const tail = node.tail.node;
+      if (tail.handlers.has(method as HttpMethod) || !fallback) {
+        names.push(node.tail.name);
+        values.push(segments.slice(depth).join('/'));
+        return tail;
       }
     }
     return fallback;

@@ -15,12 +15,18 @@ import { backupRoutes } from './backup.js';
 import { connectorRoutes } from './connector.js';
 import { clusterRoutes } from './cluster.js';
 import { processLogRoutes } from './process-log.js';
+import { proxyRoutes } from './proxies.js';
+import { AdkProxy } from '../proxy/adk.js';
+import { QdrantProxy } from '../proxy/qdrant.js';
 import { queryRoutes } from './queries.js';
 import { tagMappingRoutes } from './tag-mappings.js';
 import { timeseriesRoutes } from './timeseries.js';
 import { utilityRoutes } from './utility.js';
 
 export function buildSubsystems(ctx: ServiceContext): Subsystem[] {
+  const { vector, adk: adkSettings } = ctx.config;
+  const qdrant = new QdrantProxy(vector.qdrantUrl, vector.timeoutMs);
+  const adk = new AdkProxy(adkSettings.baseUrl, adkSettings.timeoutMs);
   return [
     { name: 'service', routes: () => utilityRoutes(ctx, () => ctx.routeTable()) },
     { name: 'auth', routes: () => authRoutes(ctx) },
@@ -78,6 +84,13 @@ export function buildSubsystems(ctx: ServiceContext): Subsystem[] {
       name: 'live',
       routes: () => [],
       health: () => ({ status: 'ok' }),
+    },
+    {
+      // Unset upstreams are a choice, not a fault: health stays ok and says which are set.
+      name: 'proxies',
+      routes: () => proxyRoutes(qdrant, adk),
+      stop: () => adk.close(),
+      health: () => ({ status: 'ok', configured: { 'vector.qdrantUrl': qdrant.configured, 'adk.baseUrl': adk.configured } }),
     },
     {
       // Last to start (campaign once everything serves), first to stop (hand leadership on at once).

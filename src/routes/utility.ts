@@ -12,7 +12,12 @@ import type { RouteDef } from '../http/route.js';
 import type { ServiceContext } from './context.js';
 
 const SUBSYSTEM_HEALTH = S.object(
-  { status: S.string({ enum: ['ok', 'degraded', 'failed'] }), reason: S.string(), acceptsWrites: S.boolean() },
+  {
+    status: S.string({ enum: ['ok', 'degraded', 'failed'] }),
+    reason: S.string(),
+    acceptsWrites: S.boolean(),
+    configured: { type: 'object', additionalProperties: S.boolean() },
+  },
   ['status'],
 );
 const HEALTH = S.object(

@@ -195,3 +195,18 @@ test('info.description lists every error code and the error rules', () => {
   assert.match(doc.info.description, /405/);
   assert.match(doc.info.description, /"status": "error"/);
 });
+
+test('a {name+} path (the rest of the path) is a plain {name} path parameter in the document', () => {
+  const doc = buildOpenApi([
+    {
+      method: 'GET', path: '/svcapi/adk/{path+}', auth: 'jwt', tag: 'proxy', summary: 'Forward',
+      params: { type: 'object', properties: { path: { type: 'string', description: 'may hold /' } } },
+      responses: { 200: { description: 'the answer', contentType: '*/*' } },
+      handler: noop,
+    },
+  ]);
+  assert.deepEqual(Object.keys(doc.paths), ['/svcapi/adk/{path}']);
+  const op = doc.paths['/svcapi/adk/{path}']!.get!;
+  assert.equal(op.operationId, 'get_svcapi_adk_by_path');
+  assert.deepEqual(op.parameters, [{ name: 'path', in: 'path', required: true, schema: { type: 'string' }, description: 'may hold /' }]);
+});

@@ -39,3 +39,19 @@ test('duplicate declarations and clashing parameter names are refused at start',
   assert.throws(() => r.add('GET', '/a/{id}', 'y'), /declared twice/);
   assert.throws(() => r.add('POST', '/a/{name}', 'z'), /clashes/);
 });
+
+test('a last segment {name+} takes the rest of the path as sent, after literal and parameter children', () => {
+  const r = new Router<string>();
+  r.add('GET', '/svcapi/adk/{path+}', 'forward');
+  r.add('POST', '/svcapi/adk/{path+}', 'forward-post');
+  r.add('GET', '/svcapi/adk/own', 'own');
+  assert.deepEqual(r.match('GET', '/svcapi/adk/apps/my%20app/users/u%2F1'), { kind: 'found', value: 'forward', params: { path: 'apps/my%20app/users/u%2F1' } });
+  assert.deepEqual(r.match('GET', '/svcapi/adk/x'), { kind: 'found', value: 'forward', params: { path: 'x' } });
+  assert.deepEqual(r.match('GET', '/svcapi/adk/own'), { kind: 'found', value: 'own', params: {} });
+  assert.deepEqual(r.match('POST', '/svcapi/adk/own'), { kind: 'found', value: 'forward-post', params: { path: 'own' } });
+  assert.deepEqual(r.match('DELETE', '/svcapi/adk/x/y'), { kind: 'method-not-allowed', allow: ['GET', 'POST'] });
+  assert.equal(r.match('GET', '/svcapi/adk').kind, 'not-found', 'the rest is one segment or more');
+  assert.equal(r.match('GET', '/svcapi/adk/').kind, 'not-found');
+  assert.throws(() => r.add('GET', '/a/{rest+}/b', 'x'), /must be the last segment/);
+  assert.throws(() => r.add('PUT', '/svcapi/adk/{other+}', 'x'), /clashes/);
+});
