@@ -7,7 +7,7 @@
  *
  *   npm run bench:live -- [--subscribers 1000] [--clients 2] [--format json|binary] [--rate 1000]
  *                         [--seconds 30] [--flat-seconds 15] [--marker-hz 10] [--connections 4]
- *                         [--batch-ms 100] [--quick] [--wait-idle 0] [--keep]
+ *                         [--batch-ms 100] [--phases A,R0,R,F,D] [--quick] [--wait-idle 0] [--keep]
  *
  * Phases, one service throughout (see bench/README.md "Live data"):
  *   A  flat-out ingest, 0 subscribers          (HSW1 over /svcapi/write_fast, 4 connections)
@@ -45,6 +45,7 @@ const { values } = parseArgs({
     quick: { type: 'boolean' },
     'wait-idle': { type: 'string' },
     keep: { type: 'boolean' },
+    phases: { type: 'string' },
   },
   strict: true,
 });
@@ -69,6 +70,9 @@ const connections = positive('connections', 4);
 const batchMs = values['batch-ms'] === undefined ? undefined : positive('batch-ms', 100);
 const waitIdle = values['wait-idle'] === undefined ? 0 : positive('wait-idle', 0);
 
+const ALL_PHASES = ['A', 'R0', 'R', 'F', 'D'] as const;
+const wanted = new Set((values.phases ?? ALL_PHASES.join(',')).split(',').map((p) => p.trim()));
+for (const p of wanted) if (!(ALL_PHASES as readonly string[]).includes(p)) throw new Error(`--phases: ${p} is not one of ${ALL_PHASES.join(',')}`);
 const TAGS = 100;
 const scope = scopeFor('live');
 /** The 100 tags' noisy values; the fixed-rate run takes its values from here, timestamps from the clock. */
@@ -337,6 +341,8 @@ async function markerWrites(firstSeq: number, count: number, stop: Promise<unkno
 // ---- fixed rate -------------------------------------------------------------------------------
 
 interface RateResult {
+  /** Each write's latency by its index (NaN: no 200). */
+  writeMs: Float64Array;
   writes: number;
   ok: number;
   failed: string[];
@@ -358,6 +364,7 @@ async function rateRun(label: string, writes: number, firstSeq: number | null): 
   }
   const failed: string[] = [];
   const latencies: number[] = [];
+  const writeMs = new Float64Array(writes).fill(NaN);
   let ok = 0;
   const inFlight: Array<Promise<void>> = [];
   const start = performance.now();
@@ -374,6 +381,7 @@ async function rateRun(label: string, writes: number, firstSeq: number | null): 
             checkWrite(rateRoute, reply, points);
             ok++;
             latencies.push(reply.ms);
+            writeMs[k] = reply.ms;
             if (seq !== null) ackedAt[seq] = at;
           } catch (err) {
             failed.push(err instanceof Error ? err.message : String(err));
@@ -385,7 +393,7 @@ async function rateRun(label: string, writes: number, firstSeq: number | null): 
     if (k > 0 && k % Math.round(writesPerSecond * 5) === 0) process.stderr.write(`  ${label}: ${int(k)} writes\n`);
   }
   await Promise.all(inFlight);
-  return { writes, ok, failed, seconds: (performance.now() - start) / 1000, latency: percentiles(latencies) };
+  return { writeMs, writes, ok, failed, seconds: (performance.now() - start) / 1000, latency: percentiles(latencies) };
 }
 
 /** Waits until every acknowledged marker in [from, to) has reached every open socket, or nothing new came for 5 s (at most 60 s). */
@@ -422,14 +430,14 @@ const flatRow = (label: string, r: FlatResult | null, w: Window | null, base: nu
       : '',
   ]);
 
-process.stderr.write(`A: flat-out ingest, 0 subscribers, ${flatSeconds} s\n`);
-const a = await phases.run('A flat-out, 0 subscribers', () => measured(() => flatOut('A', flatSeconds)));
-flatRow('**A** flat-out ingest, 0 subscribers (HSW1, /svcapi/write_fast)', a?.result ?? null, a?.window ?? null, null);
+if (wanted.has('A')) process.stderr.write(`A: flat-out ingest, 0 subscribers, ${flatSeconds} s\n`);
+const a = !wanted.has('A') ? null : await phases.run('A flat-out, 0 subscribers', () => measured(() => flatOut('A', flatSeconds)));
+if (wanted.has('A')) flatRow('**A** flat-out ingest, 0 subscribers (HSW1, /svcapi/write_fast)', a?.result ?? null, a?.window ?? null, null);
 const baseRate = a?.result.pointsPerSecond ?? null;
 
 const baselineWrites = Math.round(baselineSeconds * writesPerSecond);
-process.stderr.write(`R0: ${int(rate)} points/s, 0 subscribers, ${baselineSeconds} s\n`);
-const r0 = await phases.run('R0 fixed rate, 0 subscribers', () => measured(() => rateRun('R0', baselineWrites, null)));
+if (wanted.has('R0')) process.stderr.write(`R0: ${int(rate)} points/s, 0 subscribers, ${baselineSeconds} s\n`);
+const r0 = !wanted.has('R0') ? null : await phases.run('R0 fixed rate, 0 subscribers', () => measured(() => rateRun('R0', baselineWrites, null)));
 
 process.stderr.write(`opening ${int(subscriberCount)} subscriptions from ${clientCount} client processes\n`);
 const subscribeMessage = { ...scope, tags: [...tagNames, MARKER_TAG], format };
@@ -447,8 +455,8 @@ const subscribed = subscribedMs.length;
 process.stderr.write(`  ${int(subscribed)} subscribed in ${num(openSeconds, 1)} s${openFailed ? `; ${openFailed} failed: ${openFailures[0]}` : ''}\n`);
 
 for (const c of clients) c.child.send({ op: 'phase', index: RATE_PHASE } satisfies ToClient);
-process.stderr.write(`R: ${int(rate)} points/s (${writesPerSecond} writes/s of ${TAGS} tags × ${rowsPerWrite} + marker), ${int(subscribed)} subscribers, ${rateSeconds} s\n`);
-const r = await phases.run('R fixed rate, subscribers', () =>
+if (wanted.has('R')) process.stderr.write(`R: ${int(rate)} points/s (${writesPerSecond} writes/s of ${TAGS} tags × ${rowsPerWrite} + marker), ${int(subscribed)} subscribers, ${rateSeconds} s\n`);
+const r = !wanted.has('R') ? null : await phases.run('R fixed rate, subscribers', () =>
   measured(async () => {
     const result = await rateRun('R', rateWrites, 0);
     await drain(0, rateWrites, subscribed);
@@ -458,9 +466,9 @@ const r = await phases.run('R fixed rate, subscribers', () =>
 markersOwedBefore += Array.from(ackedAt.subarray(0, rateWrites)).filter((t) => !Number.isNaN(t)).length * subscribed;
 
 for (const c of clients) c.child.send({ op: 'phase', index: FLAT_PHASE } satisfies ToClient);
-process.stderr.write(`F: flat-out ingest, ${int(subscribed)} subscribers, ${flatSeconds} s, markers at ${markerHz}/s\n`);
+if (wanted.has('F')) process.stderr.write(`F: flat-out ingest, ${int(subscribed)} subscribers, ${flatSeconds} s, markers at ${markerHz}/s\n`);
 let markerOutcome: { sent: number; failed: string[] } | null = null;
-const f = await phases.run('F flat-out, subscribers', () =>
+const f = !wanted.has('F') ? null : await phases.run('F flat-out, subscribers', () =>
   measured(async () => {
     let ended!: () => void;
     const flatEnded = new Promise<void>((resolve) => (ended = resolve));
@@ -477,8 +485,8 @@ const clientCpuTotal = await clientCpuSeconds().catch(() => NaN);
 const results = await askAll({ op: 'finish' }, 'result');
 await sleep(2000); // the server sees the sockets go
 
-process.stderr.write(`D: flat-out ingest, 0 subscribers again, ${flatSeconds} s\n`);
-const d = await phases.run('D flat-out, 0 subscribers again', () => measured(() => flatOut('D', flatSeconds)));
+if (wanted.has('D')) process.stderr.write(`D: flat-out ingest, 0 subscribers again, ${flatSeconds} s\n`);
+const d = !wanted.has('D') ? null : await phases.run('D flat-out, 0 subscribers again', () => measured(() => flatOut('D', flatSeconds)));
 
 const peakRss = service.process.peakRssBytes();
 const healthAtEnd = await admin.get('/svcapi/health').then((h) => String(h.status), (err: unknown) => `no answer: ${String(err)}`);
@@ -562,7 +570,7 @@ if (f) {
   if (mo && mo.failed.length) rows.push(['F: marker writes that failed', `${mo.failed.length} of ${mo.sent}`, mo.failed[0]]);
   windowRow('F', f.window);
 }
-flatRow('**D** flat-out ingest, 0 subscribers again', d?.result ?? null, d?.window ?? null, baseRate);
+if (wanted.has('D')) flatRow('**D** flat-out ingest, 0 subscribers again', d?.result ?? null, d?.window ?? null, baseRate);
 rows.push(['server peak RSS (VmHWM, whole run)', mib(peakRss), `GET /svcapi/health at the end: ${healthAtEnd}`]);
 rows.push(['client processes CPU, whole run', `${num(clientCpuTotal, 1)} CPU-s`, '']);
 const dup = results.reduce((n, res) => n + res.duplicates, 0);
@@ -575,6 +583,35 @@ console.log('# Live data over WebSocket\n');
 console.log(`\`${commandLine()}\`\n`);
 console.log(`${machine()}; ${batchMs !== undefined ? `default settings except \`ws.batchMs\` ${batchMs}` : 'default settings'}\n`);
 console.log(markdownTable(['figure', 'value', 'detail'], rows));
+// Where in the window the slow ones were: a stall shows as a few bad seconds, a server that
+// cannot keep up as a steady climb.
+const list = (xs: number[]) => xs.map((v) => (Number.isFinite(v) ? Math.round(v).toString() : '-')).join(' ');
+function worstPerSecond(from: number, count: number, perSecond: number, latencyOf: (k: number) => number[]): number[] {
+  const out = new Array<number>(Math.ceil(count / perSecond)).fill(NaN);
+  for (let k = 0; k < count; k++) for (const v of latencyOf(from + k)) if (!(out[Math.floor(k / perSecond)] >= v)) out[Math.floor(k / perSecond)] = v;
+  return out;
+}
+const deliveriesOf = (seq: number): number[] => {
+  const out: number[] = [];
+  if (Number.isNaN(ackedAt[seq])) return out;
+  results.forEach((res, c) => {
+    for (let s = 0; s < clients[c].sockets; s++) {
+      const got = res.received[s * maxSeq + seq];
+      if (!Number.isNaN(got)) out.push(got - ackedAt[seq]);
+    }
+  });
+  return out;
+};
+if (r) {
+  console.log('');
+  console.log(`R, slowest write (issue → 200) of each second (ms): ${list(worstPerSecond(0, rateWrites, writesPerSecond, (k) => [r.result.writeMs[k]]))}`);
+  console.log('');
+  console.log(`R, slowest delivery of the markers written in each second (ms): ${list(worstPerSecond(0, rateWrites, writesPerSecond, deliveriesOf))}`);
+}
+if (f) {
+  console.log('');
+  console.log(`F, slowest delivery of the markers written in each second (ms): ${list(worstPerSecond(rateWrites, flatMarkers, markerHz, deliveriesOf))}`);
+}
 console.log(phases.report(() => service.process.logTail(30)));
 
 killClients();
