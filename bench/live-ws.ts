@@ -517,7 +517,7 @@ function markerFigures(from: number, to: number) {
     }
   });
   for (let seq = from; seq < to; seq++) if (!Number.isNaN(ackedAt[seq])) acked++;
-  return { acked, latencies, missing, socketsMissing: socketsMissing.size, p: percentiles(latencies), min: latencies.length ? Math.min(...latencies) : NaN };
+  return { acked, latencies, missing, socketsMissing: socketsMissing.size, p: percentiles(latencies), min: latencies.reduce((lo, v) => Math.min(lo, v), latencies.length ? Infinity : NaN) };
 }
 const sumPhase = (index: number): PhaseCounts => results.reduce((sum, res) => ({ messages: sum.messages + (res.phases[index]?.messages ?? 0), bytes: sum.bytes + (res.phases[index]?.bytes ?? 0), points: sum.points + (res.phases[index]?.points ?? 0) }), { messages: 0, bytes: 0, points: 0 });
 const closedIn = (index: number) => results.flatMap((res) => res.closed.filter((c) => c.phase === index));
