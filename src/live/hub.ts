@@ -258,7 +258,7 @@ export class LiveHub {
     this.sendTimer = null;
     const gathered = this.gathered;
     this.gathered = new Map();
-    const encoded = new Map<string, string | Uint8Array | null>();
+    const encoded = new Map<string, Uint8Array | null>();
     const subs = new Set<Subscription>();
     for (const key of gathered.keys()) {
       const [collectionId, tag] = key.split('\n', 2) as [string, string];
@@ -273,20 +273,20 @@ export class LiveHub {
         encoded.set(sub.key, body);
       }
       if (body === null) continue;
-      if (typeof body === 'string') this.sendBytes(sub.socket, `{"op":"points","id":${JSON.stringify(sub.id)},"tags":${body}}`, false);
+      // The shared body goes as a middle fragment: nothing of it is copied per subscriber here.
+      if (sub.format === 'json') this.sendFragments(sub.socket, `{"op":"points","id":${JSON.stringify(sub.id)},"tags":`, body, '}', false);
       else {
         const id = this.encoder.encode(sub.id);
-        const message = new Uint8Array(2 + id.length + body.length);
-        new DataView(message.buffer).setUint16(0, id.length, true);
-        message.set(id, 2);
-        message.set(body, 2 + id.length);
-        this.sendBytes(sub.socket, message, true);
+        const prefix = new Uint8Array(2 + id.length);
+        new DataView(prefix.buffer).setUint16(0, id.length, true);
+        prefix.set(id, 2);
+        this.sendFragments(sub.socket, prefix, body, null, true);
       }
     }
   }
 
-  /** The tags part of a subscription's message (JSON text, or a format 1 body), or null when its tags gathered nothing. */
-  private encode(sub: Subscription, gathered: Map<string, Gathered>): string | Uint8Array | null {
+  /** The tags part of a subscription's message (JSON text as UTF-8, or a format 1 body), or null when its tags gathered nothing. */
+  private encode(sub: Subscription, gathered: Map<string, Gathered>): Uint8Array | null {
     const mine: Array<[string, Gathered]> = [];
     for (const tag of sub.tags) {
       const g = gathered.get(`${sub.collectionId}\n${tag}`);
@@ -307,7 +307,7 @@ export class LiveHub {
       for (let i = 0; i < g.timestamps.length; i++) points[i] = `[${g.timestamps[i]},${numberJson(g.values[i])}]`;
       parts.push(`${JSON.stringify(tag)}:[${points.join(',')}]`);
     }
-    return `{${parts.join(',')}}`;
+    return this.encoder.encode(`{${parts.join(',')}}`);
   }
 
   private send(socket: Socket, message: unknown): void {
@@ -316,9 +316,27 @@ export class LiveHub {
 
   /** Sends, and closes a client that has fallen too far behind (1013: try again later). */
   private sendBytes(socket: Socket, message: string | Uint8Array, binary: boolean): void {
-    const data = socket.getUserData();
-    if (data.closed) return;
+    if (socket.getUserData().closed) return;
     socket.cork(() => socket.send(message, binary));
+    this.cutIfBehind(socket);
+  }
+
+  /** One message in fragments: a per-subscriber head, the shared body, an optional tail. */
+  private sendFragments(socket: Socket, head: string | Uint8Array, body: Uint8Array, tail: string | null, binary: boolean): void {
+    if (socket.getUserData().closed) return;
+    socket.cork(() => {
+      socket.sendFirstFragment(head, binary);
+      if (tail === null) socket.sendLastFragment(body);
+      else {
+        socket.sendFragment(body);
+        socket.sendLastFragment(tail);
+      }
+    });
+    this.cutIfBehind(socket);
+  }
+
+  private cutIfBehind(socket: Socket): void {
+    const data = socket.getUserData();
     const behind = socket.getBufferedAmount();
     if (behind > this.o.settings.maxBufferedBytes) {
       this.o.log.warn({ user: data.claims.sub, bufferedBytes: behind, limit: this.o.settings.maxBufferedBytes }, 'live data socket closed: the client reads too slowly (ws.maxBufferedBytes)');
