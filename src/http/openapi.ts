@@ -66,7 +66,8 @@ export function buildOpenApi(
 
   for (const route of routes) {
     const method = route.method.toLowerCase();
-    const pathItem = (paths[route.path] ??= {});
+    // `{key+}` (the rest of the path, see router.ts) is an ordinary parameter to OpenAPI.
+    const pathItem = (paths[route.path.replace(/\+\}/g, '}')] ??= {});
     // A second declaration would silently replace the first in the document
     // while the router serves only one of them; fail loudly instead.
     if (pathItem[method]) throw new Error(`duplicate route ${route.method} ${route.path}`);
@@ -148,7 +149,7 @@ function uniqueOperationId(route: RouteDef, used: Set<string>): string {
 }
 
 function templateNames(path: string): string[] {
-  return [...path.matchAll(/\{([^}]+)\}/g)].map((match) => match[1]!);
+  return [...path.matchAll(/\{([^}+]+)\+?\}/g)].map((match) => match[1]!);
 }
 
 function pathParameters(route: RouteDef): OpenApiParameter[] {
@@ -190,9 +191,11 @@ function buildRequestBody(route: RouteDef): OpenApiOperation['requestBody'] {
       content[contentType] = { schema: isJsonType(contentType) ? {} : { type: 'string', format: 'binary' } };
     }
   }
+  if (route.streamBody) content['*/*'] = { schema: { type: 'string', format: 'binary' } };
   if (route.body) content[JSON_TYPE] = { schema: toOpenApiSchema(route.body) };
   if (Object.keys(content).length === 0) return undefined;
-  return { required: true, ...(route.rawBody ? { description: route.rawBody.description } : {}), content };
+  const description = route.rawBody?.description ?? route.streamBody?.description;
+  return { required: true, ...(description ? { description } : {}), content };
 }
 
 function buildResponses(route: RouteDef): Record<string, OpenApiResponse> {
@@ -203,7 +206,7 @@ function buildResponses(route: RouteDef): Record<string, OpenApiResponse> {
     responses[status] = schema ? { description: def.description, content: { [contentType]: { schema } } } : { description: def.description };
   }
 
-  const hasBody = Boolean(route.body || route.rawBody);
+  const hasBody = Boolean(route.body || route.rawBody || route.streamBody);
   const errorStatuses: number[] = [];
   if (route.params || route.query || hasBody || templateNames(route.path).length > 0) errorStatuses.push(400);
   if (route.auth !== 'public') errorStatuses.push(401, 403);

@@ -2,13 +2,16 @@
 // in a tree: a literal segment beats a `{param}` segment at the same depth, and
 // matching backtracks, so `/svcapi/units/count` and `/svcapi/units/{id}` can
 // live side by side. A path that exists with other methods is reported so the
-// server can answer 405 with an Allow header instead of 404.
+// server can answer 405 with an Allow header instead of 404. A last segment `{name+}` takes the
+// rest of the path, slashes included, as it was sent (not decoded: blob keys are checked as sent).
 
 import type { HttpMethod } from './route.js';
 
 interface Node<T> {
   literal: Map<string, Node<T>>;
   param: { name: string; node: Node<T> } | null;
+  /** `{name+}`: the rest of the path (one segment or more). */
+  rest: { name: string; handlers: Map<HttpMethod, T> } | null;
   handlers: Map<HttpMethod, T>;
 }
 
@@ -17,14 +20,24 @@ export type Match<T> =
   | { kind: 'method-not-allowed'; allow: HttpMethod[] }
   | { kind: 'not-found' };
 
-const newNode = <T>(): Node<T> => ({ literal: new Map(), param: null, handlers: new Map() });
+const newNode = <T>(): Node<T> => ({ literal: new Map(), param: null, rest: null, handlers: new Map() });
 
 export class Router<T> {
   private readonly root: Node<T> = newNode();
 
   add(method: HttpMethod, template: string, value: T): void {
     let node = this.root;
-    for (const segment of splitPath(template)) {
+    const segments = splitPath(template);
+    for (const [i, segment] of segments.entries()) {
+      const rest = /^\{([A-Za-z_][A-Za-z0-9_]*)\+\}$/.exec(segment);
+      if (rest) {
+        if (i !== segments.length - 1) throw new Error(`route ${method} ${template}: {${rest[1]}+} must be the last segment`);
+        if (node.rest && node.rest.name !== rest[1]) throw new Error(`route ${method} ${template}: {${rest[1]}+} clashes with {${node.rest.name}+}`);
+        node.rest ??= { name: rest[1], handlers: new Map() };
+        if (node.rest.handlers.has(method)) throw new Error(`route ${method} ${template} is declared twice`);
+        node.rest.handlers.set(method, value);
+        return;
+      }
       const param = /^\{([A-Za-z_][A-Za-z0-9_]*)\}$/.exec(segment);
       if (param) {
         if (node.param && node.param.name !== param[1]) {
@@ -48,7 +61,7 @@ export class Router<T> {
     const names: string[] = [];
     const node = this.walk(this.root, segments, 0, names, values, method);
     if (!node) return { kind: 'not-found' };
-    const value = node.handlers.get(method as HttpMethod);
+    const value = (node as { handlers: Map<HttpMethod, T> }).handlers.get(method as HttpMethod);
     if (value === undefined) return { kind: 'method-not-allowed', allow: [...node.handlers.keys()] };
     const params: Record<string, string> = {};
     for (let i = 0; i < names.length; i++) params[names[i]] = values[i];
@@ -60,9 +73,9 @@ export class Router<T> {
    * handler for `method`; otherwise returns the first node with any handler so
    * the caller can answer 405.
    */
-  private walk(node: Node<T>, segments: string[], depth: number, names: string[], values: string[], method: string): Node<T> | null {
+  private walk(node: Node<T>, segments: string[], depth: number, names: string[], values: string[], method: string): Pick<Node<T>, 'handlers'> | null {
     if (depth === segments.length) return node.handlers.size > 0 ? node : null;
-    let fallback: Node<T> | null = null;
+    let fallback: Pick<Node<T>, 'handlers'> | null = null;
     const literal = node.literal.get(segments[depth]);
     if (literal) {
       const mark = names.length;
@@ -82,6 +95,11 @@ export class Router<T> {
         names.length = values.length = mark;
         fallback ??= found;
       }
+    }
+    if (node.rest && (fallback === null || node.rest.handlers.has(method as HttpMethod))) {
+      names.push(node.rest.name);
+      values.push(segments.slice(depth).join('/'));
+      return node.rest;
     }
     return fallback;
   }
