@@ -20,6 +20,7 @@ export const ERROR_CODES = {
   PAYLOAD_TOO_LARGE: { status: 413, meaning: 'the body is larger than the route allows' },
   URI_TOO_LONG: { status: 414, meaning: 'the path and query string are longer than server.maxUrlBytes' },
   UNSUPPORTED_MEDIA_TYPE: { status: 415, meaning: 'the body has a content type the route does not read' },
+  RANGE_NOT_SATISFIABLE: { status: 416, meaning: 'a Range header no byte of the blob or attachment satisfies' },
   RATE_LIMITED: { status: 429, meaning: 'too many register/login requests for one email or from one client address' },
   HEADERS_TOO_LARGE: { status: 431, meaning: 'the request headers are larger than server.maxHeaderBytes' },
   ACCOUNT_LOCKED: { status: 429, meaning: 'too many failed logins for an email from one client address; locked there for a while' },

@@ -72,6 +72,10 @@ export interface Config {
     readonly allowedHosts: readonly string[];
     readonly recordedPageSize: number;
   };
+  readonly blob: {
+    /** Largest blob or attachment upload (bytes). */
+    readonly maxBytes: number;
+  };
   readonly ws: {
     readonly batchMs: number;
     readonly maxBufferedBytes: number;

@@ -32,6 +32,7 @@ import { NotificationService } from './notifications/service.js';
 import { ServiceClock } from './clock.js';
 import { MonitorService } from './monitor/service.js';
 import { LiveHub } from './live/hub.js';
+import { BlobService } from './files/blobs.js';
 import type { ServiceContext } from './routes/context.js';
 import { buildSubsystems } from './routes/index.js';
 import { parseArgs, StartupError, USAGE } from './startup.js';
@@ -83,6 +84,8 @@ export async function startService(config: Config, log: Logger, env: NodeJS.Proc
     if (config.compat.openMonitorAndBackup) {
       log.warn('compat.openMonitorAndBackup is on: the monitor and backup routes answer without a token');
     }
+    const blobs = new BlobService({ db, dataDir: config.dataDir, entities, log, now: clock.now });
+    entities.addHooks(blobs.entityHooks());
     const live = new LiveHub({ db, registry, tokens, storage, settings: config.ws, log });
     const makeAdmin = () => ensureAdmin(accounts, { email: auth.adminEmail, password: env.HISTORIAN_ADMIN_PASSWORD, dataDir: config.dataDir, scryptCost: auth.scryptCost }, log);
     // On a cluster only the leader makes the first admin (once it has caught up); the others get it by replication.
@@ -98,7 +101,7 @@ export async function startService(config: Config, log: Logger, env: NodeJS.Proc
 
     let port = config.server.port;
     let host!: SubsystemHost;
-    const ctx: ServiceContext = { config, log, db, accounts, tokens, passwordLogin, jobs, tls, entities, storage, notifications, monitor, backups, connector, cluster, live, clusterSecret: config.cluster.enabled ? secret : null, boundPort: () => port, health: () => host.health(), routeTable: () => routes };
+    const ctx: ServiceContext = { config, log, db, accounts, tokens, passwordLogin, jobs, tls, entities, storage, notifications, monitor, backups, connector, cluster, live, blobs, clusterSecret: config.cluster.enabled ? secret : null, boundPort: () => port, health: () => host.health(), routeTable: () => routes };
     host = new SubsystemHost(buildSubsystems(ctx), log);
     const routes = host.routes();
     await host.start();

@@ -42,7 +42,8 @@ export interface LogEntry {
 export type Position = Record<string, number>;
 
 /** Tables that stay with their node: the process log and the cluster's own bookkeeping. */
-const LOCAL_TABLES = new Set(['process_jobs', 'shadow_writes_applied', 'cluster_log', 'cluster_epochs', 'cluster_peers', 'cluster_term']);
+// Blob and attachment rows stay with the node whose disk holds their content files (content is not shipped).
+const LOCAL_TABLES = new Set(['process_jobs', 'shadow_writes_applied', 'cluster_log', 'cluster_epochs', 'cluster_peers', 'cluster_term', 'blob_contents', 'blob_keys', 'attachments']);
 /** SQLite caps a function's arguments (127 by default); longer column lists go in chunks. */
 const ARGS_PER_CHUNK = 100;
 

@@ -195,9 +195,11 @@ function buildRequestBody(route: RouteDef): OpenApiOperation['requestBody'] {
       content[contentType] = { schema: isJsonType(contentType) ? {} : { type: 'string', format: 'binary' } };
     }
   }
+  if (route.streamBody) content['*/*'] = { schema: { type: 'string', format: 'binary' } };
   if (route.body) content[JSON_TYPE] = { schema: toOpenApiSchema(route.body) };
   if (Object.keys(content).length === 0) return undefined;
-  return { required: true, ...(route.rawBody ? { description: route.rawBody.description } : {}), content };
+  const description = route.rawBody?.description ?? route.streamBody?.description;
+  return { required: true, ...(description ? { description } : {}), content };
 }
 
 function buildResponses(route: RouteDef): Record<string, OpenApiResponse> {
@@ -208,7 +210,7 @@ function buildResponses(route: RouteDef): Record<string, OpenApiResponse> {
     responses[status] = schema ? { description: def.description, content: { [contentType]: { schema } } } : { description: def.description };
   }
 
-  const hasBody = Boolean(route.body || route.rawBody);
+  const hasBody = Boolean(route.body || route.rawBody || route.streamBody);
   const errorStatuses: number[] = [];
   if (route.params || route.query || hasBody || templateNames(route.path).length > 0) errorStatuses.push(400);
   if (route.auth !== 'public') errorStatuses.push(401, 403);

@@ -151,14 +151,15 @@ export class StreamedBody implements ResponseStream {
     this.queued += bytes.byteLength;
     this.pump();
     // Written straight from the caller's view as far as the socket takes it; whatever is left
-    // must outlive that view, so only the rest is copied.
+    // must outlive that view, so only the rest is copied (by `new Uint8Array`: a Buffer's
+    // `slice` is a view of the same memory, not a copy).
     const last = this.queue.length - 1;
     if (!owned && last >= 0 && this.queue[last] === bytes) {
       if (last === 0) {
-        this.queue[0] = bytes.slice(this.headOffset);
+        this.queue[0] = new Uint8Array(bytes.subarray(this.headOffset));
         this.headOffset = 0;
       } else {
-        this.queue[last] = bytes.slice();
+        this.queue[last] = new Uint8Array(bytes);
       }
     }
     if (this.queued > this.opts.highWaterBytes) return new Promise<void>((resolve) => this.roomWaiters.push(resolve));

@@ -34,12 +34,28 @@ export interface Request {
   readonly body: unknown;
   /** Unparsed body bytes, when the route declares `rawBody`. */
   readonly rawBody: Uint8Array | null;
+  /** The body as it arrives, when the route declares `streamBody`. */
+  readonly bodyStream: RequestBody | null;
   readonly headers: Readonly<Record<string, string>>;
   /** Verified token claims; null only on public routes. */
   readonly user: Claims | null;
   readonly remoteAddress: string;
   /** Aborted when the client goes away before the reply is sent. */
   readonly signal: AbortSignal;
+}
+
+/**
+ * A request body read as it arrives, chunk by chunk (each chunk the handler's own). Reading the
+ * socket pauses while the handler is behind. Iterating throws a 413 once the body passes the
+ * route's limit, and an error once the client goes away; the handler then discards what it kept.
+ */
+export interface RequestBody extends AsyncIterable<Uint8Array> {
+  /** The declared Content-Length; null for a chunked body. */
+  readonly declaredBytes: number | null;
+  /** Bytes received and not taken by the handler yet. */
+  readonly bufferedBytes: number;
+  /** Bytes received so far. */
+  readonly receivedBytes: number;
 }
 
 /** A reply. JSON bodies go through the route's serializer for `status`. */
@@ -55,6 +71,8 @@ export interface Reply {
    * one thrown later cuts the connection (the client sees a truncated body).
    */
   stream?: (out: ResponseStream) => Promise<void>;
+  /** The length a streamed body will have, when known: sent as Content-Length in the answer to HEAD. */
+  streamLength?: number;
 }
 
 export interface ResponseStream {
@@ -110,6 +128,13 @@ export interface RouteDef {
      * reads bodies into pooled buffers and reuses them.
      */
     bufferReused?: boolean;
+  };
+  /**
+   * The handler reads the body as it arrives (`req.bodyStream`), never whole: uploads of any size
+   * in bounded memory. The limit is `maxBodyBytes` (required with this option).
+   */
+  streamBody?: {
+    description: string;
   };
   /** Overrides `server.maxBodyBytes` for this route. */
   maxBodyBytes?: number;

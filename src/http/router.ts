@@ -60,7 +60,7 @@ export class Router<T> {
     const names: string[] = [];
     const node = this.walk(this.root, segments, 0, names, values, method);
     if (!node) return { kind: 'not-found' };
-    const value = node.handlers.get(method as HttpMethod);
+    const value = (node as { handlers: Map<HttpMethod, T> }).handlers.get(method as HttpMethod);
     if (value === undefined) return { kind: 'method-not-allowed', allow: [...node.handlers.keys()] };
     const params: Record<string, string> = {};
     for (let i = 0; i < names.length; i++) params[names[i]] = values[i];
@@ -72,9 +72,9 @@ export class Router<T> {
    * handler for `method`; otherwise returns the first node with any handler so
    * the caller can answer 405.
    */
-  private walk(node: Node<T>, segments: string[], depth: number, names: string[], values: string[], method: string): Node<T> | null {
+  private walk(node: Node<T>, segments: string[], depth: number, names: string[], values: string[], method: string): Pick<Node<T>, 'handlers'> | null {
     if (depth === segments.length) return node.handlers.size > 0 ? node : null;
-    let fallback: Node<T> | null = null;
+    let fallback: Pick<Node<T>, 'handlers'> | null = null;
     const literal = node.literal.get(segments[depth]);
     if (literal) {
       const mark = names.length;

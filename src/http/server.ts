@@ -18,6 +18,7 @@ import { readableAddress } from './address.js';
 import { Router } from './router.js';
 import { StartupError } from '../startup.js';
 import { sendHeadOnly, sendWhole, StallWatch, StreamedBody, type ResponseHead } from './response-body.js';
+import { RequestBodyStream } from './request-body.js';
 
 export interface ServerOptions {
   routes: readonly RouteDef[];
@@ -78,6 +79,10 @@ const LISTEN_EXCLUSIVE_PORT = 1;
 /** Bytes a streamed reply may queue for a slow client before its producer is asked to wait. */
 const STREAM_HIGH_WATER_BYTES = 1 << 20;
 
+/** Bytes of a streamed request body that may wait for its handler before reading the socket pauses. */
+const BODY_STREAM_HIGH_WATER_BYTES = 1 << 20;
+const BODY_STREAM_LOW_WATER_BYTES = 256 << 10;
+
 /** Per-request state shared by the reply path and the abort handler. */
 interface Exchange {
   res: uWS.HttpResponse;
@@ -101,6 +106,8 @@ interface Exchange {
   /** A pooled body buffer lent to the handler (see BodyPool); given back when the handler settles, or at the end if it never ran. */
   lent: Buffer | null;
   handlerStarted: boolean;
+  /** The body of a `streamBody` route, being read while the handler runs. */
+  bodyStream: RequestBodyStream | null;
 }
 
 /**
@@ -142,8 +149,8 @@ const REQUEST_ID_PREFIX = randomBytes(4).toString('hex');
 let requestCounter = 0;
 
 const STATUS_TEXT: Record<number, string> = {
-  200: 'OK', 201: 'Created', 204: 'No Content', 400: 'Bad Request', 401: 'Unauthorized', 403: 'Forbidden',
-  404: 'Not Found', 405: 'Method Not Allowed', 409: 'Conflict', 413: 'Payload Too Large', 414: 'URI Too Long', 415: 'Unsupported Media Type',
+  200: 'OK', 201: 'Created', 204: 'No Content', 206: 'Partial Content', 304: 'Not Modified', 400: 'Bad Request', 401: 'Unauthorized', 403: 'Forbidden',
+  404: 'Not Found', 405: 'Method Not Allowed', 409: 'Conflict', 413: 'Payload Too Large', 414: 'URI Too Long', 415: 'Unsupported Media Type', 416: 'Range Not Satisfiable',
   429: 'Too Many Requests', 431: 'Request Header Fields Too Large', 500: 'Internal Server Error', 501: 'Not Implemented', 502: 'Bad Gateway', 503: 'Service Unavailable',
   507: 'Insufficient Storage',
 };
@@ -287,10 +294,12 @@ export class HttpServer {
       user: null,
       lent: null,
       handlerStarted: false,
+      bodyStream: null,
     };
     this.inFlight++;
     res.onAborted(() => {
       ex.stream?.abort();
+      ex.bodyStream?.abort();
       if (ex.done) return;
       ex.done = true;
       ex.controller.abort();
@@ -329,7 +338,9 @@ export class HttpServer {
         // A credential check that takes time (a password): the body is read meanwhile, since
         // uWS hands over body bytes only to a reader attached now.
         const needsBody = route.def.body !== undefined || route.def.rawBody !== undefined;
-        const body = needsBody ? this.bodyOf(ex, route.def, headers) : Promise.resolve(new Uint8Array(0));
+        const body: Promise<Uint8Array | RequestBodyStream> = route.def.streamBody
+          ? Promise.resolve(this.bodyStreamOf(ex, route.def, headers))
+          : needsBody ? this.bodyOf(ex, route.def, headers) : Promise.resolve(new Uint8Array(0));
         body.catch(() => {}); // reported below, after the credentials
         user.then(
           async (claims) => {
@@ -343,6 +354,12 @@ export class HttpServer {
         return;
       }
       ex.user = user?.sub ?? null;
+      if (route.def.streamBody) {
+        check(route.validateParams, match.params, 'path');
+        check(route.validateQuery, query, 'query');
+        this.dispatch(ex, route, match.params, query, headers, user, this.bodyStreamOf(ex, route.def, headers), true);
+        return;
+      }
       if (!route.def.body && !route.def.rawBody) {
         this.dispatch(ex, route, match.params, query, headers, user, null);
         return;
@@ -368,8 +385,28 @@ export class HttpServer {
     return new Promise((resolve, reject) => this.readBody(ex, headers['content-length'], limit, setting, reuse, (err, bytes) => (err ? reject(err) : resolve(bytes))));
   }
 
+  /**
+   * The body of a `streamBody` route as it arrives: a declared length over the route's limit is
+   * refused before any byte is read; reading starts now (uWS hands bytes only to a reader attached
+   * during the request callback) and pauses while the handler is behind.
+   */
+  private bodyStreamOf(ex: Exchange, def: RouteDef, headers: Record<string, string>): RequestBodyStream {
+    const { limit, setting } = this.bodyLimit(def);
+    const length = headers['content-length'];
+    const declared = length === undefined ? null : Number(length);
+    if (declared !== null && declared > limit) throw new HttpError('PAYLOAD_TOO_LARGE', `request body is larger than ${limit} bytes (${setting})`);
+    ex.bodyStream = new RequestBodyStream(ex.res, {
+      declaredBytes: declared,
+      limit,
+      setting,
+      highWaterBytes: BODY_STREAM_HIGH_WATER_BYTES,
+      lowWaterBytes: BODY_STREAM_LOW_WATER_BYTES,
+    });
+    return ex.bodyStream;
+  }
+
   /** Validates the path and query (unless `validated`) and runs the handler; `bytes` is null for a route without a body. */
-  private dispatch(ex: Exchange, route: CompiledRoute, params: Record<string, string>, query: Record<string, unknown>, headers: Record<string, string>, user: Claims | null, bytes: Uint8Array | null, validated = false): void {
+  private dispatch(ex: Exchange, route: CompiledRoute, params: Record<string, string>, query: Record<string, unknown>, headers: Record<string, string>, user: Claims | null, bytes: Uint8Array | RequestBodyStream | null, validated = false): void {
     try {
       if (!validated) {
         check(route.validateParams, params, 'path');
@@ -387,10 +424,12 @@ export class HttpServer {
         signal: ex.controller.signal,
       };
       const request = bytes === null
-        ? { ...base, body: undefined, rawBody: null }
-        : route.def.rawBody
-          ? { ...base, body: undefined, rawBody: bytes }
-          : { ...base, body: decodeBody(bytes, headers['content-type'], route), rawBody: null };
+        ? { ...base, body: undefined, rawBody: null, bodyStream: null }
+        : bytes instanceof RequestBodyStream
+          ? { ...base, body: undefined, rawBody: null, bodyStream: bytes }
+          : route.def.rawBody
+            ? { ...base, body: undefined, rawBody: bytes, bodyStream: null }
+            : { ...base, body: decodeBody(bytes, headers['content-type'], route), rawBody: null, bodyStream: null };
       this.run(ex, route, request);
     } catch (err) {
       this.fail(ex, err);
@@ -521,7 +560,7 @@ export class HttpServer {
     if (reply.stream && ex.head) {
       // The length of a streamed body is known only once it is written: HEAD says none.
       ex.done = true;
-      sendHeadOnly(ex.res, head(ex, reply.status ?? 200, reply.contentType ?? 'application/octet-stream', reply.headers), null, this.draining);
+      sendHeadOnly(ex.res, head(ex, reply.status ?? 200, reply.contentType ?? 'application/octet-stream', reply.headers), reply.streamLength ?? null, this.draining);
       this.finish(ex, reply.status ?? 200);
       return;
     }
@@ -530,11 +569,11 @@ export class HttpServer {
       return;
     }
     const status = reply.status ?? 200;
-    if (status === 204) {
+    if (status === 204 || status === 304) {
       // No body, and no content-length or content-type for one: clients read nothing after the head.
       ex.done = true;
       const { statusLine: line, headers } = head(ex, status, '', reply.headers);
-      sendHeadOnly(ex.res, { statusLine: line, headers: headers.filter(([name]) => name !== 'content-type') }, null, this.draining);
+      sendHeadOnly(ex.res, { statusLine: line, headers: headers.filter(([name]) => name !== 'content-type') }, null, this.unreadBody(ex) || this.draining);
       this.finish(ex, status);
       return;
     }
@@ -551,8 +590,22 @@ export class HttpServer {
     this.send(ex, status, contentType, payload, reply.headers);
   }
 
+  /**
+   * Before an answer goes out: a streamed request body still arriving is let go of (reading
+   * resumes so uWS can finish the exchange), and true says the connection must close, since the
+   * rest of that body would otherwise be read as the next request.
+   */
+  private unreadBody(ex: Exchange): boolean {
+    const body = ex.bodyStream;
+    if (!body) return false;
+    const unread = !body.complete;
+    body.detach();
+    return unread;
+  }
+
   private streamReply(ex: Exchange, route: CompiledRoute, reply: Reply): void {
     const status = reply.status ?? 200;
+    this.unreadBody(ex); // a streamed reply to an upload not read to its end is not a case any route has
     if (route.def.longLived) {
       this.longLived.add(ex);
       if (this.draining) ex.controller.abort();
@@ -617,7 +670,7 @@ export class HttpServer {
   ): void {
     if (ex.done) return;
     ex.done = true;
-    const close = closeConnection || this.draining;
+    const close = this.unreadBody(ex) || closeConnection || this.draining;
     if (ex.head) sendHeadOnly(ex.res, head(ex, status, contentType, headers), typeof payload === 'string' ? Buffer.byteLength(payload) : payload.byteLength, close);
     else sendWhole(ex.res, head(ex, status, contentType, headers), payload, close);
     this.finish(ex, status);

@@ -190,6 +190,18 @@ export class EntityStore {
     return true;
   }
 
+  /**
+   * What the caller may do with row `rawId` (for things that follow a row's scoping without being
+   * rows of its table, as attachments do): `absent` (no such row), `none` (outside the grant),
+   * `read` or `write`.
+   */
+  accessTo(def: EntityDef, grant: AccessGrant, rawId: unknown): 'absent' | 'none' | 'read' | 'write' {
+    const id = parseId(def, rawId);
+    if (!this.rowById(def, id)) return 'absent';
+    if (this.allowed(def, grant, 'write', id)) return 'write';
+    return this.allowed(def, grant, 'read', id) ? 'read' : 'none';
+  }
+
   // ---- writes ------------------------------------------------------------
 
   create(def: EntityDef, grant: AccessGrant, body: unknown, injected?: Record<string, unknown>): Entity {

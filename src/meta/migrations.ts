@@ -162,4 +162,30 @@ export const MIGRATIONS: readonly string[] = [
      log_bytes INTEGER NOT NULL
    );
    INSERT INTO cluster_term (only, epoch, recording, log_bytes) VALUES (1, 0, 0, 0);`,
+  // 10: blobs and attachments (src/files/): content files under <dataDir>/blobs named by their
+  // sha256, one row each; keys and attachments refer to a content (identical bytes stored once);
+  // a content nothing refers to any more goes, row and file.
+  `CREATE TABLE blob_contents (
+     sha256 TEXT PRIMARY KEY,
+     size_bytes INTEGER NOT NULL,
+     created_ms INTEGER NOT NULL
+   ) WITHOUT ROWID;
+   CREATE TABLE blob_keys (
+     key TEXT PRIMARY KEY,
+     sha256 TEXT NOT NULL REFERENCES blob_contents (sha256),
+     content_type TEXT NOT NULL,
+     created_ms INTEGER NOT NULL
+   ) WITHOUT ROWID;
+   CREATE INDEX blob_keys_sha256 ON blob_keys (sha256);
+   CREATE TABLE attachments (
+     id TEXT PRIMARY KEY,
+     entity TEXT NOT NULL,
+     entity_id TEXT NOT NULL,
+     name TEXT NOT NULL,
+     sha256 TEXT NOT NULL REFERENCES blob_contents (sha256),
+     content_type TEXT NOT NULL,
+     created_ms INTEGER NOT NULL
+   );
+   CREATE INDEX attachments_entity ON attachments (entity, entity_id);
+   CREATE INDEX attachments_sha256 ON attachments (sha256);`,
 ];

@@ -18,6 +18,7 @@ import type { BackupService } from '../backup/service.js';
 import type { ConnectorService } from '../connector/service.js';
 import type { ClusterService } from '../cluster/service.js';
 import type { LiveHub } from '../live/hub.js';
+import type { BlobService } from '../files/blobs.js';
 import type { RouteDef } from '../http/route.js';
 import type { ServiceHealth } from '../subsystems.js';
 
@@ -46,6 +47,8 @@ export interface ServiceContext {
   readonly cluster: ClusterService;
   /** Live data over WebSocket (GET /svcapi/ws). */
   readonly live: LiveHub;
+  /** Blobs and attachments (content files under <dataDir>/blobs). */
+  readonly blobs: BlobService;
   /** The secret every node of a cluster shares (node credentials); null on a single node. */
   readonly clusterSecret: Buffer | null;
   /** The port actually bound (differs from config when it is 0). */

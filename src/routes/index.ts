@@ -12,6 +12,7 @@ import { IngestService } from '../ingest/service.js';
 import { notificationRoutes } from './notifications.js';
 import { monitorRoutes } from './monitor.js';
 import { backupRoutes } from './backup.js';
+import { blobRoutes } from './blobs.js';
 import { connectorRoutes } from './connector.js';
 import { clusterRoutes } from './cluster.js';
 import { processLogRoutes } from './process-log.js';
@@ -78,6 +79,13 @@ export function buildSubsystems(ctx: ServiceContext): Subsystem[] {
       start: () => ctx.monitor.start(),
       stop: () => ctx.monitor.stop(),
       health: () => ctx.monitor.health(),
+    },
+    {
+      name: 'blobs',
+      routes: () => blobRoutes(ctx, ctx.blobs),
+      start: () => ctx.blobs.start(),
+      stop: () => ctx.blobs.stop(),
+      health: () => ctx.blobs.health(),
     },
     {
       // GET /svcapi/ws is a WebSocket upgrade, served by the HTTP server itself (src/live/hub.ts).

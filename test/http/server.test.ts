@@ -51,6 +51,8 @@ describe('HttpServer route options', () => {
   let ca: string;
   let token: string;
   let streamEnded = false;
+  /** What the slow streamBody handler saw: bytes, and the most that ever waited for it. */
+  const slowUpload = { bytes: 0, peakBuffered: 0 };
   let db: ReturnType<typeof openMetadataDb>;
 
   before(async () => {
@@ -86,6 +88,19 @@ describe('HttpServer route options', () => {
           },
         }),
       },
+      {
+        method: 'PUT', path: '/t/slow-upload', auth: 'jwt', tag: 'test', summary: 'reads its streamed body slowly',
+        streamBody: { description: 'anything' }, maxBodyBytes: 64 << 20, maxBodySetting: 'test.maxBytes',
+        responses: { 200: { description: 'how much' } },
+        handler: async (req) => {
+          for await (const chunk of req.bodyStream!) {
+            slowUpload.bytes += chunk.byteLength;
+            slowUpload.peakBuffered = Math.max(slowUpload.peakBuffered, req.bodyStream!.bufferedBytes);
+            await new Promise((resolve) => setTimeout(resolve, 2)); // a disk far slower than the network
+          }
+          return { body: { bytes: slowUpload.bytes } };
+        },
+      },
     ];
     server = new HttpServer({
       routes, tokens, log, tls, streamStallTimeoutMs: 30_000,
@@ -105,6 +120,34 @@ describe('HttpServer route options', () => {
     assert.equal((await get(port, ca, `/t/header-only?access_token=${encodeURIComponent(token)}`)).status, 401);
     assert.equal((await get(port, ca, '/t/query-token?access_token=not-a-token', { authorization: `Bearer ${token}` })).status, 200);
     assert.equal((await get(port, ca, `/t/query-token?access_token=${encodeURIComponent(token)}`, { authorization: 'Bearer bad' })).status, 401);
+  });
+
+  test('a streamBody handler slower than its client holds the socket back (uWS pause/resume): what waits for it stays bounded', async () => {
+    const size = 24 << 20;
+    const status = await new Promise<number>((resolve, reject) => {
+      const req = https.request({
+        host: '127.0.0.1', servername: 'localhost', port, method: 'PUT', path: '/t/slow-upload', ca, agent: false,
+        headers: { authorization: `Bearer ${token}`, 'content-length': String(size) },
+      }, (res) => {
+        res.resume();
+        res.on('end', () => resolve(res.statusCode ?? 0));
+      });
+      req.on('error', reject);
+      const block = Buffer.alloc(256 << 10, 7);
+      let sent = 0;
+      const pump = () => {
+        while (sent < size) {
+          sent += block.length;
+          if (!req.write(block)) return void req.once('drain', pump);
+        }
+        req.end();
+      };
+      pump();
+    });
+    assert.equal(status, 200);
+    assert.equal(slowUpload.bytes, size);
+    // Without pausing, nearly the whole body would pile up in front of the handler.
+    assert.ok(slowUpload.peakBuffered < 4 << 20, `${slowUpload.peakBuffered} bytes waited for the handler at most`);
   });
 
   test('shutdown ends long-lived streams instead of waiting out a grace period', async () => {

@@ -1,0 +1,383 @@
+// Blobs (bytes under a key) and attachments (bytes attached to an entity row), WIRE.md part 2
+// "Blobs and attachments". Both keep their bytes in the content store (content-store.ts, one
+// file per distinct sha256) and their metadata in SQLite (migration 10):
+//
+//   blob_contents (sha256, size_bytes, created_ms)    one row per content file
+//   blob_keys     (key, sha256, content_type, created_ms)
+//   attachments   (id, entity, entity_id, name, sha256, content_type, created_ms)
+//
+// A content is kept while a key or an attachment refers to it; whatever drops the last reference
+// (a delete, a replace, an entity row deleted with its attachments) removes the row and the file
+// in the same synchronous step as the change, so an upload of the same bytes cannot slip in
+// between and lose its file. An upload is placed (renamed to its content name) and its rows
+// written in one synchronous step too. What a crash leaves between the two (a placed file with no
+// row, a content row nothing refers to) is swept at start.
+
+import { randomUUID } from 'node:crypto';
+import fs from 'node:fs';
+import { HttpError, notFound } from '../http/errors.js';
+import type { RequestBody, ResponseStream } from '../http/route.js';
+import type { Logger } from '../log.js';
+import type { AccessGrant } from '../meta/access-grant.js';
+import type { Db } from '../meta/database.js';
+import type { EntityHooks, EntityStore } from '../meta/entities.js';
+import type { EntityDef } from '../meta/registry.js';
+import { parseId } from '../meta/wire.js';
+import type { Health } from '../subsystems.js';
+import { ContentStore, type Received } from './content-store.js';
+
+export interface BlobRecord {
+  key: string;
+  size_bytes: number;
+  content_type: string;
+  sha256: string;
+  created_ms: number;
+}
+
+export interface AttachmentRecord {
+  id: string;
+  entity: string;
+  entityId: string;
+  name: string;
+  size_bytes: number;
+  content_type: string;
+  sha256: string;
+  created_ms: number;
+}
+
+/** What a download reads: the content's file and size. */
+export interface StoredContent {
+  sha256: string;
+  size: number;
+  contentType: string;
+}
+
+const KEY_SEGMENT = /^[A-Za-z0-9._-]+$/;
+export const MAX_KEY_BYTES = 1024;
+const MAX_NAME_LENGTH = 255;
+const DEFAULT_TYPE = 'application/octet-stream';
+/** Bytes read from a content file per write to the client. */
+const READ_CHUNK_BYTES = 256 * 1024;
+
+/** 400 unless `key` is `/`-separated segments of [A-Za-z0-9._-], none `.` or `..`, at most 1024 bytes. */
+export function checkKey(key: string): void {
+  if (key.length === 0) throw new HttpError('BAD_REQUEST', 'the blob key is empty');
+  if (Buffer.byteLength(key) > MAX_KEY_BYTES) throw new HttpError('BAD_REQUEST', `the blob key is longer than ${MAX_KEY_BYTES} bytes`);
+  for (const segment of key.split('/')) {
+    if (!KEY_SEGMENT.test(segment) || segment === '.' || segment === '..') {
+      throw new HttpError('BAD_REQUEST', 'a blob key is /-separated segments of letters, digits, ".", "_" and "-" (no empty, "." or ".." segment, no percent-encoding)');
+    }
+  }
+}
+
+/** The content type to store: the request's, or application/octet-stream; 400 for one no header could carry. */
+export function contentTypeOf(header: string | undefined): string {
+  if (header === undefined || header.trim() === '') return DEFAULT_TYPE;
+  if (header.length > 255 || /[\u0000-\u001f\u007f]/.test(header)) throw new HttpError('BAD_REQUEST', 'content-type must be at most 255 printable characters');
+  return header.trim();
+}
+
+interface AttachmentRow {
+  id: string;
+  entity: string;
+  entity_id: string;
+  name: string;
+  sha256: string;
+  content_type: string;
+  created_ms: number;
+  size_bytes: number;
+}
+
+export interface BlobServiceOptions {
+  db: Db;
+  dataDir: string;
+  entities: EntityStore;
+  log: Logger;
+  now: () => number;
+}
+
+export class BlobService {
+  readonly files: ContentStore;
+  private running = false;
+  /** Contents whose last attachments an entity delete is taking away, collected once it commits. */
+  private orphanedByDelete: string[] = [];
+  private readonly db: Db;
+
+  constructor(private readonly o: BlobServiceOptions) {
+    this.db = o.db;
+    this.files = new ContentStore(o.dataDir);
+  }
+
+  start(): void {
+    this.files.open();
+    this.sweep();
+    this.running = true;
+  }
+
+  stop(): void {
+    this.running = false;
+  }
+
+  health(): Health {
+    return this.running ? { status: 'ok' } : { status: 'failed', reason: 'stopped' };
+  }
+
+  // ---- blobs ----------------------------------------------------------------
+
+  get(key: string): BlobRecord | undefined {
+    return this.db
+      .prepare('SELECT k.key, c.size_bytes, k.content_type, k.sha256, k.created_ms FROM blob_keys k JOIN blob_contents c ON c.sha256 = k.sha256 WHERE k.key = ?')
+      .get(key) as BlobRecord | undefined;
+  }
+
+  /** Keys starting with `prefix`, in key order. */
+  list(prefix: string, limit: number): BlobRecord[] {
+    // Keys are ASCII below 0x7f, so every key with the prefix sorts in [prefix, prefix + 0x7f).
+    return this.db
+      .prepare('SELECT k.key, c.size_bytes, k.content_type, k.sha256, k.created_ms FROM blob_keys k JOIN blob_contents c ON c.sha256 = k.sha256 WHERE k.key >= ? AND k.key < ? ORDER BY k.key LIMIT ?')
+      .all(prefix, `${prefix}\u007f`, limit) as BlobRecord[];
+  }
+
+  /** Stores `body` under `key`; `created` is false when it replaced an earlier blob. */
+  async put(key: string, contentType: string, body: RequestBody): Promise<{ created: boolean; record: BlobRecord }> {
+    const received = await this.files.receive(body);
+    const now = this.o.now();
+    return this.commit(received, () => {
+      const old = this.db.prepare('SELECT sha256 FROM blob_keys WHERE key = ?').pluck().get(key) as string | undefined;
+      this.db
+        .prepare('INSERT INTO blob_keys (key, sha256, content_type, created_ms) VALUES (?, ?, ?, ?) ON CONFLICT (key) DO UPDATE SET sha256 = excluded.sha256, content_type = excluded.content_type, created_ms = excluded.created_ms')
+        .run(key, received.sha256, contentType, now);
+      return { result: { created: old === undefined, record: this.get(key)! }, released: old === undefined ? [] : [old] };
+    });
+  }
+
+  /** False when there was no such key. */
+  delete(key: string): boolean {
+    const old = this.db.prepare('SELECT sha256 FROM blob_keys WHERE key = ?').pluck().get(key) as string | undefined;
+    if (old === undefined) return false;
+    this.db.transaction(() => {
+      this.db.prepare('DELETE FROM blob_keys WHERE key = ?').run(key);
+      this.collect(old);
+    })();
+    this.removeUnreferencedFile(old);
+    return true;
+  }
+
+  // ---- attachments ----------------------------------------------------------
+
+  /** 404 unless the caller can change entity row `entityId` (403 when it can only read it). */
+  requireWritable(def: EntityDef, grant: AccessGrant, entityId: string): void {
+    const access = this.o.entities.accessTo(def, grant, entityId);
+    if (access === 'absent' || access === 'none') throw notFound(`${def.urlNames[0]} ${entityId} not found`);
+    if (access === 'read') throw new HttpError('FORBIDDEN', `${def.urlNames[0]} ${entityId} is outside your access grant for changes`);
+  }
+
+  /** 404 unless the caller can read entity row `entityId`. */
+  requireReadable(def: EntityDef, grant: AccessGrant, entityId: string): void {
+    const access = this.o.entities.accessTo(def, grant, entityId);
+    if (access === 'absent' || access === 'none') throw notFound(`${def.urlNames[0]} ${entityId} not found`);
+  }
+
+  async attach(def: EntityDef, grant: AccessGrant, rawEntityId: string, name: string, contentType: string, body: RequestBody): Promise<AttachmentRecord> {
+    if (name.length === 0 || name.length > MAX_NAME_LENGTH || /[\u0000-\u001f\u007f]/.test(name)) {
+      throw new HttpError('BAD_REQUEST', `name must be 1 to ${MAX_NAME_LENGTH} printable characters`);
+    }
+    const entityId = String(parseId(def, rawEntityId, 'entityId'));
+    this.requireWritable(def, grant, entityId);
+    const received = await this.files.receive(body);
+    const id = randomUUID();
+    const now = this.o.now();
+    return this.commit(received, () => {
+      // The row may have gone (or left the grant) while the bytes arrived.
+      this.requireWritable(def, grant, entityId);
+      this.db
+        .prepare('INSERT INTO attachments (id, entity, entity_id, name, sha256, content_type, created_ms) VALUES (?, ?, ?, ?, ?, ?, ?)')
+        .run(id, def.table, entityId, name, received.sha256, contentType, now);
+      return { result: this.attachment(id)!, released: [] };
+    });
+  }
+
+  listAttachments(def: EntityDef, grant: AccessGrant, rawEntityId: string): AttachmentRecord[] {
+    const entityId = String(parseId(def, rawEntityId, 'entityId'));
+    this.requireReadable(def, grant, entityId);
+    const rows = this.db
+      .prepare('SELECT a.*, c.size_bytes FROM attachments a JOIN blob_contents c ON c.sha256 = a.sha256 WHERE a.entity = ? AND a.entity_id = ? ORDER BY a.created_ms, a.id')
+      .all(def.table, entityId) as AttachmentRow[];
+    return rows.map((row) => this.toRecord(row));
+  }
+
+  /** Attachment `id` if it exists and the caller can read its entity row (else 404, as if absent). */
+  readableAttachment(grant: AccessGrant, id: string): AttachmentRecord {
+    const record = this.attachment(id);
+    if (!record) throw notFound(`attachment ${id} not found`);
+    const def = this.o.entities.registry.table(this.tableOf(id));
+    const access = this.o.entities.accessTo(def, grant, record.entityId);
+    if (access === 'absent' || access === 'none') throw notFound(`attachment ${id} not found`);
+    return record;
+  }
+
+  deleteAttachment(grant: AccessGrant, id: string): void {
+    const record = this.readableAttachment(grant, id);
+    this.requireWritable(this.o.entities.registry.table(this.tableOf(id)), grant, record.entityId);
+    this.db.transaction(() => {
+      this.db.prepare('DELETE FROM attachments WHERE id = ?').run(id);
+      this.collect(record.sha256);
+    })();
+    this.removeUnreferencedFile(record.sha256);
+  }
+
+  /**
+   * Attachments go with their entity row, also when it goes by cascade: their rows in the
+   * delete's own transaction, content files nothing refers to any more once it commits.
+   */
+  entityHooks(): EntityHooks {
+    return {
+      beforeDelete: (def, entity) => {
+        const entityId = String(entity.id);
+        const shas = this.db.prepare('SELECT DISTINCT sha256 FROM attachments WHERE entity = ? AND entity_id = ?').pluck().all(def.table, entityId) as string[];
+        if (shas.length === 0) return;
+        this.db.prepare('DELETE FROM attachments WHERE entity = ? AND entity_id = ?').run(def.table, entityId);
+        for (const sha of shas) this.collect(sha);
+        this.orphanedByDelete.push(...shas);
+      },
+      afterCommit: () => {
+        if (this.orphanedByDelete.length === 0) return;
+        const shas = this.orphanedByDelete;
+        this.orphanedByDelete = [];
+        for (const sha of shas) this.removeUnreferencedFile(sha);
+      },
+      afterRollback: () => {
+        this.orphanedByDelete = [];
+      },
+    };
+  }
+
+  // ---- content ----------------------------------------------------------------
+
+  /**
+   * Writes bytes [start, end) of a content to `out`, a read at a time, waiting while the client
+   * is behind (out.write's promise), so a slow client holds one read buffer and the stream's
+   * high-water mark, never the file.
+   */
+  async streamContent(sha256: string, start: number, end: number, out: ResponseStream): Promise<void> {
+    let file: fs.promises.FileHandle;
+    try {
+      file = await fs.promises.open(this.files.pathOf(sha256), 'r');
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') {
+        this.o.log.error({ sha256 }, 'a blob content file is missing from the data dir');
+        throw new HttpError('INTERNAL', 'the content file is missing from the data dir');
+      }
+      throw err;
+    }
+    try {
+      // One buffer for the whole download: out.write copies only what the socket does not take at once.
+      const buffer = Buffer.allocUnsafe(Math.min(READ_CHUNK_BYTES, Math.max(end - start, 1)));
+      let position = start;
+      while (position < end && !out.aborted) {
+        const { bytesRead } = await file.read(buffer, 0, Math.min(buffer.length, end - position), position);
+        if (bytesRead === 0) throw new Error(`content ${sha256} is shorter than its recorded size`);
+        position += bytesRead;
+        const wait = out.write(buffer.subarray(0, bytesRead));
+        if (wait) await wait;
+      }
+    } finally {
+      await file.close();
+    }
+  }
+
+  // ---- internals --------------------------------------------------------------
+
+  private attachment(id: string): AttachmentRecord | undefined {
+    const row = this.db.prepare('SELECT a.*, c.size_bytes FROM attachments a JOIN blob_contents c ON c.sha256 = a.sha256 WHERE a.id = ?').get(id) as AttachmentRow | undefined;
+    return row ? this.toRecord(row) : undefined;
+  }
+
+  private tableOf(id: string): string {
+    return this.db.prepare('SELECT entity FROM attachments WHERE id = ?').pluck().get(id) as string;
+  }
+
+  private toRecord(row: AttachmentRow): AttachmentRecord {
+    const def = this.o.entities.registry.find(row.entity);
+    return {
+      id: row.id,
+      entity: def?.urlNames[0] ?? row.entity,
+      entityId: row.entity_id,
+      name: row.name,
+      size_bytes: row.size_bytes,
+      content_type: row.content_type,
+      sha256: row.sha256,
+      created_ms: row.created_ms,
+    };
+  }
+
+  /**
+   * Places a received upload and runs `write` (its rows) in one transaction, all synchronously.
+   * `write` names the contents it stopped referring to (a replaced key's); those left with no
+   * reference go. When the rows cannot be written, the upload's own content goes again unless
+   * something else refers to it.
+   */
+  private commit<T>(received: Received, write: () => { result: T; released: string[] }): T {
+    if (!this.running) {
+      this.files.discard(received);
+      throw new HttpError('UNAVAILABLE', 'the blobs subsystem is stopping');
+    }
+    try {
+      this.files.place(received);
+    } catch (err) {
+      this.files.discard(received);
+      throw err;
+    }
+    let outcome: { result: T; released: string[] };
+    try {
+      outcome = this.db.transaction(() => {
+        this.db
+          .prepare('INSERT INTO blob_contents (sha256, size_bytes, created_ms) VALUES (?, ?, ?) ON CONFLICT (sha256) DO NOTHING')
+          .run(received.sha256, received.size, this.o.now());
+        const done = write();
+        for (const sha of done.released) if (sha !== received.sha256) this.collect(sha);
+        return done;
+      })();
+    } catch (err) {
+      this.db.transaction(() => this.collect(received.sha256))();
+      this.removeUnreferencedFile(received.sha256);
+      throw err;
+    }
+    for (const sha of outcome.released) this.removeUnreferencedFile(sha);
+    return outcome.result;
+  }
+
+  /** Inside a transaction: drops the content row of `sha256` when nothing refers to it. */
+  private collect(sha256: string): void {
+    this.db
+      .prepare('DELETE FROM blob_contents WHERE sha256 = ? AND NOT EXISTS (SELECT 1 FROM blob_keys WHERE sha256 = ?) AND NOT EXISTS (SELECT 1 FROM attachments WHERE sha256 = ?)')
+      .run(sha256, sha256, sha256);
+  }
+
+  /** After the commit: removes the file of a content whose row is gone. */
+  private removeUnreferencedFile(sha256: string): void {
+    if (this.db.prepare('SELECT 1 FROM blob_contents WHERE sha256 = ?').get(sha256)) return;
+    try {
+      this.files.remove(sha256);
+    } catch (err) {
+      this.o.log.warn({ sha256, err: String(err) }, 'could not remove an unreferenced blob content file; the next start removes it');
+    }
+  }
+
+  /** At start: content rows nothing refers to, and content files with no row, go. */
+  private sweep(): void {
+    const orphans = this.db
+      .prepare('SELECT sha256 FROM blob_contents c WHERE NOT EXISTS (SELECT 1 FROM blob_keys k WHERE k.sha256 = c.sha256) AND NOT EXISTS (SELECT 1 FROM attachments a WHERE a.sha256 = c.sha256)')
+      .pluck()
+      .all() as string[];
+    if (orphans.length > 0) this.db.transaction(() => orphans.forEach((sha) => this.collect(sha)))();
+    const known = this.db.prepare('SELECT 1 FROM blob_contents WHERE sha256 = ?').pluck();
+    let removed = 0;
+    for (const sha of [...this.files.stored()]) {
+      if (known.get(sha)) continue;
+      this.files.remove(sha);
+      removed++;
+    }
+    if (removed > 0) this.o.log.warn({ removed }, 'removed blob content files no key or attachment refers to');
+  }
+}
