@@ -4,6 +4,7 @@
 // machine clock (the monotonic clock, comparable across processes). It runs as its own process so that its CPU can be told apart from the server's and
 // the poster's.
 
+import { cpuAnswer } from './client-processes.js';
 import { openStream, type OpenedStream, type SseEvent } from './sse.js';
 import { runPool } from './runner.js';
 
@@ -147,11 +148,9 @@ process.on('message', (message: ToClient) => {
     case 'count':
       send({ op: 'count', delivered });
       break;
-    case 'cpu': {
-      const usage = process.cpuUsage();
-      send({ op: 'cpu', seconds: (usage.user + usage.system) / 1e6 });
+    case 'cpu':
+      send(cpuAnswer());
       break;
-    }
     case 'finish':
       finishing = true;
       for (const stream of streams) stream.close();

@@ -6,6 +6,7 @@
 // every process. It runs as its own process so that the client side does not starve the server's
 // main thread and its CPU can be told apart.
 
+import { cpuAnswer } from './client-processes.js';
 import WebSocket from 'ws';
 import { runPool } from './runner.js';
 
@@ -225,11 +226,9 @@ if (process.send) process.on('message', (message: ToClient) => {
     case 'count':
       send({ op: 'count', markers });
       break;
-    case 'cpu': {
-      const usage = process.cpuUsage();
-      send({ op: 'cpu', seconds: (usage.user + usage.system) / 1e6 });
+    case 'cpu':
+      send(cpuAnswer());
       break;
-    }
     case 'finish':
       finishing = true;
       for (const ws of sockets) ws?.terminate();

@@ -26,6 +26,7 @@
 import { fork, type ChildProcess } from 'node:child_process';
 import { parseArgs } from 'node:util';
 import { Dataset, hsw1, tagKeyedJson, type Chunk } from './dataset.js';
+import { ask as askClient } from './client-processes.js';
 import { clockMs, MARKER_TAG, type FromClient, type PhaseCounts, type ToClient } from './live-ws-client.js';
 import { createCollection, scopeFor } from './ours.js';
 import { commandLine, describeReply, int, machine, markdownTable, mib, ms, num, percentiles, Phases, runPool, sleep } from './runner.js';
@@ -164,20 +165,7 @@ const killClients = () => {
 };
 process.on('exit', killClients);
 
-function ask<Op extends FromClient['op']>(client: Client, message: ToClient, op: Op): Promise<Extract<FromClient, { op: Op }>> {
-  return new Promise((resolve, reject) => {
-    const onMessage = (reply: FromClient) => {
-      if (reply.op !== op) return;
-      client.child.off('message', onMessage);
-      client.child.off('exit', onExit);
-      resolve(reply as Extract<FromClient, { op: Op }>);
-    };
-    const onExit = (code: number | null) => reject(new Error(`client process exited (${code}) while waiting for "${op}"`));
-    client.child.on('message', onMessage);
-    client.child.once('exit', onExit);
-    client.child.send(message);
-  });
-}
+const ask = <Op extends FromClient['op']>(client: Client, message: ToClient, op: Op) => askClient<FromClient, Op>(client.child, message, op);
 const askAll = <Op extends FromClient['op']>(message: ToClient, op: Op) => Promise.all(clients.map((c) => ask(c, message, op)));
 const clientCpuSeconds = async () => (clients.length && clients[0].child.connected ? (await askAll({ op: 'cpu' }, 'cpu')).reduce((sum, r) => sum + r.seconds, 0) : 0);
 

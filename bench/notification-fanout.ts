@@ -25,6 +25,7 @@
 import { fork, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import { parseArgs } from 'node:util';
+import { ask as askClient } from './client-processes.js';
 import { clockMs, SENT_AT_FIELD, type FromClient, type ToClient } from './fanout-client.js';
 import { startHealthProbe } from './health-probe.js';
 import { commandLine, int, machine, markdownTable, mib, ms, num, percentiles, runPool, sleep } from './runner.js';
@@ -121,21 +122,7 @@ const clients: Client[] = Array.from({ length: clientCount }, () => ({
 for (let s = 0; s < streamCount; s++) clients[s % clientCount].streams.push(s);
 const userOfStream = (s: number) => s % userCount;
 
-/** Sends `message` and resolves with the client's next message of kind `op`. */
-function ask<Op extends FromClient['op']>(client: Client, message: ToClient, op: Op): Promise<Extract<FromClient, { op: Op }>> {
-  return new Promise((resolve, reject) => {
-    const onMessage = (reply: FromClient) => {
-      if (reply.op !== op) return;
-      client.child.off('message', onMessage);
-      client.child.off('exit', onExit);
-      resolve(reply as Extract<FromClient, { op: Op }>);
-    };
-    const onExit = (code: number | null) => reject(new Error(`client process exited (${code}) while waiting for "${op}"`));
-    client.child.on('message', onMessage);
-    client.child.once('exit', onExit);
-    client.child.send(message);
-  });
-}
+const ask = <Op extends FromClient['op']>(client: Client, message: ToClient, op: Op) => askClient<FromClient, Op>(client.child, message, op);
 const askAll = <Op extends FromClient['op']>(message: ToClient, op: Op) => Promise.all(clients.map((c) => ask(c, message, op)));
 const clientCpuSeconds = async () => (await askAll({ op: 'cpu' }, 'cpu')).reduce((sum, r) => sum + r.seconds, 0);
 
