@@ -72,12 +72,6 @@ export class LiveHub {
     o.storage.liveListener = (points) => this.onPoints(points);
   }
 
-  get socketCount(): number {
-    return this.sockets.size;
-  }
-
-  private readonly sockets = new Set<Socket>();
-
   endpoint(): WebSocketEndpoint {
     return {
       path: '/svcapi/ws',
@@ -101,7 +95,6 @@ export class LiveHub {
     const recheck = setInterval(() => this.recheckToken(socket), RECHECK_TOKEN_MS);
     recheck.unref();
     data.state = { subscriptions: new Map(), grant: this.grantOf(data.claims), recheck } satisfies SocketState;
-    this.sockets.add(socket);
   }
 
   private grantOf(claims: Claims): AccessGrant {
@@ -121,7 +114,6 @@ export class LiveHub {
 
   private close(socket: Socket): void {
     const state = this.stateOf(socket);
-    this.sockets.delete(socket);
     if (!state) return;
     clearInterval(state.recheck);
     for (const sub of state.subscriptions.values()) this.drop(sub);
