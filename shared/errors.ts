@@ -3,9 +3,9 @@
  * (src/http/errors.ts adds status lines and reply shapes), a storage worker sends them back as
  * `{code, message}` (WireError) and the main thread rebuilds its HTTP error from the code.
  *
- * StorageError is the error that code on either side of the thread boundary throws on purpose
- * (the file engine, collection-id and scope-name rules); asStorageError is the one place a file
- * system failure becomes a code (ENOSPC and EDQUOT are INSUFFICIENT_STORAGE).
+ * ServiceError is the error code on either side of the thread boundary throws on purpose (a
+ * route's 400, the file engine, collection-id and scope-name rules); asStorageError is the one
+ * place a file system failure becomes a code (ENOSPC and EDQUOT are INSUFFICIENT_STORAGE).
  */
 
 export const ERROR_CODES = {
@@ -33,29 +33,54 @@ export const ERROR_CODES = {
 
 export type ErrorCode = keyof typeof ERROR_CODES;
 
-/** An error as it crosses the thread boundary; rebuilt into an HttpError on the main thread. */
+/** An error as it crosses the thread boundary; rebuilt into an ServiceError on the main thread. */
 export interface WireError {
   code: ErrorCode;
   message: string;
 }
 
-export class StorageError extends Error {
+/**
+ * The one error class of the service, on both sides of the thread boundary: code on purpose
+ * throws it (a handler's 400, the file engine's 404), the HTTP layer answers with its code's
+ * status (src/http/errors.ts shapes the body), and a storage worker sends it back as
+ * `{code, message}` (WireError) for the main thread to rebuild with fromWire.
+ */
+export class ServiceError extends Error {
   readonly code: ErrorCode;
+  readonly status: number;
+  /** Reply headers it asks for (`retry-after`, `allow`). */
+  readonly headers: Record<string, string> | undefined;
+  /** Fields the error body carries beside its message (a secondary's `leader`). */
+  readonly details: Record<string, unknown> | undefined;
 
-  constructor(code: ErrorCode, message: string, options?: { cause?: unknown }) {
-    super(message, options);
-    this.name = 'StorageError';
+  constructor(code: ErrorCode, message: string, extra: { headers?: Record<string, string>; details?: Record<string, unknown>; cause?: unknown } = {}) {
+    super(message, extra.cause === undefined ? undefined : { cause: extra.cause });
+    this.name = 'ServiceError';
     this.code = code;
+    this.status = ERROR_CODES[code].status;
+    this.headers = extra.headers;
+    this.details = extra.details;
   }
 
+  /** The plain form that crosses a thread boundary. */
   toWire(): WireError {
     return { code: this.code, message: this.message };
   }
+
+  static fromWire(wire: WireError): ServiceError {
+    // The code came through msgpack from another thread: trust the list, not the type.
+    const code = Object.hasOwn(ERROR_CODES, wire.code) ? wire.code : 'INTERNAL';
+    return new ServiceError(code, wire.message);
+  }
 }
 
-export const badRequest = (message: string) => new StorageError('BAD_REQUEST', message);
-export const notFound = (message: string) => new StorageError('NOT_FOUND', message);
-export const internal = (message: string) => new StorageError('INTERNAL', message);
+export const badRequest = (message: string) => new ServiceError('BAD_REQUEST', message);
+export const unauthorized = (message = 'missing or invalid token') => new ServiceError('UNAUTHORIZED', message);
+export const forbidden = (message = 'access denied') => new ServiceError('FORBIDDEN', message);
+export const notFound = (message = 'not found') => new ServiceError('NOT_FOUND', message);
+export const conflict = (message: string) => new ServiceError('CONFLICT', message);
+export const unavailable = (message: string, headers?: Record<string, string>) => new ServiceError('UNAVAILABLE', message, { headers });
+export const internal = (message: string) => new ServiceError('INTERNAL', message);
 
 /** A Node system error (fs, os): it carries a syscall name and an errno code. */
 function isSystemError(err: unknown): err is NodeJS.ErrnoException {
@@ -63,15 +88,15 @@ function isSystemError(err: unknown): err is NodeJS.ErrnoException {
 }
 
 /**
- * Maps what a storage call threw onto a StorageError: a full disk or quota is
+ * Maps what a storage call threw onto a ServiceError: a full disk or quota is
  * INSUFFICIENT_STORAGE, any other file-system failure INTERNAL (the system error stays as the
  * cause, for the log). Anything else (a caller's sink that threw, a bug) is returned unchanged
  * so its stack is not lost.
  */
 export function asStorageError(err: unknown): unknown {
-  if (err instanceof StorageError || !isSystemError(err)) return err;
+  if (err instanceof ServiceError || !isSystemError(err)) return err;
   if (err.code === 'ENOSPC' || err.code === 'EDQUOT') {
-    return new StorageError('INSUFFICIENT_STORAGE', `no space left on the data volume (${err.code})`, { cause: err });
+    return new ServiceError('INSUFFICIENT_STORAGE', `no space left on the data volume (${err.code})`, { cause: err });
   }
-  return new StorageError('INTERNAL', `storage I/O failed: ${err.message}`, { cause: err });
+  return new ServiceError('INTERNAL', `storage I/O failed: ${err.message}`, { cause: err });
 }

@@ -13,7 +13,7 @@ import { recoverInterruptedRestore } from './backup/restore-marker.js';
 import { loadOrCreateSecret, readClusterSecret, TokenService } from './auth/tokens.js';
 import { ClusterService } from './cluster/service.js';
 import { mutates } from './http/route.js';
-import { HttpError } from './http/errors.js';
+import { ServiceError } from '../shared/errors.js';
 import { AccountStore } from './auth/users.js';
 import { ConfigError, loadConfig, type Config } from './config.js';
 import { claimDataDir } from './data-dir.js';
@@ -129,7 +129,7 @@ export async function startService(config: Config, log: Logger, env: NodeJS.Proc
           if (notLeader) return notLeader;
         }
         const restoring = def.maintenanceExempt ? null : backups.maintenanceReason();
-        return restoring ? new HttpError('UNAVAILABLE', restoring, { 'retry-after': '5' }) : null;
+        return restoring ? new ServiceError('UNAVAILABLE', restoring, { headers: { 'retry-after': '5' } }) : null;
       },
     });
     port = await server.listen(config.server.host, config.server.port);

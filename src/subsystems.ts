@@ -4,7 +4,7 @@
 // naming the subsystem and the cause (SPEC asks this of the monitor; here it is the rule for
 // all). In the spirit of fastify's `register` with `onClose`.
 
-import { HttpError } from './http/errors.js';
+import { ServiceError } from '../shared/errors.js';
 import type { RouteDef } from './http/route.js';
 import type { Logger } from './log.js';
 
@@ -120,6 +120,6 @@ export class SubsystemHost {
     const state = this.states.get(name)!;
     if (state.phase === 'running') return;
     const why = state.phase === 'failed' ? `it failed to start: ${state.cause}` : state.phase === 'stopped' ? 'it is stopped' : 'it has not started';
-    throw new HttpError('NOT_IMPLEMENTED', `the ${name} subsystem is not available: ${why}`);
+    throw new ServiceError('NOT_IMPLEMENTED', `the ${name} subsystem is not available: ${why}`);
   }
 }

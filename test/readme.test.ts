@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { ERROR_CODES } from '../src/http/errors.js';
+import { ERROR_CODES } from '../shared/errors.js';
 
 const root = (p: string) => fileURLToPath(new URL(`../../${p}`, import.meta.url));
 const readme = fs.readFileSync(root('README.md'), 'utf8');

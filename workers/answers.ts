@@ -7,7 +7,7 @@
 import { pack } from 'msgpackr';
 import type { RingProducer } from '../native-free-codecs/ring.js';
 import { WriteBodyError } from '../native-free-codecs/points.js';
-import { asStorageError, StorageError, type WireError } from '../shared/errors.js';
+import { asStorageError, ServiceError, type WireError } from '../shared/errors.js';
 import { FINAL_FRAME_BIT, type WriteReply } from '../shared/protocol.js';
 import type { WorkerLog } from './worker-log.js';
 
@@ -23,7 +23,7 @@ export function resultFrameBytes(results: RingProducer): number {
 export function toWireError(err: unknown, log: WorkerLog): WireError {
   if (err instanceof WriteBodyError) return { code: 'BAD_REQUEST', message: err.message };
   const mapped = asStorageError(err);
-  if (mapped instanceof StorageError) {
+  if (mapped instanceof ServiceError) {
     if (mapped.cause !== undefined) log.error({ err: String(mapped.cause) }, mapped.message);
     return mapped.toWire();
   }
@@ -67,7 +67,7 @@ export class WriteAnswers {
   private emitFrame(tag: number, payload: Uint8Array): void {
     const deadline = Date.now() + this.stallTimeoutMs;
     while (!this.results.tryWrite(tag, payload)) {
-      if (Date.now() > deadline) throw new StorageError('UNAVAILABLE', 'the result ring stayed full; answer dropped');
+      if (Date.now() > deadline) throw new ServiceError('UNAVAILABLE', 'the result ring stayed full; answer dropped');
       this.results.waitForSpace(payload.length, 50);
     }
   }

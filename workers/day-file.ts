@@ -16,7 +16,7 @@ import path from 'node:path';
 import { crc32c } from './crc32.js';
 import { fsyncDir, readFully, writeFully } from './durable-fs.js';
 import { PRIVATE_FILE_MODE } from '../shared/file-modes.js';
-import { internal, StorageError } from '../shared/errors.js';
+import { internal, ServiceError } from '../shared/errors.js';
 import { dayStartMs, DAY_MS } from './utc-day.js';
 
 // Blocks are viewed in place as Float64Arrays, which read the host's byte order.
@@ -44,7 +44,7 @@ export function dayLogName(kind: DayLogKind, dayText: string): string {
 }
 
 /** The file's header does not belong to a day log of this day; the file is not ours to cut. */
-export class BadDayLogHeader extends StorageError {
+export class BadDayLogHeader extends ServiceError {
   constructor(message: string) {
     super('INTERNAL', message);
   }

@@ -21,7 +21,7 @@ import { OP, QUERY_CANCELLED, QUERY_CREDIT, QUERY_SEQ, querySlotWord, type TaskO
 import { BucketStream, PointLimitError, runPipeline, streamableStep } from './aggregators.js';
 import { type QueryAllowance, type QueryMemory, SeriesBuffer } from './series-buffer.js';
 import type { ShardStore } from './shard-store.js';
-import { StorageError } from '../shared/errors.js';
+import { ServiceError } from '../shared/errors.js';
 import { RESULT_CHUNK_BYTES, resultFrameBytes } from './answers.js';
 
 type QueryTask = TaskOf<typeof OP.QUERY>;
@@ -242,14 +242,14 @@ class ResultFlow {
     this.creditWord = querySlotWord(slot, QUERY_CREDIT);
     this.cancelWord = querySlotWord(slot, QUERY_CANCELLED);
     if (Atomics.load(opts.control, querySlotWord(slot, QUERY_SEQ)) !== seq) {
-      throw new StorageError('INTERNAL', `query ${seq} does not hold control slot ${slot}`);
+      throw new ServiceError('INTERNAL', `query ${seq} does not hold control slot ${slot}`);
     }
   }
 
   /** Throws when the query must stop: cancelled by the main thread, or past its deadline. */
   check(): void {
-    if (Atomics.load(this.opts.control, this.cancelWord) !== 0) throw new StorageError('UNAVAILABLE', 'query cancelled: the client went away or stopped reading');
-    if (Date.now() > this.deadline) throw new StorageError('UNAVAILABLE', 'query stopped: it ran longer than storage.queryTimeoutMs');
+    if (Atomics.load(this.opts.control, this.cancelWord) !== 0) throw new ServiceError('UNAVAILABLE', 'query cancelled: the client went away or stopped reading');
+    if (Date.now() > this.deadline) throw new ServiceError('UNAVAILABLE', 'query stopped: it ran longer than storage.queryTimeoutMs');
   }
 
   /** Sends what the writer holds, then empties it. */
@@ -286,7 +286,7 @@ class ResultFlow {
       } else if (now - waitingSince > 2 * this.opts.stallTimeoutMs) {
         // A backstop: the main thread closes a stalled client's response after one stall
         // timeout and cancels the query; this fires only if that never came.
-        throw new StorageError('UNAVAILABLE', 'query abandoned: no credit came for twice storage.resultStallTimeoutMs');
+        throw new ServiceError('UNAVAILABLE', 'query abandoned: no credit came for twice storage.resultStallTimeoutMs');
       }
       await waitForChangeAsync(control, this.creditWord, credit, 250);
     }

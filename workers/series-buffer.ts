@@ -3,7 +3,7 @@
 // query that would materialise more than storage.queryMemoryBytes is refused instead of
 // taking the worker's memory (a `gaps` step at 1 ms over a year would).
 
-import { StorageError } from '../shared/errors.js';
+import { ServiceError } from '../shared/errors.js';
 
 const BYTES_PER_POINT = 16;
 const INITIAL_POINTS = 4096;
@@ -24,8 +24,8 @@ export class QueryMemory {
   }
 
   /** The refusal of a query that alone needs more than the budget. */
-  tooLarge(): StorageError {
-    return new StorageError(
+  tooLarge(): ServiceError {
+    return new ServiceError(
       'BAD_REQUEST',
       `the query needs more than storage.queryMemoryBytes (${this.limitBytes} bytes) to hold its series; narrow the time range or use a coarser sampling`,
     );
@@ -35,7 +35,7 @@ export class QueryMemory {
   take(query: QueryAllowance, bytes: number): void {
     if (query.heldBytes + bytes > this.limitBytes) throw this.tooLarge();
     if (this.used + bytes > this.limitBytes) {
-      throw new StorageError('UNAVAILABLE', `running queries hold the shard's storage.queryMemoryBytes (${this.limitBytes} bytes); retry shortly`);
+      throw new ServiceError('UNAVAILABLE', `running queries hold the shard's storage.queryMemoryBytes (${this.limitBytes} bytes); retry shortly`);
     }
     this.used += bytes;
   }
@@ -66,7 +66,7 @@ export class QueryAllowance {
     return Math.max(0, Math.floor((this.memory.limitBytes - Math.max(this.heldBytes, this.memory.usedBytes)) / BYTES_PER_POINT));
   }
 
-  tooLarge(): StorageError {
+  tooLarge(): ServiceError {
     return this.memory.tooLarge();
   }
 

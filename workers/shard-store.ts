@@ -27,7 +27,7 @@ import { fsyncDir, removeIfPresent } from './durable-fs.js';
 import { SealedFileWriter, SealedIndex } from './sealed-file.js';
 import type { CollectionScope } from '../shared/scope.js';
 import { collectionDir, decodeScopeName, parseCollectionId, validateScope } from '../shared/scope-path.js';
-import { asStorageError, badRequest, notFound, StorageError } from '../shared/errors.js';
+import { asStorageError, badRequest, notFound, ServiceError } from '../shared/errors.js';
 import { dayEndMs, dayOf, dayStartMs } from './utc-day.js';
 import { silentLog, type WorkerLog } from './worker-log.js';
 
@@ -117,8 +117,8 @@ export class ShardStore {
     return this.guard(() => {
       const clean = validateScope(scope);
       const id = `${clean.organization}/${clean.site}/${clean.unit}/${clean.grid}`;
-      if (!this.owns(id)) throw new StorageError('INTERNAL', `collection ${id} does not belong to this shard`);
-      if (this.find(id) !== null) throw new StorageError('CONFLICT', `DUPLICATE: collection ${id} already exists`);
+      if (!this.owns(id)) throw new ServiceError('INTERNAL', `collection ${id} does not belong to this shard`);
+      if (this.find(id) !== null) throw new ServiceError('CONFLICT', `DUPLICATE: collection ${id} already exists`);
       const collection = Collection.create(this.dataDir, clean, extra, Date.now());
       this.collections.set(id, collection);
       return collection.getRecord();
@@ -132,7 +132,7 @@ export class ShardStore {
   openCollection(id: string): CollectionRecord {
     return this.guard(() => {
       const scope = parseCollectionId(id);
-      if (!this.owns(id)) throw new StorageError('INTERNAL', `collection ${id} does not belong to this shard`);
+      if (!this.owns(id)) throw new ServiceError('INTERNAL', `collection ${id} does not belong to this shard`);
       this.closeCollection(id);
       if (!fs.existsSync(path.join(collectionDir(this.dataDir, scope), META_FILE))) throw notFound(`collection ${id} not found`);
       return this.loadCollection(scope).collection.getRecord();
@@ -446,7 +446,7 @@ export class ShardStore {
 
   // -------------------------------------------------------------------------------------------
 
-  /** Runs a public method, turning file-system failures into StorageErrors. */
+  /** Runs a public method, turning file-system failures into ServiceErrors. */
   private guard<T>(body: () => T): T {
     try {
       return body();

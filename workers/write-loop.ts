@@ -21,7 +21,7 @@ import { LineSeriesCache, parseLineProtocol, partialWriteMessage } from '../nati
 import { decodeBinaryBatch, decodeJsonWriteBody, decodeRowsObject, decodeWriteObject, encodeBinaryBatch, isRowsObject, WriteBodyError, type DecodeLimits, type PointBatch } from '../native-free-codecs/points.js';
 import type { RingConsumer } from '../native-free-codecs/ring.js';
 import { duplicateScopeKey } from '../native-free-codecs/scope-peek.js';
-import { StorageError } from '../shared/errors.js';
+import { ServiceError } from '../shared/errors.js';
 import { LINE_PROTOCOL, readWriteFrame, type WriteFrameHeader, type WriteMode, type WriteOutcome, type WriteReply } from '../shared/protocol.js';
 import { isCompleteScope, SCOPE_FIELDS } from '../shared/scope.js';
 import { collectionId as idOf, validateScope } from '../shared/scope-path.js';
@@ -202,7 +202,7 @@ export class WriteLoop {
     try {
       return this.writeGroups(header, this.resolveCollections(batch), outcome);
     } catch (err) {
-      if (err instanceof StorageError && err.code === 'BAD_REQUEST') return { ...outcome, refused: err.message };
+      if (err instanceof ServiceError && err.code === 'BAD_REQUEST') return { ...outcome, refused: err.message };
       throw err;
     }
   }
@@ -222,7 +222,7 @@ export class WriteLoop {
         validateScope(scope); // names from line tags become folder names
       } catch (err) {
         const field = SCOPE_FIELDS.find((f) => scope[f] !== header.defaultScope![f]);
-        throw new StorageError('BAD_REQUEST', `line tag ${field ?? 'grid'}: ${(err as Error).message}`);
+        throw new ServiceError('BAD_REQUEST', `line tag ${field ?? 'grid'}: ${(err as Error).message}`);
       }
       return { collectionId: idOf(scope), batch };
     });
@@ -270,13 +270,13 @@ export class WriteLoop {
         };
     if (header.backfill) monitor.beforeBackfill(collectionId, batch);
     if (!this.opts.store.getCollection(collectionId)) {
-      if (!autoCreate) throw new StorageError('BAD_REQUEST', `collection ${collectionId} does not exist`);
+      if (!autoCreate) throw new ServiceError('BAD_REQUEST', `collection ${collectionId} does not exist`);
       const [organization, site, unit, grid] = collectionId.split('/');
       outcome.created.push(this.opts.store.createCollection({ organization, site, unit, grid }, {}));
     }
     if (mode === 'buffered') {
       if (!this.opts.buffer.add(collectionId, batch)) {
-        throw new StorageError('UNAVAILABLE', `write buffer of shard ${this.opts.shardIndex} is full (${this.opts.buffer.pendingPoints} of ${this.opts.buffer.capacityPoints} points); retry after the next flush`);
+        throw new ServiceError('UNAVAILABLE', `write buffer of shard ${this.opts.shardIndex} is full (${this.opts.buffer.pendingPoints} of ${this.opts.buffer.capacityPoints} points); retry after the next flush`);
       }
       outcome.points += batch.pointCount;
       observe();
@@ -298,7 +298,7 @@ export class WriteLoop {
     for (let t = 0; t < batch.tagNames.length; t++) {
       const collectionId = this.opts.tagScopes.collectionOf(batch.tagNames[t]);
       if (!collectionId) {
-        throw new StorageError('BAD_REQUEST', `unknown tag "${batch.tagNames[t]}": no scope in the body and the tag is in no collection yet; send organization, site, unit and grid`);
+        throw new ServiceError('BAD_REQUEST', `unknown tag "${batch.tagNames[t]}": no scope in the body and the tag is in no collection yet; send organization, site, unit and grid`);
       }
       let tags = byCollection.get(collectionId);
       if (!tags) byCollection.set(collectionId, (tags = []));
@@ -355,12 +355,12 @@ function gunzip(body: Uint8Array, header: WriteFrameHeader): Uint8Array {
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
     if (code === 'ERR_BUFFER_TOO_LARGE') throw tooLarge(limit, header);
-    throw new StorageError('BAD_REQUEST', `the body is not valid gzip (Content-Encoding: gzip): ${(err as Error).message}`);
+    throw new ServiceError('BAD_REQUEST', `the body is not valid gzip (Content-Encoding: gzip): ${(err as Error).message}`);
   }
 }
 
-function tooLarge(limit: number, header: WriteFrameHeader): StorageError {
-  return new StorageError('PAYLOAD_TOO_LARGE', `the decoded (gunzipped) body is larger than ${limit} bytes (${header.maxDecodedSetting ?? 'the route limit'})`);
+function tooLarge(limit: number, header: WriteFrameHeader): ServiceError {
+  return new ServiceError('PAYLOAD_TOO_LARGE', `the decoded (gunzipped) body is larger than ${limit} bytes (${header.maxDecodedSetting ?? 'the route limit'})`);
 }
 
 function selectTags(batch: PointBatch, tagIndexes: number[]): PointBatch {

@@ -9,7 +9,7 @@
 
 import type { Config } from '../config.js';
 import type { ServiceClock } from '../clock.js';
-import { HttpError } from '../http/errors.js';
+import { ServiceError } from '../../shared/errors.js';
 import type { Logger } from '../log.js';
 import { decoy, verifyPassword } from './passwords.js';
 import { clientKey, LoginLockout, SlidingWindowLimiter } from './rate-limit.js';
@@ -39,9 +39,9 @@ export class PasswordLogin {
     const client = clientKey(remoteAddress);
     if (!this.perAddress.take(client)) {
       this.log.warn({ remote: remoteAddress, path }, 'audit: register/login refused, too many requests from one address');
-      throw new HttpError('RATE_LIMITED', `too many register/login requests from your address (auth.rateLimitRequestsPerAddress); try again later`, {
+      throw new ServiceError('RATE_LIMITED', `too many register/login requests from your address (auth.rateLimitRequestsPerAddress); try again later`, { headers: {
         'retry-after': String(this.perAddress.retryAfterSeconds(client)),
-      });
+      } });
     }
     return client;
   }
@@ -50,9 +50,9 @@ export class PasswordLogin {
   limitEmail(email: string): void {
     if (!this.perEmail.take(email)) {
       this.log.warn({ email }, 'audit: register/login refused, too many requests for one email');
-      throw new HttpError('RATE_LIMITED', 'too many requests for this email; try again later', {
+      throw new ServiceError('RATE_LIMITED', 'too many requests for this email; try again later', { headers: {
         'retry-after': String(this.perEmail.retryAfterSeconds(email)),
-      });
+      } });
     }
   }
 
@@ -68,9 +68,9 @@ export class PasswordLogin {
     if (lockedMs > 0) {
       this.log.warn({ email, remote: remoteAddress }, 'audit: login refused, locked after repeated failures');
       const minutes = Math.ceil(lockedMs / 60_000);
-      throw new HttpError('ACCOUNT_LOCKED', `account locked for your address after repeated failed logins; try again in ${minutes} minute(s)`, {
+      throw new ServiceError('ACCOUNT_LOCKED', `account locked for your address after repeated failed logins; try again in ${minutes} minute(s)`, { headers: {
         'retry-after': String(Math.ceil(lockedMs / 1000)),
-      });
+      } });
     }
     const account = this.accounts.find(email);
     // Verify against a decoy when the account is missing so timing does not reveal which emails exist.
@@ -79,7 +79,7 @@ export class PasswordLogin {
     if (!state) {
       this.lockout.recordFailure(lockKey);
       this.log.warn({ email, remote: remoteAddress, path, account: account ? 'exists' : 'none' }, 'audit: login failed');
-      throw new HttpError('BAD_CREDENTIALS', INVALID_CREDENTIALS);
+      throw new ServiceError('BAD_CREDENTIALS', INVALID_CREDENTIALS);
     }
     this.lockout.recordSuccess(lockKey);
     return state;

@@ -15,7 +15,7 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import jwt from 'jsonwebtoken';
-import { unauthorized } from '../http/errors.js';
+import { unauthorized } from '../../shared/errors.js';
 import { ServiceClock } from '../clock.js';
 
 export type Role = 'admin' | 'read-write' | 'read-only';

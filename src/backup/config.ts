@@ -4,7 +4,7 @@
 
 import fs from 'node:fs';
 import path from 'node:path';
-import { badRequest } from '../http/errors.js';
+import { badRequest } from '../../shared/errors.js';
 import { PRIVATE_FILE_MODE } from '../../shared/file-modes.js';
 
 export interface BackupConfig {

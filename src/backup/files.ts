@@ -6,7 +6,7 @@
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { badRequest, notFound } from '../http/errors.js';
+import { badRequest, notFound } from '../../shared/errors.js';
 import { PRIVATE_FILE_MODE } from '../../shared/file-modes.js';
 
 export type BackupKind = 'sqlite' | 'timeseries';

@@ -25,7 +25,7 @@ import Database from 'better-sqlite3';
 import * as tar from 'tar';
 import type { Config } from '../config.js';
 import type { ServiceClock } from '../clock.js';
-import { HttpError, badRequest, conflict } from '../http/errors.js';
+import { ServiceError, badRequest, conflict } from '../../shared/errors.js';
 import type { Logger } from '../log.js';
 import type { AccountStore } from '../auth/users.js';
 import type { TokenService } from '../auth/tokens.js';
@@ -588,7 +588,7 @@ export class BackupService {
     try {
       this.run('all', 'schedule');
     } catch (err) {
-      if (!(err instanceof HttpError)) throw err;
+      if (!(err instanceof ServiceError)) throw err;
       this.schedule(); // a restore is running: try again at the next interval
     }
   }
@@ -624,7 +624,7 @@ export class BackupService {
   }
 }
 
-function failedVerification(file: string, why: string): HttpError {
+function failedVerification(file: string, why: string): ServiceError {
   return badRequest(`backup ${path.basename(file)} failed verification: ${why}`);
 }
 

@@ -10,7 +10,7 @@
 
 import type { AccountStore } from '../auth/users.js';
 import type { TokenService } from '../auth/tokens.js';
-import { HttpError } from '../http/errors.js';
+import { ServiceError } from '../../shared/errors.js';
 import type { Logger } from '../log.js';
 import { AccessGrant } from '../meta/access-grant.js';
 import type { Db } from '../meta/database.js';
@@ -90,7 +90,7 @@ export class Applier {
         try {
           await this.applyOne(frame, touched, published);
         } catch (err) {
-          const status = err instanceof HttpError ? err.status : 500;
+          const status = err instanceof ServiceError ? err.status : 500;
           const message = (err as Error)?.message ?? String(err);
           if (RETRY_LATER.has(status)) {
             error = `entry (${frame.epoch}, ${frame.seq}): ${message}`;
@@ -124,7 +124,7 @@ export class Applier {
       }
       case 'write': {
         const meta = JSON.parse(frame.meta) as WriteEntryMeta;
-        if (!frame.body) throw new HttpError('BAD_REQUEST', 'a write entry without a body');
+        if (!frame.body) throw new ServiceError('BAD_REQUEST', 'a write entry without a body');
         const result = await this.o.storage.write(this.grant, frame.body, meta.ct, meta.mode, AbortSignal.timeout(60_000), { ...meta.o, autoCreate: true, replicated: true });
         if (!result.success) this.o.log.warn({ epoch: frame.epoch, seq: frame.seq, err: result.error }, 'cluster: a replicated write was refused here');
         this.record(frame);
@@ -139,7 +139,7 @@ export class Applier {
         this.record(frame);
         return;
       default:
-        throw new HttpError('BAD_REQUEST', `unknown entry kind ${JSON.stringify(frame.kind)}`);
+        throw new ServiceError('BAD_REQUEST', `unknown entry kind ${JSON.stringify(frame.kind)}`);
     }
   }
 
@@ -161,13 +161,13 @@ export class Applier {
 
   private applyRow(change: RowChange): void {
     const table = this.tables.get(change.t);
-    if (!table) throw new HttpError('BAD_REQUEST', `table ${JSON.stringify(change.t)} is not replicated here`);
-    if (!Array.isArray(change.c) || !Array.isArray(change.v)) throw new HttpError('BAD_REQUEST', 'a row change without columns or values');
+    if (!table) throw new ServiceError('BAD_REQUEST', `table ${JSON.stringify(change.t)} is not replicated here`);
+    if (!Array.isArray(change.c) || !Array.isArray(change.v)) throw new ServiceError('BAD_REQUEST', 'a row change without columns or values');
     const values = change.v.flat();
     const known = (c: string) => c === 'rowid' ? table.key[0] === 'rowid' : table.local.has(c);
     const pairs = change.c.map((c, i) => [c, values[i]] as const).filter(([c]) => known(c));
     if (change.op === 'delete') {
-      if (pairs.length !== table.key.length) throw new HttpError('BAD_REQUEST', `a delete of ${change.t} without its key`);
+      if (pairs.length !== table.key.length) throw new ServiceError('BAD_REQUEST', `a delete of ${change.t} without its key`);
       this.statement(`DELETE FROM ${q(change.t)} WHERE ${pairs.map(([c]) => `${q(c)} = ?`).join(' AND ')}`).run(pairs.map(([, v]) => v) as never);
       return;
     }

@@ -6,7 +6,7 @@
 
 import crypto from 'node:crypto';
 import type { Claims } from '../auth/tokens.js';
-import { HttpError } from '../http/errors.js';
+import { ServiceError } from '../../shared/errors.js';
 
 const CREDENTIAL_WINDOW_MS = 5 * 60_000;
 const PREFIX = 'Node ';
@@ -27,11 +27,11 @@ export function isNodeCredential(header: string | undefined): boolean {
 /** The claims a valid node credential stands for: an administrator named after the node. */
 export function verifyNodeCredential(secret: Buffer, header: string, now = Date.now()): Claims {
   const match = /^Node ([A-Za-z0-9._-]{1,64})\.([0-9]{1,15})\.([0-9a-f]{64})$/.exec(header);
-  if (!match) throw new HttpError('UNAUTHORIZED', 'malformed node credential');
+  if (!match) throw new ServiceError('UNAUTHORIZED', 'malformed node credential');
   const [, nodeId, msText, given] = match;
   const ms = Number(msText);
-  if (Math.abs(now - ms) > CREDENTIAL_WINDOW_MS) throw new HttpError('UNAUTHORIZED', 'node credential expired (are the nodes\' clocks in step?)');
+  if (Math.abs(now - ms) > CREDENTIAL_WINDOW_MS) throw new ServiceError('UNAUTHORIZED', 'node credential expired (are the nodes\' clocks in step?)');
   const expected = mac(secret, nodeId, ms);
-  if (!crypto.timingSafeEqual(Buffer.from(given, 'hex'), Buffer.from(expected, 'hex'))) throw new HttpError('UNAUTHORIZED', 'node credential does not verify (another cluster secret?)');
+  if (!crypto.timingSafeEqual(Buffer.from(given, 'hex'), Buffer.from(expected, 'hex'))) throw new ServiceError('UNAUTHORIZED', 'node credential does not verify (another cluster secret?)');
   return { sub: `node:${nodeId}`, role: 'admin', units_id: [], sites_id: [], orgs_id: [], exp: Math.floor(now / 1000) + 60 };
 }

@@ -9,7 +9,7 @@
 // A peer that lacks entries this node no longer keeps is asked to take a full snapshot
 // (snapshot.ts); until it has, its lag is null.
 
-import { HttpError } from '../http/errors.js';
+import { ServiceError } from '../../shared/errors.js';
 import type { Logger } from '../log.js';
 import type { Db } from '../meta/database.js';
 import { decodeFrames, encodeFrames, type ReplicationFrame } from '../../native-free-codecs/replication-frames.js';
@@ -257,7 +257,7 @@ export class Replicator {
       };
       const timer = setTimeout(() => {
         this.waiters = this.waiters.filter((w) => w !== waiter);
-        reject(new HttpError('UNAVAILABLE', `no secondary acknowledged the write within cluster.ackTimeoutMs (${timeoutMs} ms); it is stored on this node and replicates when a secondary is back, so a retry is harmless`, { 'retry-after': '1' }));
+        reject(new ServiceError('UNAVAILABLE', `no secondary acknowledged the write within cluster.ackTimeoutMs (${timeoutMs} ms); it is stored on this node and replicates when a secondary is back, so a retry is harmless`, { headers: { 'retry-after': '1' } }));
       }, timeoutMs);
       this.waiters.push(waiter);
     });

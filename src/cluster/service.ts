@@ -20,7 +20,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { Etcd3, type Election, type ElectionObserver, type Lease } from 'etcd3';
 import type { Config } from '../config.js';
-import { HttpError } from '../http/errors.js';
+import { ServiceError } from '../../shared/errors.js';
 import type { Logger } from '../log.js';
 import type { Health } from '../subsystems.js';
 import type { StorageReplication, WriteOptions } from '../storage/service.js';
@@ -181,17 +181,17 @@ export class ClusterService {
   }
 
   /** The 503 a mutating request gets on a node that is not (or no longer surely) the leader, or null. */
-  notLeader(): HttpError | null {
+  notLeader(): ServiceError | null {
     if (this.isLeader()) return null;
     const leader = this.elected ? null : this.leaderUrl; // a leader whose lease ran out does not name itself
     const headers: Record<string, string> = { 'retry-after': '1' };
     if (leader) headers['x-historian-leader'] = leader;
-    return new HttpError('UNAVAILABLE', 'not the leader', headers, { leader });
+    return new ServiceError('UNAVAILABLE', 'not the leader', { headers, details: { leader } });
   }
 
   /** The fencing check of a shadow write: 409 for an epoch older than the newest seen; records a newer one. */
   admitEpoch(epoch: number): void {
-    if (epoch < this.highestEpoch) throw new HttpError('CONFLICT', `epoch ${epoch} is older than ${this.highestEpoch}, the newest this node has seen: a former leader's write`);
+    if (epoch < this.highestEpoch) throw new ServiceError('CONFLICT', `epoch ${epoch} is older than ${this.highestEpoch}, the newest this node has seen: a former leader's write`);
     if (epoch > this.highestEpoch) {
       this.highestEpoch = epoch;
       this.writeState();

@@ -4,7 +4,7 @@
 // back as "********"; only admins may create them or change where they point and how they log
 // in, so no one else can aim a saved credential at a server of their choosing.
 
-import { badRequest, forbidden, notFound } from '../http/errors.js';
+import { badRequest, forbidden, notFound } from '../../shared/errors.js';
 import type { AccessGrant } from '../meta/access-grant.js';
 import type { EntityStore } from '../meta/entities.js';
 import { MASK, setEntityRules } from '../meta/rules.js';

@@ -6,7 +6,7 @@
 
 import http from 'node:http';
 import https from 'node:https';
-import { HttpError } from '../http/errors.js';
+import { ServiceError } from '../../shared/errors.js';
 
 export interface PiConnection {
   baseUrl: URL;
@@ -70,7 +70,7 @@ export class PiClient {
       items.push(...got);
       if (got.length < PAGE) return items;
     }
-    throw new HttpError('BAD_GATEWAY', `upstream: ${resource} has more than ${MAX_PAGES * PAGE} items`);
+    throw new ServiceError('BAD_GATEWAY', `upstream: ${resource} has more than ${MAX_PAGES * PAGE} items`);
   }
 
   /** A list the server answers whole (asset servers, databases). */
@@ -120,7 +120,7 @@ export class PiClient {
       });
       const timer = setTimeout(() => request.destroy(upstream(`upstream ${where} did not answer within ${timeoutMs} ms (timeout_ms)`)), timeoutMs);
       request.on('close', () => clearTimeout(timer));
-      request.on('error', (err) => reject(err instanceof HttpError ? err : upstream(`upstream ${where} unreachable: ${describeNetworkError(err)}`)));
+      request.on('error', (err) => reject(err instanceof ServiceError ? err : upstream(`upstream ${where} unreachable: ${describeNetworkError(err)}`)));
       request.end();
     });
     if (status >= 400) {
@@ -135,8 +135,8 @@ export class PiClient {
   }
 }
 
-function upstream(message: string): HttpError {
-  return new HttpError('BAD_GATEWAY', message);
+function upstream(message: string): ServiceError {
+  return new ServiceError('BAD_GATEWAY', message);
 }
 
 function itemsOf(body: unknown, resource: string): PiItem[] {

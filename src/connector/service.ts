@@ -8,7 +8,7 @@
 // resumes it from the last written timestamp, under the same job id, and nothing is written twice.
 
 import type { Config } from '../config.js';
-import { HttpError, badRequest, forbidden } from '../http/errors.js';
+import { ServiceError, badRequest, forbidden } from '../../shared/errors.js';
 import type { Logger } from '../log.js';
 import type { AccountStore } from '../auth/users.js';
 import type { Claims } from '../auth/tokens.js';
@@ -239,7 +239,7 @@ export class ConnectorService {
       } catch (err) {
         if (controller.signal.aborted && this.stopping) return;
         save.run(JSON.stringify(cursor), written, skipped, 'failed', Date.now(), job.id);
-        const message = err instanceof HttpError ? err.message : `backfill failed: ${(err as Error).message}`;
+        const message = err instanceof ServiceError ? err.message : `backfill failed: ${(err as Error).message}`;
         job.fail(`${message} (${written} values written, ${skipped} skipped)`);
       } finally {
         pi?.close();

@@ -15,7 +15,7 @@
 
 import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
-import { HttpError, notFound } from '../http/errors.js';
+import { ServiceError, notFound } from '../../shared/errors.js';
 import type { RequestBody, ResponseStream } from '../http/route.js';
 import type { Logger } from '../log.js';
 import type { AccessGrant } from '../meta/access-grant.js';
@@ -61,11 +61,11 @@ const READ_CHUNK_BYTES = 256 * 1024;
 
 /** 400 unless `key` is `/`-separated segments of [A-Za-z0-9._-], none `.` or `..`, at most 1024 bytes. */
 export function checkKey(key: string): void {
-  if (key.length === 0) throw new HttpError('BAD_REQUEST', 'the blob key is empty');
-  if (Buffer.byteLength(key) > MAX_KEY_BYTES) throw new HttpError('BAD_REQUEST', `the blob key is longer than ${MAX_KEY_BYTES} bytes`);
+  if (key.length === 0) throw new ServiceError('BAD_REQUEST', 'the blob key is empty');
+  if (Buffer.byteLength(key) > MAX_KEY_BYTES) throw new ServiceError('BAD_REQUEST', `the blob key is longer than ${MAX_KEY_BYTES} bytes`);
   for (const segment of key.split('/')) {
     if (!KEY_SEGMENT.test(segment) || segment === '.' || segment === '..') {
-      throw new HttpError('BAD_REQUEST', 'a blob key is /-separated segments of letters, digits, ".", "_" and "-" (no empty, "." or ".." segment, no percent-encoding)');
+      throw new ServiceError('BAD_REQUEST', 'a blob key is /-separated segments of letters, digits, ".", "_" and "-" (no empty, "." or ".." segment, no percent-encoding)');
     }
   }
 }
@@ -73,7 +73,7 @@ export function checkKey(key: string): void {
 /** The content type to store: the request's, or application/octet-stream; 400 for one no header could carry. */
 export function contentTypeOf(header: string | undefined): string {
   if (header === undefined || header.trim() === '') return DEFAULT_TYPE;
-  if (header.length > 255 || /[\u0000-\u001f\u007f]/.test(header)) throw new HttpError('BAD_REQUEST', 'content-type must be at most 255 printable characters');
+  if (header.length > 255 || /[\u0000-\u001f\u007f]/.test(header)) throw new ServiceError('BAD_REQUEST', 'content-type must be at most 255 printable characters');
   return header.trim();
 }
 
@@ -169,7 +169,7 @@ export class BlobService {
   requireWritable(def: EntityDef, grant: AccessGrant, entityId: string): void {
     const access = this.o.entities.accessTo(def, grant, entityId);
     if (access === 'absent' || access === 'none') throw notFound(`${def.urlNames[0]} ${entityId} not found`);
-    if (access === 'read') throw new HttpError('FORBIDDEN', `${def.urlNames[0]} ${entityId} is outside your access grant for changes`);
+    if (access === 'read') throw new ServiceError('FORBIDDEN', `${def.urlNames[0]} ${entityId} is outside your access grant for changes`);
   }
 
   /** 404 unless the caller can read entity row `entityId`. */
@@ -180,7 +180,7 @@ export class BlobService {
 
   async attach(def: EntityDef, grant: AccessGrant, rawEntityId: string, name: string, contentType: string, body: RequestBody): Promise<AttachmentRecord> {
     if (name.length === 0 || name.length > MAX_NAME_LENGTH || /[\u0000-\u001f\u007f]/.test(name)) {
-      throw new HttpError('BAD_REQUEST', `name must be 1 to ${MAX_NAME_LENGTH} printable characters`);
+      throw new ServiceError('BAD_REQUEST', `name must be 1 to ${MAX_NAME_LENGTH} printable characters`);
     }
     const entityId = String(parseId(def, rawEntityId, 'entityId'));
     this.requireWritable(def, grant, entityId);
@@ -266,7 +266,7 @@ export class BlobService {
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code === 'ENOENT') {
         this.o.log.error({ sha256 }, 'a blob content file is missing from the data dir');
-        throw new HttpError('INTERNAL', 'the content file is missing from the data dir');
+        throw new ServiceError('INTERNAL', 'the content file is missing from the data dir');
       }
       throw err;
     }
@@ -320,7 +320,7 @@ export class BlobService {
   private commit<T>(received: Received, write: () => { result: T; released: string[] }): T {
     if (!this.running) {
       this.files.discard(received);
-      throw new HttpError('UNAVAILABLE', 'the blobs subsystem is stopping');
+      throw new ServiceError('UNAVAILABLE', 'the blobs subsystem is stopping');
     }
     try {
       this.files.place(received);

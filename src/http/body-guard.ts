@@ -6,7 +6,7 @@
 // depth is therefore checked before a body is decoded: over the raw JSON
 // bytes in one pass, and over decoded msgpack values without recursion.
 
-import { HttpError } from './errors.js';
+import { ServiceError } from '../../shared/errors.js';
 
 /** Default of `server.maxJsonDepth`. */
 export const DEFAULT_MAX_JSON_DEPTH = 64;
@@ -101,8 +101,8 @@ export function valueNestsDeeperThan(value: unknown, maxDepth: number): boolean 
   return false;
 }
 
-function tooDeep(): HttpError {
-  return new HttpError('BAD_REQUEST', `request body nests objects and arrays more than ${maxJsonDepth} levels deep (server.maxJsonDepth)`);
+function tooDeep(): ServiceError {
+  return new ServiceError('BAD_REQUEST', `request body nests objects and arrays more than ${maxJsonDepth} levels deep (server.maxJsonDepth)`);
 }
 
 /** 400 naming `server.maxJsonDepth` when a JSON body nests too deeply; run before JSON.parse. */

@@ -5,7 +5,7 @@
 
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import fastJsonStringifyModule from 'fast-json-stringify';
-import { badRequest } from './errors.js';
+import { badRequest } from '../../shared/errors.js';
 import type { JsonSchema, RouteDef } from './route.js';
 
 // fast-json-stringify is CommonJS with a default export; NodeNext sees the namespace.

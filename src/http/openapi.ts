@@ -5,7 +5,8 @@
 
 import { createRequire } from 'node:module';
 import type * as Yaml from 'yaml';
-import { ERROR_CODES, ERROR_SCHEMA } from './errors.js';
+import { ERROR_CODES } from '../../shared/errors.js';
+import { ERROR_SCHEMA } from './errors.js';
 import { mutates, type JsonSchema, type RouteDef } from './route.js';
 
 export const API_VERSION = '0.1.0';

@@ -15,7 +15,7 @@
 // the body somewhere always learns that it must throw its partial copy away.
 
 import type uWS from 'uWebSockets.js';
-import { HttpError } from './errors.js';
+import { ServiceError } from '../../shared/errors.js';
 import type { RequestBody } from './route.js';
 
 /** What the handler's side fails with when the client went away mid-body. */
@@ -118,7 +118,7 @@ export class RequestBodyStream implements RequestBody {
     if (this.complete) return;
     const size = chunk.byteLength;
     if (this.received + size > this.opts.limit) {
-      this.fail(new HttpError('PAYLOAD_TOO_LARGE', `request body is larger than ${this.opts.limit} bytes (${this.opts.setting})`));
+      this.fail(new ServiceError('PAYLOAD_TOO_LARGE', `request body is larger than ${this.opts.limit} bytes (${this.opts.setting})`));
       return;
     }
     this.received += size;

@@ -12,7 +12,8 @@ import type { Claims, TokenService } from '../auth/tokens.js';
 import { redactQuery, type Logger } from '../log.js';
 import { checkDecodedBodyDepth, checkJsonBodyDepth } from './body-guard.js';
 import { check, compileRoute, type CompiledRoute } from './compile.js';
-import { HttpError, isWireConvertible, toErrorReply, type ErrorShape } from './errors.js';
+import { ServiceError } from '../../shared/errors.js';
+import { toErrorReply, type ErrorShape } from './errors.js';
 import { mutates, type HttpMethod, type Reply, type Request, type RouteDef } from './route.js';
 import { readableAddress } from './address.js';
 import { Router } from './router.js';
@@ -29,7 +30,7 @@ export interface ServerOptions {
   /** A streamed response whose client takes nothing for this long is closed. */
   streamStallTimeoutMs: number;
   /** The refusal of a request before its handler runs (a restore under way, a node that is not the leader), or null. */
-  admit?: (def: RouteDef) => HttpError | null;
+  admit?: (def: RouteDef) => ServiceError | null;
   /** One WebSocket endpoint (live data), upgraded after its own credential check. */
   webSocket?: WebSocketEndpoint;
 }
@@ -213,7 +214,7 @@ export class HttpServer {
         try {
           claims = endpoint.authenticate(headers, query);
         } catch (err) {
-          const e = err instanceof HttpError ? err : new HttpError('UNAUTHORIZED', 'missing or invalid token');
+          const e = err instanceof ServiceError ? err : new ServiceError('UNAUTHORIZED', 'missing or invalid token');
           res.writeStatus(`${e.status} ${e.status === 401 ? 'Unauthorized' : 'Error'}`).writeHeader('content-type', 'application/json').end(JSON.stringify({ error: e.message }));
           return finish(e.status, null);
         }
@@ -307,10 +308,10 @@ export class HttpServer {
     });
 
     try {
-      if (this.draining) throw new HttpError('UNAVAILABLE', 'server is shutting down');
+      if (this.draining) throw new ServiceError('UNAVAILABLE', 'server is shutting down');
       const limits = this.opts.limits;
       if (ex.path.length + ex.rawQuery.length > limits.maxUrlBytes) {
-        throw new HttpError('URI_TOO_LONG', `the URL is longer than ${limits.maxUrlBytes} bytes (server.maxUrlBytes); send long tag lists in a POST body`);
+        throw new ServiceError('URI_TOO_LONG', `the URL is longer than ${limits.maxUrlBytes} bytes (server.maxUrlBytes); send long tag lists in a POST body`);
       }
       const headers: Record<string, string> = {};
       let headerBytes = 0;
@@ -319,16 +320,16 @@ export class HttpServer {
         headerBytes += key.length + value.length;
       });
       if (headerBytes > limits.maxHeaderBytes) {
-        throw new HttpError('HEADERS_TOO_LARGE', `the request headers are larger than ${limits.maxHeaderBytes} bytes (server.maxHeaderBytes)`);
+        throw new ServiceError('HEADERS_TOO_LARGE', `the request headers are larger than ${limits.maxHeaderBytes} bytes (server.maxHeaderBytes)`);
       }
       // HEAD is the GET without its body.
       const lookup = ex.head ? 'GET' : ex.method;
       const match = METHODS.has(lookup) ? this.router.match(lookup, ex.path) : this.router.match('GET', ex.path);
-      if (match.kind === 'not-found') throw new HttpError('NOT_FOUND', `no route for ${ex.path}`);
+      if (match.kind === 'not-found') throw new ServiceError('NOT_FOUND', `no route for ${ex.path}`);
       if (match.kind === 'method-not-allowed' || !METHODS.has(lookup)) {
         const allowed = match.kind === 'method-not-allowed' ? match.allow : ['GET' as const];
         const allow = allowed.includes('GET') ? [...allowed, 'HEAD'] : allowed;
-        throw new HttpError('METHOD_NOT_ALLOWED', `method ${ex.method} not allowed on ${ex.path}`, { allow: allow.join(', ') });
+        throw new ServiceError('METHOD_NOT_ALLOWED', `method ${ex.method} not allowed on ${ex.path}`, { headers: { allow: allow.join(', ') } });
       }
       const route = match.value;
       ex.errorShape = route.def.errorShape ?? 'error';
@@ -394,7 +395,7 @@ export class HttpServer {
     const { limit, setting } = this.bodyLimit(def);
     const length = headers['content-length'];
     const declared = length === undefined ? null : Number(length);
-    if (declared !== null && declared > limit) throw new HttpError('PAYLOAD_TOO_LARGE', `request body is larger than ${limit} bytes (${setting})`);
+    if (declared !== null && declared > limit) throw new ServiceError('PAYLOAD_TOO_LARGE', `request body is larger than ${limit} bytes (${setting})`);
     ex.bodyStream = new RequestBodyStream(ex.res, {
       declaredBytes: declared,
       limit,
@@ -452,11 +453,11 @@ export class HttpServer {
    * limits.maxBodyBytesInFlight until the body is complete or the client is gone, so many large
    * uploads at once are a 503, not the process's memory.
    */
-  private readBody(ex: Exchange, contentLength: string | undefined, limit: number, setting: string, reuse: boolean, done: (err: HttpError | null, body: Uint8Array) => void): void {
+  private readBody(ex: Exchange, contentLength: string | undefined, limit: number, setting: string, reuse: boolean, done: (err: ServiceError | null, body: Uint8Array) => void): void {
     const declared = contentLength === undefined ? -1 : Number(contentLength);
-    const tooLarge = () => new HttpError('PAYLOAD_TOO_LARGE', `request body is larger than ${limit} bytes (${setting})`);
+    const tooLarge = () => new ServiceError('PAYLOAD_TOO_LARGE', `request body is larger than ${limit} bytes (${setting})`);
     const busy = () =>
-      new HttpError('UNAVAILABLE', `the server is reading ${this.opts.limits.maxBodyBytesInFlight} bytes of request bodies already (server.maxBodyBytesInFlight); retry shortly`, { 'retry-after': '1' });
+      new ServiceError('UNAVAILABLE', `the server is reading ${this.opts.limits.maxBodyBytesInFlight} bytes of request bodies already (server.maxBodyBytesInFlight); retry shortly`, { headers: { 'retry-after': '1' } });
     if (declared > limit) return done(tooLarge(), new Uint8Array(0));
     let reserved = 0;
     const reserve = (bytes: number): boolean => {
@@ -470,7 +471,7 @@ export class HttpServer {
       reserved = 0;
     };
     ex.controller.signal.addEventListener('abort', release, { once: true });
-    const finish = (err: HttpError | null, body: Uint8Array) => {
+    const finish = (err: ServiceError | null, body: Uint8Array) => {
       release();
       ex.controller.signal.removeEventListener('abort', release);
       done(err, body);
@@ -508,8 +509,8 @@ export class HttpServer {
   private authorize(def: RouteDef, headers: Record<string, string>, query: Record<string, unknown>, ex: Exchange): Claims | null | Promise<Claims> {
     if (def.auth === 'public') return null;
     const permit = (user: Claims): Claims => {
-      if (def.auth === 'admin' && user.role !== 'admin') throw new HttpError('FORBIDDEN', 'admin role required');
-      if (user.role === 'read-only' && mutates(def)) throw new HttpError('FORBIDDEN', 'read-only account cannot change data');
+      if (def.auth === 'admin' && user.role !== 'admin') throw new ServiceError('FORBIDDEN', 'admin role required');
+      if (user.role === 'read-only' && mutates(def)) throw new ServiceError('FORBIDDEN', 'read-only account cannot change data');
       return user;
     };
     if (def.authenticate) {
@@ -653,7 +654,7 @@ export class HttpServer {
 
   private fail(ex: Exchange, err: unknown): void {
     if (ex.done) return;
-    if (!(err instanceof HttpError) && !isWireConvertible(err)) {
+    if (!(err instanceof ServiceError)) {
       this.opts.log.error({ err, method: ex.method, path: ex.path }, 'request failed');
     }
     const { status, body, headers } = toErrorReply(err, ex.errorShape);
@@ -715,7 +716,7 @@ function decodeBody(bytes: Uint8Array, contentType: string | undefined, route: C
     try {
       body = unpack(bytes);
     } catch (err) {
-      throw new HttpError('BAD_REQUEST', `malformed msgpack body: ${(err as Error).message}`);
+      throw new ServiceError('BAD_REQUEST', `malformed msgpack body: ${(err as Error).message}`);
     }
     checkDecodedBodyDepth(body);
   } else {
@@ -724,7 +725,7 @@ function decodeBody(bytes: Uint8Array, contentType: string | undefined, route: C
     try {
       body = JSON.parse(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.length).toString('utf8'));
     } catch (err) {
-      throw new HttpError('MALFORMED_JSON', `malformed JSON body: ${(err as Error).message}`);
+      throw new ServiceError('MALFORMED_JSON', `malformed JSON body: ${(err as Error).message}`);
     }
   }
   check(route.validateBody, body, 'body');

@@ -3,7 +3,7 @@
 // every request (one indexed-by-nothing scan of a table of a few rows), so an admin's change
 // takes effect on the next request.
 
-import { HttpError, notFound } from '../http/errors.js';
+import { ServiceError, notFound } from '../../shared/errors.js';
 import type { Db } from '../meta/database.js';
 
 export interface IngestClient {
@@ -29,7 +29,7 @@ export class IngestClients {
     const rows = this.byClientId.all(clientId);
     const named = JSON.stringify(clientId);
     if (rows.length === 0) throw notFound(`ingest client ${named} not found (no ingestconfigs row has this clientId)`);
-    if (rows.length > 1) throw new HttpError('CONFLICT', `ingest client ${named} is named by ${rows.length} ingestconfigs rows; keep one`);
+    if (rows.length > 1) throw new ServiceError('CONFLICT', `ingest client ${named} is named by ${rows.length} ingestconfigs rows; keep one`);
     const row = JSON.parse(rows[0]) as Record<string, unknown>;
     if (row.enabled === false || row.enabled === 0 || row.enabled === 'false') throw notFound(`ingest client ${named} is disabled (ingestconfigs enabled: false)`);
     for (const field of ['organization', 'site', 'unit'] as const) {

@@ -16,7 +16,7 @@ import type { PasswordLogin } from '../auth/password-login.js';
 import { checkEmail } from '../auth/email.js';
 import type { Claims, TokenService } from '../auth/tokens.js';
 import type { AccountStore } from '../auth/users.js';
-import { unauthorized } from '../http/errors.js';
+import { unauthorized } from '../../shared/errors.js';
 
 export interface CredentialSource {
   headers: Readonly<Record<string, string>>;

@@ -5,7 +5,7 @@
 // per-client rate limit, the counters, and backfill's place behind live ingest.
 
 import { SlidingWindowLimiter } from '../auth/rate-limit.js';
-import { HttpError } from '../http/errors.js';
+import { ServiceError } from '../../shared/errors.js';
 import type { Request } from '../http/route.js';
 import { AccessGrant } from '../meta/access-grant.js';
 import type { ServiceContext } from '../routes/context.js';
@@ -66,9 +66,9 @@ export class IngestService {
     if (!this.limiter.take(client.clientId)) {
       counters.rateLimited++;
       counters.rejectedRequests++;
-      throw new HttpError('RATE_LIMITED', `ingest client ${JSON.stringify(client.clientId)} is over ingest.rateLimitPerMinute (${this.ctx.config.ingest.rateLimitPerMinute} requests a minute)`, {
+      throw new ServiceError('RATE_LIMITED', `ingest client ${JSON.stringify(client.clientId)} is over ingest.rateLimitPerMinute (${this.ctx.config.ingest.rateLimitPerMinute} requests a minute)`, { headers: {
         'retry-after': String(this.limiter.retryAfterSeconds(client.clientId)),
-      });
+      } });
     }
     try {
       const result = await this.store(req, ingest, { organization: client.organization, site: client.site, unit: client.unit, grid });
@@ -90,7 +90,7 @@ export class IngestService {
     validateScope(scope); // a tag group that cannot be a folder name is a 400 naming it
     const encoding = (req.headers['content-encoding'] ?? 'identity').trim().toLowerCase();
     if (encoding !== 'identity' && encoding !== 'gzip' && encoding !== '') {
-      throw new HttpError('UNSUPPORTED_MEDIA_TYPE', `Content-Encoding ${JSON.stringify(encoding)} is not supported (gzip or none)`);
+      throw new ServiceError('UNSUPPORTED_MEDIA_TYPE', `Content-Encoding ${JSON.stringify(encoding)} is not supported (gzip or none)`);
     }
     const settings = this.ctx.config.ingest;
     const options: WriteOptions = {

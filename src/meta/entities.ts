@@ -6,7 +6,7 @@
 // collection folders) is undone with the write when it fails.
 
 import { randomUUID } from 'node:crypto';
-import { HttpError, badRequest, conflict, forbidden, isWireConvertible, notFound } from '../http/errors.js';
+import { ServiceError, badRequest, conflict, forbidden, notFound } from '../../shared/errors.js';
 import type { Db } from './database.js';
 import { compileOrder, compileWhere, type Filter, type Where } from './filter.js';
 import type { EntityDef, Registry, Relation } from './registry.js';
@@ -215,7 +215,7 @@ export class EntityStore {
         try {
           return this.insertOne(def, grant, body);
         } catch (err) {
-          if (err instanceof HttpError) throw new HttpError(err.code, `item ${i}: ${err.message}`);
+          if (err instanceof ServiceError) throw new ServiceError(err.code, `item ${i}: ${err.message}`);
           throw err;
         }
       }),
@@ -531,10 +531,9 @@ function writeContext(split: SplitEntity, creating: boolean, now: number): Write
 }
 
 /** The error of a failed deferred job, saying that the write was undone. */
-function undoneError(err: unknown): HttpError {
-  const cause = err instanceof HttpError ? err : isWireConvertible(err) ? HttpError.fromWire(err.toWire()) : null;
-  if (!cause) return new HttpError('INTERNAL', 'a follow-up step of the change failed; the change was undone');
-  return new HttpError(cause.code, `${cause.message}; the change was undone`, cause.headers);
+function undoneError(err: unknown): ServiceError {
+  if (!(err instanceof ServiceError)) return new ServiceError('INTERNAL', 'a follow-up step of the change failed; the change was undone');
+  return new ServiceError(err.code, `${err.message}; the change was undone`, { headers: err.headers });
 }
 
 function translateSqliteError(err: unknown, def: EntityDef): unknown {

@@ -10,7 +10,7 @@
 // here. JSON paths are bound parameters too.
 
 import type Database from 'better-sqlite3';
-import { HttpError, badRequest } from '../http/errors.js';
+import { ServiceError, badRequest } from '../../shared/errors.js';
 import { DEFAULT_REGEXP_BUDGET_STEPS, compileRegexp, parseRegexpOperand, regexpMatches } from './regexp-guard.js';
 
 export type Where = Record<string, unknown>;
@@ -460,7 +460,7 @@ function parseOperator(field: string, op: string, operand: unknown): FieldTest {
         compileRegexp(source, flags); // refuses invalid and unsupported patterns now, and warms the cache
         return { op, source, flags };
       } catch (err) {
-        throw err instanceof HttpError ? badRequest(`${subject}: ${err.message}`) : err;
+        throw err instanceof ServiceError ? badRequest(`${subject}: ${err.message}`) : err;
       }
     }
     default:

@@ -5,7 +5,7 @@
 // a 400 naming the setting. The budget is counted per statement: compileWhere
 // binds a fresh query number into each `historian_regexp` call.
 
-import { badRequest } from '../http/errors.js';
+import { badRequest } from '../../shared/errors.js';
 import { LinearRegExp, RegexpRefusal, StepBudgetExceeded, type StepBudget } from './linear-regexp.js';
 
 export const MAX_PATTERN_LENGTH = 256;

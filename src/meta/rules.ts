@@ -5,7 +5,7 @@
 
 import { checkEmail } from '../auth/email.js';
 import { ROLES } from '../auth/tokens.js';
-import { badRequest } from '../http/errors.js';
+import { badRequest } from '../../shared/errors.js';
 import type { SplitEntity } from './wire.js';
 
 export interface WriteContext {

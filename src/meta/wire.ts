@@ -5,7 +5,7 @@
 // strings. Values inside meta_data are never converted.
 
 import { jsonTextNestsDeeperThan } from '../http/body-guard.js';
-import { badRequest } from '../http/errors.js';
+import { badRequest } from '../../shared/errors.js';
 import type { ColumnDef, EntityDef } from './registry.js';
 
 export type SqlValue = string | number | null;

@@ -1,7 +1,7 @@
 // Alarm rules as the API shows them (WIRE part 2 "Monitor"), their checks, and their rows.
 
 import { randomBytes } from 'node:crypto';
-import { badRequest } from '../http/errors.js';
+import { badRequest } from '../../shared/errors.js';
 import { NOTIFICATION_SEVERITIES } from '../meta/rules.js';
 import type { AlarmKind, Phase, RuleLimits, RuleState } from './evaluate.js';
 

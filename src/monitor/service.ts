@@ -14,7 +14,7 @@
 
 import type { ServiceClock } from '../clock.js';
 import type { Config } from '../config.js';
-import { badRequest, conflict, notFound } from '../http/errors.js';
+import { badRequest, conflict, notFound } from '../../shared/errors.js';
 import type { Logger } from '../log.js';
 import type { AccessGrant } from '../meta/access-grant.js';
 import type { Db } from '../meta/database.js';

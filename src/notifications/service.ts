@@ -7,7 +7,7 @@ import type { TokenService } from '../auth/tokens.js';
 import type { ServiceClock } from '../clock.js';
 import type { Config } from '../config.js';
 import type { JobLog } from '../jobs/job-log.js';
-import { badRequest } from '../http/errors.js';
+import { badRequest } from '../../shared/errors.js';
 import type { Logger } from '../log.js';
 import { AccessGrant } from '../meta/access-grant.js';
 import type { Db } from '../meta/database.js';

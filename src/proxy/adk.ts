@@ -10,7 +10,7 @@
 
 import http from 'node:http';
 import https from 'node:https';
-import { HttpError, badRequest } from '../http/errors.js';
+import { ServiceError, badRequest } from '../../shared/errors.js';
 import type { HttpMethod, Reply } from '../http/route.js';
 import { badGateway, networkReason, notConfigured, upstreamMessage, upstreamRefusal } from './upstream.js';
 
@@ -100,7 +100,7 @@ export class AdkProxy {
         clearTimeout(timer);
         req.signal.removeEventListener('abort', onAbort);
       });
-      request.on('error', (err) => reject(err instanceof HttpError ? err : badGateway(`${where} unreachable: ${networkReason(err)}`)));
+      request.on('error', (err) => reject(err instanceof ServiceError ? err : badGateway(`${where} unreachable: ${networkReason(err)}`)));
       request.end(req.body ?? undefined);
     });
   }

@@ -3,18 +3,18 @@
 // carrying the upstream's own message; anything else that goes wrong upstream (5xx, no answer in
 // time, refused connection, an answer we cannot read) is a 502 whose message says which.
 
-import { HttpError } from '../http/errors.js';
+import { ServiceError } from '../../shared/errors.js';
 import type { Reply } from '../http/route.js';
 
 /** Longest upstream message repeated in our answers. */
 const MAX_MESSAGE_CHARS = 500;
 
-export function notConfigured(setting: string): HttpError {
-  return new HttpError('NOT_IMPLEMENTED', `${setting} is not set`);
+export function notConfigured(setting: string): ServiceError {
+  return new ServiceError('NOT_IMPLEMENTED', `${setting} is not set`);
 }
 
-export function badGateway(message: string): HttpError {
-  return new HttpError('BAD_GATEWAY', message);
+export function badGateway(message: string): ServiceError {
+  return new ServiceError('BAD_GATEWAY', message);
 }
 
 /**

@@ -21,7 +21,7 @@ import { hashPassword } from '../auth/passwords.js';
 import { INVALID_CREDENTIALS } from '../auth/password-login.js';
 import { normalizeEmail } from '../auth/users.js';
 import { S } from '../http/compile.js';
-import { HttpError, badRequest, notFound } from '../http/errors.js';
+import { ServiceError, badRequest, notFound } from '../../shared/errors.js';
 import type { Request, RouteDef } from '../http/route.js';
 import { AccessGrant } from '../meta/access-grant.js';
 import type { ServiceContext } from './context.js';

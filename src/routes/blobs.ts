@@ -3,7 +3,7 @@
 // Range, ETag (the quoted sha256) and If-None-Match. Their body limit is blob.maxBytes.
 
 import { S } from '../http/compile.js';
-import { badRequest, HttpError, notFound } from '../http/errors.js';
+import { badRequest, ServiceError, notFound } from '../../shared/errors.js';
 import type { JsonSchema, Reply, Request, RouteDef } from '../http/route.js';
 import { AccessGrant } from '../meta/access-grant.js';
 import type { EntityDef } from '../meta/registry.js';
@@ -40,7 +40,7 @@ function download(req: Request, blobs: BlobService, content: { sha256: string; s
   if (ifNoneMatch !== undefined && etagMatches(ifNoneMatch, etag)) return { status: 304, headers };
   const range = parseRange(req.headers.range, content.size);
   if (range === 'unsatisfiable') {
-    throw new HttpError('RANGE_NOT_SATISFIABLE', `no byte of the range is within the ${content.size} bytes of the content`, { 'content-range': `bytes */${content.size}` });
+    throw new ServiceError('RANGE_NOT_SATISFIABLE', `no byte of the range is within the ${content.size} bytes of the content`, { headers: { 'content-range': `bytes */${content.size}` } });
   }
   const [start, end] = range ?? [0, content.size];
   if (range) headers['content-range'] = `bytes ${start}-${end - 1}/${content.size}`;

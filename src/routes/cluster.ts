@@ -6,7 +6,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { S } from '../http/compile.js';
-import { badRequest, HttpError, unauthorized } from '../http/errors.js';
+import { badRequest, ServiceError, unauthorized } from '../../shared/errors.js';
 import type { RouteDef } from '../http/route.js';
 import { AccessGrant } from '../meta/access-grant.js';
 import { decodeFrames, encodeFrames } from '../../native-free-codecs/replication-frames.js';
@@ -35,7 +35,7 @@ export function clusterRoutes(ctx: ServiceContext): RouteDef[] {
   };
   const secret = () => {
     const s = ctx.clusterSecret;
-    if (!s) throw new HttpError('NOT_IMPLEMENTED', 'node credentials need cluster.enabled (and cluster.secretFile)');
+    if (!s) throw new ServiceError('NOT_IMPLEMENTED', 'node credentials need cluster.enabled (and cluster.secretFile)');
     return s;
   };
   /** A node credential, or else the usual token check: shadow_write. */
@@ -51,7 +51,7 @@ export function clusterRoutes(ctx: ServiceContext): RouteDef[] {
   };
   const applier = () => {
     const a = cluster.applier;
-    if (!a) throw new HttpError('NOT_IMPLEMENTED', 'this node is not part of a cluster (cluster.enabled is false)');
+    if (!a) throw new ServiceError('NOT_IMPLEMENTED', 'this node is not part of a cluster (cluster.enabled is false)');
     return a;
   };
   const answer = S.object({ held: S.integer(), error: { type: ['string', 'null'] }, position: POSITION });
@@ -104,7 +104,7 @@ export function clusterRoutes(ctx: ServiceContext): RouteDef[] {
       responses: { 200: { description: 'what is held', schema: answer } },
       handler: async (req) => {
         cluster.admitEpoch(header(req, 'x-historian-epoch'));
-        if (cluster.isLeader()) throw new HttpError('CONFLICT', 'this node leads; it takes no shipped entries');
+        if (cluster.isLeader()) throw new ServiceError('CONFLICT', 'this node leads; it takes no shipped entries');
         cluster.rememberSender(req.user!.sub.replace(/^node:/, ''));
         let frames;
         try {

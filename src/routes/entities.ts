@@ -5,7 +5,7 @@
 
 import { hashPassword } from '../auth/passwords.js';
 import { S } from '../http/compile.js';
-import { badRequest, notFound } from '../http/errors.js';
+import { badRequest, notFound } from '../../shared/errors.js';
 import type { JsonSchema, Reply, Request, RouteDef } from '../http/route.js';
 import type { EntityStore } from '../meta/entities.js';
 import { parseFilterQuery, type Filter } from '../meta/filter.js';

@@ -4,7 +4,7 @@
 // undecoded (src/ingest/service.ts).
 
 import { S } from '../http/compile.js';
-import { badRequest } from '../http/errors.js';
+import { badRequest } from '../../shared/errors.js';
 import type { JsonSchema, Reply, Request, RouteDef } from '../http/route.js';
 import { IngestService } from '../ingest/service.js';
 import type { Precision } from '../../native-free-codecs/line-protocol.js';

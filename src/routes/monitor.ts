@@ -3,7 +3,7 @@
 // compat.openMonitorAndBackup they need none and run with an admin's reach, as the legacy build.
 
 import { S } from '../http/compile.js';
-import { badRequest } from '../http/errors.js';
+import { badRequest } from '../../shared/errors.js';
 import type { AuthLevel, JsonSchema, Request, RouteDef } from '../http/route.js';
 import { AccessGrant } from '../meta/access-grant.js';
 import { EVENT_STATUSES, type MonitorService } from '../monitor/service.js';

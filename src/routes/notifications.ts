@@ -3,7 +3,7 @@
 // which apply the same visibility through the entity store.
 
 import { S } from '../http/compile.js';
-import { badRequest } from '../http/errors.js';
+import { badRequest } from '../../shared/errors.js';
 import { parseIntegerId } from '../meta/wire.js';
 import type { JsonSchema, Request, RouteDef } from '../http/route.js';
 import { AccessGrant } from '../meta/access-grant.js';

@@ -1,7 +1,7 @@
 // GET /svcapi/process-log and /{id} (WIRE.md part 2 "Process log"): the jobs of src/jobs/job-log.ts, admin only.
 
 import { S } from '../http/compile.js';
-import { notFound } from '../http/errors.js';
+import { notFound } from '../../shared/errors.js';
 import type { JsonSchema, RouteDef } from '../http/route.js';
 import { JOB_KINDS, JOB_STATUSES, type JobKind, type JobLog, type JobStatus } from '../jobs/job-log.js';
 

@@ -6,7 +6,7 @@
 
 import { pack } from 'msgpackr';
 import { S } from '../http/compile.js';
-import { badRequest } from '../http/errors.js';
+import { badRequest } from '../../shared/errors.js';
 import type { JsonSchema, Reply, Request, RouteDef } from '../http/route.js';
 import { AccessGrant } from '../meta/access-grant.js';
 import { parseQueryBody, type QuerySpec } from '../storage/query-spec.js';

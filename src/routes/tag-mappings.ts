@@ -3,7 +3,7 @@
 // answer keyed by external spec.
 
 import { S } from '../http/compile.js';
-import { badRequest, forbidden } from '../http/errors.js';
+import { badRequest, forbidden } from '../../shared/errors.js';
 import type { JsonSchema, Request, RouteDef } from '../http/route.js';
 import { AccessGrant } from '../meta/access-grant.js';
 import { checkBucketCount } from '../storage/query-spec.js';

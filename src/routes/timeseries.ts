@@ -3,7 +3,7 @@
 // results are streamed from the workers straight into the response.
 
 import { S } from '../http/compile.js';
-import { badRequest } from '../http/errors.js';
+import { badRequest } from '../../shared/errors.js';
 import type { JsonSchema, Request, RouteDef } from '../http/route.js';
 import { AccessGrant } from '../meta/access-grant.js';
 import type { StorageService } from '../storage/service.js';

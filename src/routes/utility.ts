@@ -5,7 +5,7 @@
 import fs from 'node:fs';
 import { S } from '../http/compile.js';
 import { buildDocsPage } from '../http/docs-page.js';
-import { notFound } from '../http/errors.js';
+import { notFound } from '../../shared/errors.js';
 import { hostAddresses } from '../http/certificates.js';
 import { buildOpenApi, toYaml } from '../http/openapi.js';
 import type { RouteDef } from '../http/route.js';

@@ -8,7 +8,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Logger } from '../log.js';
-import { conflict } from '../http/errors.js';
+import { conflict } from '../../shared/errors.js';
 import { OP, type CollectionRecord } from '../../shared/protocol.js';
 import { SCOPE_FIELDS, type CollectionScope, type ScopeField } from '../../shared/scope.js';
 import { collectionDir, encodeScopeName, collectionId as idOf, validateScopeName } from '../../shared/scope-path.js';

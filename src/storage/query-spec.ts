@@ -4,7 +4,7 @@
 // thread (bodies are small) so that every mistake is a 400 naming the field
 // before any worker is involved.
 
-import { badRequest } from '../http/errors.js';
+import { badRequest } from '../../shared/errors.js';
 import { AggregatorError, isSamplingStep, parseAggregators, parseTimeUnit, relativeToAbsolute, type AggregatorSpec } from '../../shared/aggregator-spec.js';
 import { SCOPE_FIELDS, type ScopeFields } from '../../shared/scope.js';
 import { UNIT_MS } from '../../shared/time-units.js';

@@ -7,7 +7,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import os from 'node:os';
 import type { Config } from '../config.js';
-import { HttpError, badRequest, conflict, forbidden, notFound, unavailable } from '../http/errors.js';
+import { ServiceError, badRequest, conflict, forbidden, notFound, unavailable } from '../../shared/errors.js';
 import type { ResponseStream } from '../http/route.js';
 import type { Logger } from '../log.js';
 import type { Db } from '../meta/database.js';
@@ -213,7 +213,7 @@ export class StorageService {
           await this.createCollection(grant, change.scope, change.extra, true);
         } catch (err) {
           // Already made (a replicated write that created it first) is the state wanted.
-          if (!(err instanceof HttpError && err.status === 409)) throw err;
+          if (!(err instanceof ServiceError && err.status === 409)) throw err;
         }
         return;
       case 'update':
@@ -338,7 +338,7 @@ export class StorageService {
   private restoring = false;
 
   private refuseWhileRestoring(): void {
-    if (this.restoring) throw new HttpError('UNAVAILABLE', 'a time-series restore is running; retry when it has finished', { 'retry-after': '5' });
+    if (this.restoring) throw new ServiceError('UNAVAILABLE', 'a time-series restore is running; retry when it has finished', { headers: { 'retry-after': '5' } });
   }
 
   /** Holds new writes and waits for the ones under way to be answered. */
@@ -444,14 +444,14 @@ export class StorageService {
   }
 
   private async settle(outcome: WriteOutcome, header: WriteFrameHeader): Promise<WriteResult> {
-    if (outcome.error) throw HttpError.fromWire(outcome.error);
+    if (outcome.error) throw ServiceError.fromWire(outcome.error);
     if (outcome.refused) return { success: false, error: outcome.refused };
     this.absorb(outcome);
     let points = outcome.points;
     for (const { collectionId, body } of outcome.forward) {
       const owner = this.shards.shardFor(collectionId);
       const forwarded = await owner.write(body, { mode: header.mode, contentType: 'application/octet-stream', autoCreate: header.autoCreate, allowedUnits: null, collectionId, ...(header.backfill ? { backfill: true } : {}) });
-      if (forwarded.error) throw HttpError.fromWire(forwarded.error);
+      if (forwarded.error) throw ServiceError.fromWire(forwarded.error);
       if (forwarded.refused) return { success: false, error: forwarded.refused };
       this.absorb(forwarded);
       points += forwarded.points;
@@ -503,9 +503,9 @@ export class StorageService {
       }
     }
     if (this.diskUnknown !== null) {
-      throw new HttpError('INSUFFICIENT_STORAGE', 'the free space of the data volume cannot be read; writes are refused until it can (storage.minFreeBytes), reads go on');
+      throw new ServiceError('INSUFFICIENT_STORAGE', 'the free space of the data volume cannot be read; writes are refused until it can (storage.minFreeBytes), reads go on');
     }
-    if (this.diskLow) throw new HttpError('INSUFFICIENT_STORAGE', `free disk space is below storage.minFreeBytes (${this.config.storage.minFreeBytes} bytes); writes are refused, reads go on`);
+    if (this.diskLow) throw new ServiceError('INSUFFICIENT_STORAGE', `free disk space is below storage.minFreeBytes (${this.config.storage.minFreeBytes} bytes); writes are refused, reads go on`);
   }
 
   // ---- reads ---------------------------------------------------------------
@@ -663,7 +663,7 @@ export class StorageService {
 
   private requireRunning(): void {
     if (!this.running) {
-      throw new HttpError('UNAVAILABLE', 'the storage subsystem is not running, so org, site and unit renames, moves and deletes (which move collection folders) wait for it');
+      throw new ServiceError('UNAVAILABLE', 'the storage subsystem is not running, so org, site and unit renames, moves and deletes (which move collection folders) wait for it');
     }
   }
 
@@ -680,7 +680,7 @@ export class StorageService {
     this.requireRunning();
     if (this.moves.running) {
       // Checks below read the catalog, which a running move is changing.
-      throw new HttpError('UNAVAILABLE', 'collections of another org, site or unit are being moved; retry in a moment', { 'retry-after': '1' });
+      throw new ServiceError('UNAVAILABLE', 'collections of another org, site or unit are being moved; retry in a moment', { headers: { 'retry-after': '1' } });
     }
     if (to && this.catalog.under(to).length > 0) {
       throw conflict(`DUPLICATE: collections already exist under ${to.join('/')}; a rename or move does not merge into them`);
@@ -698,10 +698,10 @@ export class StorageService {
         renamed = await this.catalog.relocate(source, target);
       } catch (err) {
         this.log.warn({ err, from: source.join('/'), to: target.join('/') }, 'collection folders could not be moved');
-        if (err instanceof HttpError || (err as { toWire?: unknown }).toWire) throw err;
+        if (err instanceof ServiceError) throw err;
         const code = (err as NodeJS.ErrnoException).code ?? 'error';
         const inTheWay = ['EEXIST', 'ENOTEMPTY', 'ENOTDIR', 'EISDIR'].includes(code);
-        throw new HttpError(inTheWay ? 'CONFLICT' : 'INTERNAL', `the collection folders of ${kind} ${source.join('/')} could not be moved to ${target.join('/')} (${code})`);
+        throw new ServiceError(inTheWay ? 'CONFLICT' : 'INTERNAL', `the collection folders of ${kind} ${source.join('/')} could not be moved to ${target.join('/')} (${code})`);
       }
       for (const [oldId, newId] of renamed) this.tagScopes.renameCollection(oldId, newId);
       this.replication?.collectionChanged({ op: 'relocate', from: source, to: target });

@@ -15,7 +15,7 @@
 import { fileURLToPath } from 'node:url';
 import { Piscina } from 'piscina';
 import { createRingBuffer, RingConsumer, RingProducer } from '../../native-free-codecs/ring.js';
-import { HttpError } from '../http/errors.js';
+import { ServiceError } from '../../shared/errors.js';
 import type { Logger } from '../log.js';
 import { unpack } from 'msgpackr';
 import type { ResponseStream } from '../http/route.js';
@@ -175,17 +175,17 @@ export class Shard {
   }
 
   async run(task: StorageTask, signal?: AbortSignal): Promise<TaskReply> {
-    if (this.closed) throw new HttpError('UNAVAILABLE', 'storage is shutting down');
+    if (this.closed) throw new ServiceError('UNAVAILABLE', 'storage is shutting down');
     try {
       return await this.pool.run(task, { signal: signal ?? null });
     } catch (err) {
-      if ((err as Error)?.name === 'AbortError') throw new HttpError('UNAVAILABLE', 'request cancelled');
+      if ((err as Error)?.name === 'AbortError') throw new ServiceError('UNAVAILABLE', 'request cancelled');
       // The worker died with the task in flight; piscina is starting a new one that recovers from disk.
-      throw new HttpError('UNAVAILABLE', `storage shard ${this.index} is restarting; retry the request`);
+      throw new ServiceError('UNAVAILABLE', `storage shard ${this.index} is restarting; retry the request`);
     }
   }
 
-  /** Runs a task and gives back what its opcode answers; a worker-side error becomes an HttpError. */
+  /** Runs a task and gives back what its opcode answers; a worker-side error becomes an ServiceError. */
   async call<T extends StorageTask>(task: T, signal?: AbortSignal): Promise<ReplyOf<T['op']>> {
     const reply = await this.run(task, signal);
     if (!reply.ok) throw fromWire(reply.error);
@@ -204,14 +204,14 @@ export class Shard {
    * other writes go on between its parts; the worker decodes it only once it has it all.
    */
   async write(body: Uint8Array, header: WriteFrameHeader): Promise<WriteOutcome> {
-    if (this.closed) throw new HttpError('UNAVAILABLE', 'storage is shutting down');
+    if (this.closed) throw new ServiceError('UNAVAILABLE', 'storage is shutting down');
     const head = writeFrameHead(header);
     const whole = head.length + body.length <= this.requests.maxPayloadBytes;
     const seq = this.nextSeq();
     const reply = new Promise<WriteReply>((resolve, reject) => {
       const timer = setTimeout(() => {
         this.listeners.delete(seq);
-        reject(new HttpError('UNAVAILABLE', `storage shard ${this.index} did not answer in time; retry the request`));
+        reject(new ServiceError('UNAVAILABLE', `storage shard ${this.index} did not answer in time; retry the request`));
       }, this.writeTimeoutMs);
       const parts: Uint8Array[] = [];
       this.listeners.set(seq, {
@@ -231,7 +231,7 @@ export class Shard {
     if (whole) {
       if (!this.requests.tryWrite(seq, [head, body])) {
         this.listeners.delete(seq);
-        throw new HttpError('UNAVAILABLE', `storage shard ${this.index} is busy (request ring full); retry shortly`);
+        throw new ServiceError('UNAVAILABLE', `storage shard ${this.index} is busy (request ring full); retry shortly`);
       }
     } else {
       await this.writeParts(seq, body, header);
@@ -256,7 +256,7 @@ export class Shard {
           this.listeners.delete(seq);
           // Tell the worker to drop what it gathered; if even this does not fit, it drops it when it runs short.
           if (index > 0) this.requests.tryWrite(seq, writeFrameHead({ ...header, part: { index, count, totalBytes: body.length, abort: true } }));
-          throw new HttpError('UNAVAILABLE', `storage shard ${this.index} is busy (request ring full for storage.writeTimeoutMs); retry shortly`, { 'retry-after': '1' });
+          throw new ServiceError('UNAVAILABLE', `storage shard ${this.index} is busy (request ring full for storage.writeTimeoutMs); retry shortly`, { headers: { 'retry-after': '1' } });
         }
       }
       if (index === 0) this.drain();
@@ -315,7 +315,7 @@ export class Shard {
     const free = this.freeSlots.pop();
     if (free !== undefined) return Promise.resolve(free);
     if (this.slotWaiters.length >= MAX_WAITING_QUERIES) {
-      return Promise.reject(new HttpError('UNAVAILABLE', `storage shard ${this.index} has ${MAX_WAITING_QUERIES} queries waiting; retry shortly`));
+      return Promise.reject(new ServiceError('UNAVAILABLE', `storage shard ${this.index} has ${MAX_WAITING_QUERIES} queries waiting; retry shortly`));
     }
     return new Promise<number>((resolve, reject) => {
       const give = (slot: number) => {
@@ -327,7 +327,7 @@ export class Shard {
         clearTimeout(timer);
         const at = this.slotWaiters.indexOf(give);
         if (at >= 0) this.slotWaiters.splice(at, 1);
-        reject(new HttpError('UNAVAILABLE', signal.aborted ? 'request cancelled' : `storage shard ${this.index} is busy with other queries (storage.queryTimeoutMs passed while waiting); retry shortly`));
+        reject(new ServiceError('UNAVAILABLE', signal.aborted ? 'request cancelled' : `storage shard ${this.index} is busy with other queries (storage.queryTimeoutMs passed while waiting); retry shortly`));
       };
       const timer = setTimeout(giveUp, Math.max(0, deadline - Date.now()));
       signal.addEventListener('abort', giveUp, { once: true });
@@ -438,6 +438,6 @@ export class ShardPool {
   }
 }
 
-export function fromWire(error: WireError): HttpError {
-  return HttpError.fromWire(error);
+export function fromWire(error: WireError): ServiceError {
+  return ServiceError.fromWire(error);
 }

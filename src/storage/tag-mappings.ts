@@ -3,7 +3,7 @@
 // storage tag and the collection scope it lives in. Kept in the metadata
 // store; used by write_tag_mapping and fast_query_tag_mapping.
 
-import { badRequest, conflict, notFound } from '../http/errors.js';
+import { badRequest, conflict, notFound } from '../../shared/errors.js';
 import type { Db } from '../meta/database.js';
 import { parseMeta } from '../meta/wire.js';
 import { SCOPE_FIELDS, type CollectionScope } from '../../shared/scope.js';

@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { parse, parseDocument, visit } from 'yaml';
 import { buildOpenApi, toOpenApiSchema, toYaml, type OpenApiDocument } from '../../src/http/openapi.js';
-import { ERROR_CODES } from '../../src/http/errors.js';
+import { ERROR_CODES } from '../../shared/errors.js';
 import type { RouteDef } from '../../src/http/route.js';
 
 const noop = () => ({});

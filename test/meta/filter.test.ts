@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import Database from 'better-sqlite3';
-import { HttpError } from '../../src/http/errors.js';
+import { ServiceError } from '../../shared/errors.js';
 import {
   FIELD_PATTERN,
   NumericText,
@@ -53,7 +53,7 @@ const matchingQuery = (rawQuery: string) => idsFor(parseFilterQuery(rawQuery));
 
 function assertBadRequest(fn: () => unknown, message: RegExp | string): void {
   assert.throws(fn, (err: unknown) => {
-    assert.ok(err instanceof HttpError, `expected an HttpError, got ${String(err)}`);
+    assert.ok(err instanceof ServiceError, `expected an ServiceError, got ${String(err)}`);
     assert.equal(err.status, 400);
     if (typeof message === 'string') assert.equal(err.message, message);
     else assert.match(err.message, message);

@@ -5,7 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import type { PointBatch } from '../../native-free-codecs/points.js';
 import { crc32c } from '../../workers/crc32.js';
-import { StorageError } from '../../shared/errors.js';
+import { ServiceError } from '../../shared/errors.js';
 import type { CollectionScope } from '../../shared/scope.js';
 import { collectionDir, collectionId, decodeScopeName, encodeScopeName, parseCollectionId } from '../../shared/scope-path.js';
 import { ShardStore } from '../../workers/shard-store.js';
@@ -104,7 +104,7 @@ function assertSamePoints(actual: Scanned, expected: { ts: number[]; values: num
 
 function expectStorageError(fn: () => unknown, code: string, message?: RegExp): void {
   assert.throws(fn, (err: unknown) => {
-    assert.ok(err instanceof StorageError, `StorageError expected, got ${String(err)}`);
+    assert.ok(err instanceof ServiceError, `ServiceError expected, got ${String(err)}`);
     assert.equal(err.code, code);
     if (message) assert.match(err.message, message);
     return true;
