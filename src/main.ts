@@ -26,6 +26,7 @@ import { WalCheckpointer } from './meta/checkpointer.js';
 import { EntityStore } from './meta/entities.js';
 import { registerSqlFunctions } from './meta/filter.js';
 import { Registry } from './meta/registry.js';
+import { AccessGrant } from './meta/access-grant.js';
 import { syncEntitySchema } from './meta/schema.js';
 import { StorageService } from './storage/service.js';
 import { NotificationService } from './notifications/service.js';
@@ -109,7 +110,8 @@ export async function startService(config: Config, log: Logger, env: NodeJS.Proc
     configureBodyGuard({ maxJsonDepth: config.server.maxJsonDepth });
     const server = new HttpServer({
       routes,
-      tokens,
+      verifyToken: (header) => tokens.verifyHeader(header),
+      grantOf: (user) => AccessGrant.of(db, registry, user),
       log,
       limits: {
         maxBodyBytes: config.server.maxBodyBytes,

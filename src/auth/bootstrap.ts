@@ -8,7 +8,7 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Logger } from '../log.js';
-import { checkEmail } from './email.js';
+import { checkEmail } from '../meta/email.js';
 import { hashPassword } from './passwords.js';
 import type { AccountStore } from './users.js';
 

@@ -16,23 +16,9 @@ import fs from 'node:fs';
 import path from 'node:path';
 import jwt from 'jsonwebtoken';
 import { unauthorized } from '../../shared/errors.js';
+import type { Claims, GrantClaims } from '../http/caller.js';
 import { ServiceClock } from '../clock.js';
 
-export type Role = 'admin' | 'read-write' | 'read-only';
-export const ROLES: readonly Role[] = ['admin', 'read-write', 'read-only'];
-
-/** What a request runs with: the token's subject and expiry, the account's current role and grants (entity ids as strings). */
-export interface Claims {
-  sub: string;
-  role: Role;
-  units_id: string[];
-  sites_id: string[];
-  orgs_id: string[];
-  /** Expiry, seconds since the epoch. */
-  exp: number;
-}
-
-export type GrantClaims = Omit<Claims, 'exp'>;
 
 /** The account side of verification (AccountStore). */
 export interface CurrentAccounts {

@@ -13,8 +13,8 @@
 import crypto from 'node:crypto';
 import type { Db } from '../meta/database.js';
 import type { EntityHooks } from '../meta/entities.js';
-import { normalizeEmail } from './email.js';
-import { ROLES, type GrantClaims, type Role } from './tokens.js';
+import { normalizeEmail } from '../meta/email.js';
+import { ROLES, type GrantClaims, type Role } from '../http/caller.js';
 
 export { normalizeEmail };
 

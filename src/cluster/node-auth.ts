@@ -5,7 +5,7 @@
 // keeps it from being seen.
 
 import crypto from 'node:crypto';
-import type { Claims } from '../auth/tokens.js';
+import type { Claims } from '../http/caller.js';
 import { ServiceError } from '../../shared/errors.js';
 
 const CREDENTIAL_WINDOW_MS = 5 * 60_000;

@@ -11,7 +11,7 @@ import type { Config } from '../config.js';
 import { ServiceError, badRequest, forbidden } from '../../shared/errors.js';
 import type { Logger } from '../log.js';
 import type { AccountStore } from '../auth/users.js';
-import type { Claims } from '../auth/tokens.js';
+import type { Claims } from '../http/caller.js';
 import type { Job, JobLog } from '../jobs/job-log.js';
 import { AccessGrant } from '../meta/access-grant.js';
 import type { Db } from '../meta/database.js';

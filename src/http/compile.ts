@@ -19,8 +19,8 @@ const textAjv = new Ajv({ allErrors: false, useDefaults: true, coerceTypes: 'arr
 
 export type Serializer = (value: unknown) => string;
 
-export interface CompiledRoute {
-  def: RouteDef;
+export interface CompiledRoute<G = unknown> {
+  def: RouteDef<G>;
   validateParams: ValidateFunction | null;
   validateQuery: ValidateFunction | null;
   validateBody: ValidateFunction | null;
@@ -39,7 +39,7 @@ function cached<T>(cache: WeakMap<JsonSchema, T>, schema: JsonSchema, make: () =
   return value;
 }
 
-export function compileRoute(def: RouteDef): CompiledRoute {
+export function compileRoute<G>(def: RouteDef<G>): CompiledRoute<G> {
   const serializers = new Map<number, Serializer>();
   for (const [status, response] of Object.entries(def.responses)) {
     const schema = response.schema;

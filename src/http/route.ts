@@ -3,7 +3,7 @@
 // document are all derived from these objects (see compile.ts, router.ts,
 // openapi.ts), so nothing about a route is written down twice.
 
-import type { Claims } from '../auth/tokens.js';
+import type { Claims } from './caller.js';
 import type { ErrorShape } from './errors.js';
 
 export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
@@ -22,8 +22,13 @@ export interface ResponseDef {
   contentType?: string;
 }
 
-/** What a handler sees of a request. Headers are lower-cased names. */
-export interface Request {
+/**
+ * What a handler sees of a request. Headers are lower-cased names. `Grant` is what the layer
+ * above HTTP makes of the caller (the metadata layer's AccessGrant): the server builds it from
+ * `user` on first use, through the `grantOf` it was given, so a route that never reads it costs
+ * nothing and one that does gets it once per request.
+ */
+export interface Request<Grant = unknown> {
   readonly method: HttpMethod;
   readonly path: string;
   /** Raw query string without the leading `?` (for encodings the schema cannot express). */
@@ -39,6 +44,8 @@ export interface Request {
   readonly headers: Readonly<Record<string, string>>;
   /** Verified token claims; null only on public routes. */
   readonly user: Claims | null;
+  /** What `user` may reach; throws on a public route (there is no caller to grant anything). */
+  readonly grant: Grant;
   readonly remoteAddress: string;
   /** Aborted when the client goes away before the reply is sent. */
   readonly signal: AbortSignal;
@@ -95,9 +102,9 @@ export interface ResponseStream {
   cut(): void;
 }
 
-export type Handler = (req: Request) => Reply | Promise<Reply>;
+export type Handler<Grant = unknown> = (req: Request<Grant>) => Reply | Promise<Reply>;
 
-export interface RouteDef {
+export interface RouteDef<Grant = unknown> {
   method: HttpMethod;
   /** OpenAPI style template: `/svcapi/collection/{id}`. */
   path: string;
@@ -164,9 +171,9 @@ export interface RouteDef {
   anyNode?: boolean;
   /** Error body shape: `{error}` (default), `{status: "error", message}`, or InfluxDB 2's `{code, message}`. */
   errorShape?: ErrorShape;
-  handler: Handler;
+  handler: Handler<Grant>;
 }
 
-export function mutates(route: RouteDef): boolean {
+export function mutates(route: Pick<RouteDef, 'method' | 'mutates'>): boolean {
   return route.mutates ?? route.method !== 'GET';
 }

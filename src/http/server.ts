@@ -8,7 +8,8 @@ import { performance } from 'node:perf_hooks';
 import { randomBytes } from 'node:crypto';
 import uWS from 'uWebSockets.js';
 import { unpack } from 'msgpackr';
-import type { Claims, TokenService } from '../auth/tokens.js';
+import type { TokenService } from '../auth/tokens.js';
+import type { Claims } from './caller.js';
 import { redactQuery, type Logger } from '../log.js';
 import { checkDecodedBodyDepth, checkJsonBodyDepth } from './body-guard.js';
 import { check, compileRoute, type CompiledRoute } from './compile.js';
@@ -21,16 +22,19 @@ import { StartupError } from '../startup.js';
 import { sendHeadOnly, sendWhole, StallWatch, StreamedBody, type ResponseHead } from './response-body.js';
 import { RequestBodyStream } from './request-body.js';
 
-export interface ServerOptions {
-  routes: readonly RouteDef[];
-  tokens: TokenService;
+export interface ServerOptions<G> {
+  routes: readonly RouteDef<G>[];
+  /** The claims of an `Authorization` header (a bearer token, or a bare one), or throws a 401. */
+  verifyToken(authorization: string | undefined): Claims;
+  /** What a caller may reach, made once per request that asks (Request.grant). */
+  grantOf(user: Claims): G;
   log: Logger;
   limits: RequestLimits;
   tls: { keyFile: string; certFile: string };
   /** A streamed response whose client takes nothing for this long is closed. */
   streamStallTimeoutMs: number;
   /** The refusal of a request before its handler runs (a restore under way, a node that is not the leader), or null. */
-  admit?: (def: RouteDef) => ServiceError | null;
+  admit?: (def: RouteDef<G>) => ServiceError | null;
   /** One WebSocket endpoint (live data), upgraded after its own credential check. */
   webSocket?: WebSocketEndpoint;
 }
@@ -160,9 +164,9 @@ const statusLine = (status: number) => `${status} ${STATUS_TEXT[status] ?? 'Stat
 const JSON_TYPE = 'application/json; charset=utf-8';
 const METHODS = new Set<string>(['GET', 'POST', 'PUT', 'PATCH', 'DELETE']);
 
-export class HttpServer {
+export class HttpServer<G> {
   private readonly app: uWS.TemplatedApp;
-  private readonly router = new Router<CompiledRoute>();
+  private readonly router = new Router<CompiledRoute<G>>();
   private listenSocket: uWS.us_listen_socket | null = null;
   private inFlight = 0;
   private draining = false;
@@ -174,7 +178,7 @@ export class HttpServer {
   private bodyBytesInFlight = 0;
   private readonly bodies = new BodyPool(64 << 20);
 
-  constructor(private readonly opts: ServerOptions) {
+  constructor(private readonly opts: ServerOptions<G>) {
     this.stalls = new StallWatch(opts.streamStallTimeoutMs, (stream) =>
       opts.log.warn({ queuedBytes: stream.queuedBytes, stallTimeoutMs: opts.streamStallTimeoutMs }, 'closing a streamed response: the client stopped reading'),
     );
@@ -380,7 +384,7 @@ export class HttpServer {
     }
   }
 
-  private bodyOf(ex: Exchange, def: RouteDef, headers: Record<string, string>): Promise<Uint8Array> {
+  private bodyOf(ex: Exchange, def: RouteDef<G>, headers: Record<string, string>): Promise<Uint8Array> {
     const { limit, setting } = this.bodyLimit(def);
     const reuse = def.rawBody?.bufferReused === true;
     return new Promise((resolve, reject) => this.readBody(ex, headers['content-length'], limit, setting, reuse, (err, bytes) => (err ? reject(err) : resolve(bytes))));
@@ -391,7 +395,7 @@ export class HttpServer {
    * refused before any byte is read; reading starts now (uWS hands bytes only to a reader attached
    * during the request callback) and pauses while the handler is behind.
    */
-  private bodyStreamOf(ex: Exchange, def: RouteDef, headers: Record<string, string>): RequestBodyStream {
+  private bodyStreamOf(ex: Exchange, def: RouteDef<G>, headers: Record<string, string>): RequestBodyStream {
     const { limit, setting } = this.bodyLimit(def);
     const length = headers['content-length'];
     const declared = length === undefined ? null : Number(length);
@@ -407,30 +411,39 @@ export class HttpServer {
   }
 
   /** Validates the path and query (unless `validated`) and runs the handler; `bytes` is null for a route without a body. */
-  private dispatch(ex: Exchange, route: CompiledRoute, params: Record<string, string>, query: Record<string, unknown>, headers: Record<string, string>, user: Claims | null, bytes: Uint8Array | RequestBodyStream | null, validated = false): void {
+  private dispatch(ex: Exchange, route: CompiledRoute<G>, params: Record<string, string>, query: Record<string, unknown>, headers: Record<string, string>, user: Claims | null, bytes: Uint8Array | RequestBodyStream | null, validated = false): void {
     try {
       if (!validated) {
         check(route.validateParams, params, 'path');
         check(route.validateQuery, query, 'query');
       }
-      const base = {
+      let body: unknown;
+      let rawBody: Uint8Array | null = null;
+      let bodyStream: RequestBodyStream | null = null;
+      if (bytes instanceof RequestBodyStream) bodyStream = bytes;
+      else if (bytes !== null && route.def.rawBody) rawBody = bytes;
+      else if (bytes !== null) body = decodeBody(bytes, headers['content-type'], route);
+      const grantOf = this.opts.grantOf;
+      let grant: G | undefined;
+      // One literal, never spread: spreading would run the grant's getter.
+      const request: Request<G> = {
         method: (ex.head ? 'GET' : ex.method) as HttpMethod,
         path: ex.path,
         rawQuery: ex.rawQuery,
         params,
         query,
+        body,
+        rawBody,
+        bodyStream,
         headers,
         user,
+        get grant(): G {
+          if (user === null) throw new ServiceError('INTERNAL', 'a public route asked for the caller\'s grant');
+          return (grant ??= grantOf(user));
+        },
         remoteAddress: ex.remote,
         signal: ex.controller.signal,
       };
-      const request = bytes === null
-        ? { ...base, body: undefined, rawBody: null, bodyStream: null }
-        : bytes instanceof RequestBodyStream
-          ? { ...base, body: undefined, rawBody: null, bodyStream: bytes }
-          : route.def.rawBody
-            ? { ...base, body: undefined, rawBody: bytes, bodyStream: null }
-            : { ...base, body: decodeBody(bytes, headers['content-type'], route), rawBody: null, bodyStream: null };
       this.run(ex, route, request);
     } catch (err) {
       this.fail(ex, err);
@@ -438,7 +451,7 @@ export class HttpServer {
   }
 
   /** The body limit of a route: its own, else by kind (public JSON, JSON, raw bytes), and the setting to name in a 413. */
-  private bodyLimit(def: RouteDef): { limit: number; setting: string } {
+  private bodyLimit(def: RouteDef<G>): { limit: number; setting: string } {
     const limits = this.opts.limits;
     if (def.maxBodyBytes !== undefined) return { limit: def.maxBodyBytes, setting: def.maxBodySetting ?? 'the route' };
     if (def.auth === 'public') return { limit: limits.maxPublicBodyBytes, setting: 'server.maxPublicBodyBytes' };
@@ -506,7 +519,7 @@ export class HttpServer {
   }
 
   /** The caller's claims (null on public routes); a promise when the route's own credential check takes time. */
-  private authorize(def: RouteDef, headers: Record<string, string>, query: Record<string, unknown>, ex: Exchange): Claims | null | Promise<Claims> {
+  private authorize(def: RouteDef<G>, headers: Record<string, string>, query: Record<string, unknown>, ex: Exchange): Claims | null | Promise<Claims> {
     if (def.auth === 'public') return null;
     const permit = (user: Claims): Claims => {
       if (def.auth === 'admin' && user.role !== 'admin') throw new ServiceError('FORBIDDEN', 'admin role required');
@@ -518,10 +531,10 @@ export class HttpServer {
       return user instanceof Promise ? user.then(permit) : permit(user);
     }
     const fromQuery = def.tokenInQuery && headers.authorization === undefined && typeof query.access_token === 'string' ? query.access_token : undefined;
-    return permit(this.opts.tokens.verifyHeader(headers.authorization ?? fromQuery));
+    return permit(this.opts.verifyToken(headers.authorization ?? fromQuery));
   }
 
-  private run(ex: Exchange, route: CompiledRoute, request: Request): void {
+  private run(ex: Exchange, route: CompiledRoute<G>, request: Request<G>): void {
     let result: Reply | Promise<Reply>;
     ex.handlerStarted = true;
     try {
@@ -556,7 +569,7 @@ export class HttpServer {
     ex.lent = null;
   }
 
-  private reply(ex: Exchange, route: CompiledRoute, reply: Reply): void {
+  private reply(ex: Exchange, route: CompiledRoute<G>, reply: Reply): void {
     if (ex.done) return;
     if (reply.stream && ex.head) {
       // The length of a streamed body is known only once it is written: HEAD says none.
@@ -604,7 +617,7 @@ export class HttpServer {
     return unread;
   }
 
-  private streamReply(ex: Exchange, route: CompiledRoute, reply: Reply): void {
+  private streamReply(ex: Exchange, route: CompiledRoute<G>, reply: Reply): void {
     const status = reply.status ?? 200;
     this.unreadBody(ex); // a streamed reply to an upload not read to its end is not a case any route has
     if (route.def.longLived) {
@@ -708,7 +721,7 @@ export function parseQuery(rawQuery: string): Record<string, unknown> {
   return query;
 }
 
-function decodeBody(bytes: Uint8Array, contentType: string | undefined, route: CompiledRoute): unknown {
+function decodeBody<G>(bytes: Uint8Array, contentType: string | undefined, route: CompiledRoute<G>): unknown {
   let body: unknown;
   if (bytes.length === 0) {
     body = {};

@@ -13,8 +13,9 @@
 import crypto from 'node:crypto';
 import type { ServiceClock } from '../clock.js';
 import type { PasswordLogin } from '../auth/password-login.js';
-import { checkEmail } from '../auth/email.js';
-import type { Claims, TokenService } from '../auth/tokens.js';
+import { checkEmail } from '../meta/email.js';
+import type { TokenService } from '../auth/tokens.js';
+import type { Claims } from '../http/caller.js';
 import type { AccountStore } from '../auth/users.js';
 import { unauthorized } from '../../shared/errors.js';
 

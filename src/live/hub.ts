@@ -12,7 +12,8 @@
 // or revoked token, or a password change, closes the socket with 1008).
 
 import type uWS from 'uWebSockets.js';
-import type { Claims, TokenService } from '../auth/tokens.js';
+import type { TokenService } from '../auth/tokens.js';
+import type { Claims } from '../http/caller.js';
 import type { Config } from '../config.js';
 import type { SocketData, WebSocketEndpoint } from '../http/server.js';
 import type { Logger } from '../log.js';

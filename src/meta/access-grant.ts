@@ -18,7 +18,7 @@
 // The entity store adds what a predicate over the stored row cannot say: a
 // write that sets a foreign key must name a parent inside the grant.
 
-import type { Claims } from '../auth/tokens.js';
+import type { Claims } from '../http/caller.js';
 import type { Db } from './database.js';
 import type { EntityDef, Registry } from './registry.js';
 import { ident } from './schema.js';

@@ -3,8 +3,8 @@
 // nested create), so no route can skip them. Dedicated routes of an entity
 // (the notification routes) go through the same store and so the same rules.
 
-import { checkEmail } from '../auth/email.js';
-import { ROLES } from '../auth/tokens.js';
+import { checkEmail } from './email.js';
+import { ROLES } from '../http/caller.js';
 import { badRequest } from '../../shared/errors.js';
 import type { SplitEntity } from './wire.js';
 

@@ -11,7 +11,8 @@
 // notifications.streamQueueBytes) is replayed what it did not get, by Last-Event-ID or, on a
 // fresh connect, as undelivered.
 
-import type { Claims, TokenService } from '../auth/tokens.js';
+import type { TokenService } from '../auth/tokens.js';
+import type { Claims } from '../http/caller.js';
 import type { ServiceClock } from '../clock.js';
 import type { Config } from '../config.js';
 import type { ResponseStream } from '../http/route.js';

@@ -16,7 +16,7 @@
 // debug route /svcapi/_debug/advance_clock moves forward when debug.clockRoute
 // mounts it; otherwise that clock is the system clock.
 
-import { checkEmail } from '../auth/email.js';
+import { checkEmail } from '../meta/email.js';
 import { hashPassword } from '../auth/passwords.js';
 import { INVALID_CREDENTIALS } from '../auth/password-login.js';
 import { normalizeEmail } from '../auth/users.js';

@@ -13,7 +13,7 @@ import { decodeFrames, encodeFrames } from '../../native-free-codecs/replication
 import { isNodeCredential, verifyNodeCredential } from '../cluster/node-auth.js';
 import { toFrame } from '../cluster/replicator.js';
 import { dumpMetadata, snapshotDir } from '../cluster/snapshot.js';
-import type { Claims } from '../auth/tokens.js';
+import type { Claims } from '../http/caller.js';
 import type { DeliveryMarks } from '../notifications/stream-hub.js';
 import type { ServiceContext } from './context.js';
 

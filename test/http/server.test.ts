@@ -13,6 +13,7 @@ import { TokenService } from '../../src/auth/tokens.js';
 import { AccountStore } from '../../src/auth/users.js';
 import { ensureCertificates } from '../../src/http/certificates.js';
 import type { RouteDef } from '../../src/http/route.js';
+import type { Claims } from '../../src/http/caller.js';
 import { HttpServer } from '../../src/http/server.js';
 import { createLogger } from '../../src/log.js';
 import { openMetadataDb } from '../../src/meta/database.js';
@@ -46,7 +47,7 @@ function get(port: number, ca: string, urlPath: string, headers: Record<string, 
 describe('HttpServer route options', () => {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'historian-server-'));
   const log = createLogger('silent');
-  let server: HttpServer;
+  let server: HttpServer<Claims>;
   let port: number;
   let ca: string;
   let token: string;
@@ -103,7 +104,7 @@ describe('HttpServer route options', () => {
       },
     ];
     server = new HttpServer({
-      routes, tokens, log, tls, streamStallTimeoutMs: 30_000,
+      routes, verifyToken: (header) => tokens.verifyHeader(header), grantOf: (user) => user, log, tls, streamStallTimeoutMs: 30_000,
       limits: { maxBodyBytes: 1 << 20, maxJsonBodyBytes: 1 << 20, maxPublicBodyBytes: 1 << 14, maxBodyBytesInFlight: 1 << 24, maxUrlBytes: 8192, maxHeaderBytes: 16384 },
     });
     port = await server.listen('127.0.0.1', 0);

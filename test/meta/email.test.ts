@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { checkEmail, normalizeEmail } from '../../src/auth/email.js';
+import { checkEmail, normalizeEmail } from '../../src/meta/email.js';
 
 const accepted = (raw: string) => {
   const result = checkEmail(raw);
