@@ -6,7 +6,7 @@
 
 import { pack } from 'msgpackr';
 import type { RingProducer } from '../native-free-codecs/ring.js';
-import { WriteBodyError } from '../native-free-codecs/points.js';
+import { WriteBodyError } from '../native-free-codecs/write-body.js';
 import { asStorageError, StorageError, type WireError } from '../shared/errors.js';
 import { FINAL_FRAME_BIT, type WriteReply } from '../shared/protocol.js';
 import type { WorkerLog } from './worker-log.js';
