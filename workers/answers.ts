@@ -5,7 +5,7 @@
 // query-runner.ts on credit; a write's answer is one msgpack WriteReply, sent here.
 
 import { pack } from 'msgpackr';
-import type { RingProducer } from '../native-free-codecs/ring.js';
+import type { RingProducer } from '../shared/ring.js';
 import { WriteBodyError } from '../native-free-codecs/write-body.js';
 import { asStorageError, StorageError, type WireError } from '../shared/errors.js';
 import { FINAL_FRAME_BIT, type WriteReply } from '../shared/protocol.js';

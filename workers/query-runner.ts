@@ -15,7 +15,7 @@
 import { JsonPointWriter } from '../native-free-codecs/result-json.js';
 import { MsgpackPointWriter } from '../native-free-codecs/result-msgpack.js';
 import { encodeFormat2, Format1Writer } from '../native-free-codecs/result-binary.js';
-import { waitForChangeAsync, type RingProducer } from '../native-free-codecs/ring.js';
+import { waitForChangeAsync, type RingProducer } from '../shared/ring.js';
 import type { AggregatorSpec } from '../shared/aggregator-spec.js';
 import { OP, QUERY_CANCELLED, QUERY_CREDIT, QUERY_SEQ, querySlotWord, type TaskOf } from '../shared/protocol.js';
 import { BucketStream, PointLimitError, runPipeline, streamableStep } from './aggregators.js';
