@@ -12,7 +12,7 @@ import {
   type KairosQuery,
   type PointMap,
   type RawQuery,
-} from '../../native-free-codecs/client.js';
+} from '../../client/historian-client.js';
 import { isValid, timestampsAsNumbers } from '../../native-free-codecs/result-binary.js';
 import { ADMIN_EMAIL, ADMIN_PASSWORD, startService, type TestService } from '../api/harness.js';
 
