@@ -4,7 +4,7 @@
 // Only the per-tag generator state lives in memory; each request's values
 // and bytes are made when it is about to be sent.
 
-import { encodeBinaryBatch } from '../native-free-codecs/points.js';
+import { encodeBinaryBatch } from '../native-free-codecs/write-body.js';
 import { prng } from '../test/support/prng.js';
 
 /** 2024-01-01T00:00:00Z: a finished UTC day, so it can be sealed at once. */

@@ -42,7 +42,7 @@ import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import { pack } from 'msgpackr';
 import { parse as parseYaml } from 'yaml';
-import { encodeBinaryBatch } from '../native-free-codecs/points.js';
+import { encodeBinaryBatch } from '../native-free-codecs/write-body.js';
 import { prng } from '../test/support/prng.js';
 
 // ---- types ------------------------------------------------------------------------------------

@@ -3,7 +3,7 @@
 
 import path from 'node:path';
 import { unpack } from 'msgpackr';
-import { decodeFormat1, decodeFormat2 } from '../native-free-codecs/query-formats.js';
+import { decodeFormat1, decodeFormat2 } from '../native-free-codecs/result-binary.js';
 import { prng } from '../test/support/prng.js';
 import type { JobRecord } from '../src/jobs/job-log.js';
 import { STEP_MS, type Chunk, type Dataset, type Scope, hsw1, tagKeyedJson } from './dataset.js';

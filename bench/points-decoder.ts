@@ -1,5 +1,5 @@
 /**
- * Write-body decoding speed: native-free-codecs/points.ts against JSON.parse plus a walk that
+ * Write-body decoding speed: native-free-codecs/write-body.ts against JSON.parse plus a walk that
  * does the same validation and fills the same columnar arrays.
  *
  * Body: 10 tags × 1000 points, tag keyed, timestamps 1 s apart as 13-digit integers; values are
@@ -14,7 +14,7 @@ import {
   decodeJsonWriteBody,
   decodeWriteObject,
   encodeBinaryBatch,
-} from '../native-free-codecs/points.js';
+} from '../native-free-codecs/write-body.js';
 import { prng } from '../test/support/prng.js';
 
 const TAGS = 10;

@@ -9,7 +9,7 @@
  * one least disturbed by other work.
  */
 import { ByteReader, ByteWriter, decodeValues, encodeValues, VALUES_MODE_SCALED_PACKED, VALUES_MODE_SCALED_RANS } from '../native-free-codecs/columns.js';
-import { JsonPointWriter } from '../native-free-codecs/json-points.js';
+import { JsonPointWriter } from '../native-free-codecs/result-json.js';
 import { Dataset } from './dataset.js';
 import { markdownTable, num } from './runner.js';
 

@@ -36,12 +36,12 @@
  * - timestamp: an int64 in the given precision (ns, us, ms, s; default ns), converted to epoch
  *   ms rounding down; none means the caller's `nowMs`. The result must be an integer in
  *   minTimestampMs..2^53-1 (the store's rule), else the line is bad;
- * - the historian tag name must be a valid tag name (points-batch.ts tagNameProblem: at most
+ * - the historian tag name must be a valid tag name (point-batch.ts tagNameProblem: at most
  *   256 bytes of UTF-8, no control character), and names must be valid UTF-8.
  */
 
 import { isScopeField, type ScopeField } from '../shared/scope.js';
-import { asciiString, exactDecimal, MAX_TIMESTAMP, tagNameProblem, TWO_POW_53, type WriteScope } from './points-batch.js';
+import { asciiString, exactDecimal, MAX_TIMESTAMP, tagNameProblem, TWO_POW_53, type WriteScope } from './point-batch.js';
 
 export type Precision = 'ns' | 'us' | 'ms' | 's';
 
@@ -745,7 +745,7 @@ class LineParser {
   }
 
   /**
-   * A float, or an integer with `i` / `u`, at p. Fast path (Clinger, points-batch.ts exactDecimal):
+   * A float, or an integer with `i` / `u`, at p. Fast path (Clinger, point-batch.ts exactDecimal):
    * digits read as an integer below 2^53 and a decimal exponent within ±22 give a correctly
    * rounded double in one operation; anything else goes to Number() on the token text.
    */

@@ -1,5 +1,5 @@
 // The envelope of a streamed query result: the shards each produce their series as fragments
-// (json-points.ts, msgpack-points.ts, query-formats.ts Format1Writer without a header), and the
+// (result-json.ts, result-msgpack.ts, result-binary.ts Format1Writer without a header), and the
 // main thread sends what goes around them, built here with the same codecs:
 //
 //   json     `{`  fragments `"tag":[[ts,value],...]` joined by `,`  `}`
@@ -8,8 +8,8 @@
 //
 // Pure TypeScript: runs in a browser.
 
-import { MsgpackPointWriter } from './msgpack-points.js';
-import { format1Header } from './query-formats.js';
+import { MsgpackPointWriter } from './result-msgpack.js';
+import { format1Header } from './result-binary.js';
 
 /** How a query's result is encoded: JSON, msgpack, or binary format 1 (WIRE.md). */
 export type ResultFormat = 'json' | 'msgpack' | 'binary1';

@@ -5,8 +5,8 @@
 // query-runner.ts on credit; a write's answer is one msgpack WriteReply, sent here.
 
 import { pack } from 'msgpackr';
-import type { RingProducer } from '../native-free-codecs/ring.js';
-import { WriteBodyError } from '../native-free-codecs/points.js';
+import type { RingProducer } from '../shared/ring.js';
+import { WriteBodyError } from '../native-free-codecs/write-body.js';
 import { asStorageError, ServiceError, type WireError } from '../shared/errors.js';
 import { FINAL_FRAME_BIT, type WriteReply } from '../shared/protocol.js';
 import type { WorkerLog } from './worker-log.js';

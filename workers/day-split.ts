@@ -6,7 +6,7 @@
  * "later write wins" still holds).
  */
 
-import type { PointBatch } from '../native-free-codecs/points.js';
+import type { PointBatch } from '../native-free-codecs/write-body.js';
 import { MAX_BLOCK_POINTS } from './day-file.js';
 import { DAY_MS, dayOf } from './utc-day.js';
 

@@ -2,7 +2,7 @@
 // WebSocket"): per collection, the tags some socket subscribed to. A write to a collection nobody
 // watches costs one map lookup; the points of watched tags ride back on the write's answer.
 
-import type { PointBatch } from '../native-free-codecs/points.js';
+import type { PointBatch } from '../native-free-codecs/write-body.js';
 import type { LivePoints } from '../shared/protocol.js';
 
 export class LiveWatch {

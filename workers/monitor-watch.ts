@@ -4,7 +4,7 @@
 // write when nothing in it is watched); read and reset once per tick by MONITOR_SAMPLE, which
 // also gives each tag's last value from the store. Backfilled writes are not shown to it.
 
-import type { PointBatch } from '../native-free-codecs/points.js';
+import type { PointBatch } from '../native-free-codecs/write-body.js';
 import { MONITOR_SAMPLE_STRIDE, type MonitorSample, type MonitorSampleRequest } from '../shared/protocol.js';
 import type { ShardStore } from './shard-store.js';
 

@@ -12,10 +12,10 @@
 // (binary format 1 and msgpack need the point count up front; pipelines need the whole
 // series), charged to the shard's storage.queryMemoryBytes, then encoded a slice at a time.
 
-import { JsonPointWriter } from '../native-free-codecs/json-points.js';
-import { MsgpackPointWriter } from '../native-free-codecs/msgpack-points.js';
-import { encodeFormat2, Format1Writer } from '../native-free-codecs/query-formats.js';
-import { waitForChangeAsync, type RingProducer } from '../native-free-codecs/ring.js';
+import { JsonPointWriter } from '../native-free-codecs/result-json.js';
+import { MsgpackPointWriter } from '../native-free-codecs/result-msgpack.js';
+import { encodeFormat2, Format1Writer } from '../native-free-codecs/result-binary.js';
+import { waitForChangeAsync, type RingProducer } from '../shared/ring.js';
 import type { AggregatorSpec } from '../shared/aggregator-spec.js';
 import { OP, QUERY_CANCELLED, QUERY_CREDIT, QUERY_SEQ, querySlotWord, type TaskOf } from '../shared/protocol.js';
 import { BucketStream, PointLimitError, runPipeline, streamableStep } from './aggregators.js';

@@ -16,7 +16,7 @@
 
 import fs from 'node:fs';
 import path from 'node:path';
-import type { PointBatch } from '../native-free-codecs/points.js';
+import type { PointBatch } from '../native-free-codecs/write-body.js';
 import { Collection, META_FILE, tagNameProblem, type CollectionOpenResult } from './collection.js';
 import type { BackupMark, CollectionRecord } from '../shared/protocol.js';
 import { PRIVATE_FILE_MODE } from '../shared/file-modes.js';

@@ -9,7 +9,7 @@
 //   answers.ts         write answers on the result ring, and errors as they cross threads
 
 import { workerData } from 'node:worker_threads';
-import { RingConsumer, RingProducer } from '../native-free-codecs/ring.js';
+import { RingConsumer, RingProducer } from '../shared/ring.js';
 import { CONTROL_TAGMAP_VERSION, OP, type BufferStats, type ReplyOf, type StorageOp, type StorageTask, type StorageWorkerData, type TaskOf, type TaskReply } from '../shared/protocol.js';
 import { shardOf } from '../shared/shard-hash.js';
 import { toWireError, WriteAnswers } from './answers.js';

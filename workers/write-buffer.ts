@@ -3,7 +3,7 @@
 // Bounded: an add that would pass the capacity is refused, and the route
 // answers 503, so memory stays flat however fast clients send.
 
-import type { PointBatch } from '../native-free-codecs/points.js';
+import type { PointBatch } from '../native-free-codecs/write-body.js';
 
 export class WriteBuffer {
   private entries: Array<{ collectionId: string; batch: PointBatch }> = [];

@@ -16,10 +16,10 @@
 
 import zlib from 'node:zlib';
 import { unpack } from 'msgpackr';
-import { linePointsByCollection } from '../native-free-codecs/line-points.js';
+import { linePointsByCollection } from '../native-free-codecs/write-body-line.js';
 import { LineSeriesCache, parseLineProtocol, partialWriteMessage } from '../native-free-codecs/line-protocol.js';
-import { decodeBinaryBatch, decodeJsonWriteBody, decodeRowsObject, decodeWriteObject, encodeBinaryBatch, isRowsObject, WriteBodyError, type DecodeLimits, type PointBatch } from '../native-free-codecs/points.js';
-import type { RingConsumer } from '../native-free-codecs/ring.js';
+import { decodeBinaryBatch, decodeJsonWriteBody, decodeRowsObject, decodeWriteObject, encodeBinaryBatch, isRowsObject, WriteBodyError, type DecodeLimits, type PointBatch } from '../native-free-codecs/write-body.js';
+import type { RingConsumer } from '../shared/ring.js';
 import { duplicateScopeKey } from '../native-free-codecs/scope-peek.js';
 import { ServiceError } from '../shared/errors.js';
 import { LINE_PROTOCOL, readWriteFrame, type WriteFrameHeader, type WriteMode, type WriteOutcome, type WriteReply } from '../shared/protocol.js';

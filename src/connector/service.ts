@@ -19,7 +19,7 @@ import type { EntityStore } from '../meta/entities.js';
 import type { StorageService } from '../storage/service.js';
 import type { Health } from '../subsystems.js';
 import { validateScope } from '../../shared/scope-path.js';
-import { tagNameProblem } from '../../native-free-codecs/points-batch.js';
+import { tagNameProblem } from '../../native-free-codecs/point-batch.js';
 import { Connections, CONNECTION_FIELDS } from './connections.js';
 import { PiClient, piTimestampMs, type PiConnection, type PiItem } from './pi-client.js';
 import { SecretBox } from './secret-box.js';

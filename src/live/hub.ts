@@ -21,7 +21,7 @@ import { AccessGrant } from '../meta/access-grant.js';
 import type { Db } from '../meta/database.js';
 import type { Registry } from '../meta/registry.js';
 import type { StorageService } from '../storage/service.js';
-import { Format1Writer } from '../../native-free-codecs/query-formats.js';
+import { Format1Writer } from '../../native-free-codecs/result-binary.js';
 import { collectionId as idOf, parseCollectionId } from '../../shared/scope-path.js';
 import type { LivePoints } from '../../shared/protocol.js';
 

@@ -14,7 +14,7 @@
 
 import { fileURLToPath } from 'node:url';
 import { Piscina } from 'piscina';
-import { createRingBuffer, RingConsumer, RingProducer } from '../../native-free-codecs/ring.js';
+import { createRingBuffer, RingConsumer, RingProducer } from '../../shared/ring.js';
 import { ServiceError } from '../../shared/errors.js';
 import type { Logger } from '../log.js';
 import { unpack } from 'msgpackr';

@@ -6,7 +6,7 @@ import https from 'node:https';
 import { once } from 'node:events';
 import { gzipSync } from 'node:zlib';
 import { pack } from 'msgpackr';
-import { encodeBinaryBatch } from '../../native-free-codecs/points.js';
+import { encodeBinaryBatch } from '../../native-free-codecs/write-body.js';
 import type { TestService } from './harness.js';
 
 export interface Payload {

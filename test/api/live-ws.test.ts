@@ -8,7 +8,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import WebSocket from 'ws';
-import { decodeFormat1 } from '../../native-free-codecs/query-formats.js';
+import { decodeFormat1 } from '../../native-free-codecs/result-binary.js';
 import { waitFor } from '../support/wait-for.js';
 import { startService, type TestService } from './harness.js';
 

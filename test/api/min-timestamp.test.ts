@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { pack } from 'msgpackr';
-import { encodeBinaryBatch } from '../../native-free-codecs/points.js';
+import { encodeBinaryBatch } from '../../native-free-codecs/write-body.js';
 import { startService, type TestService } from './harness.js';
 
 const SCOPE = { organization: 'acme', site: 'north', unit: 'boiler-1', grid: 'main' };

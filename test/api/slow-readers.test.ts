@@ -7,8 +7,8 @@ import assert from 'node:assert/strict';
 import https from 'node:https';
 import { after, before, describe, test } from 'node:test';
 import { unpack } from 'msgpackr';
-import { encodeBinaryBatch } from '../../native-free-codecs/points.js';
-import { decodeFormat1 } from '../../native-free-codecs/query-formats.js';
+import { encodeBinaryBatch } from '../../native-free-codecs/write-body.js';
+import { decodeFormat1 } from '../../native-free-codecs/result-binary.js';
 import { waitFor } from '../support/wait-for.js';
 import { startService, type TestService } from './harness.js';
 

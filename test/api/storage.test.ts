@@ -8,7 +8,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { pack } from 'msgpackr';
-import { encodeBinaryBatch } from '../../native-free-codecs/points.js';
+import { encodeBinaryBatch } from '../../native-free-codecs/write-body.js';
 import { waitFor } from '../support/wait-for.js';
 import { startService, type TestService } from './harness.js';
 

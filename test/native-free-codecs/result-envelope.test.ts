@@ -3,9 +3,9 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { unpack } from 'msgpackr';
-import { JsonPointWriter } from '../../native-free-codecs/json-points.js';
-import { MsgpackPointWriter } from '../../native-free-codecs/msgpack-points.js';
-import { decodeFormat1, Format1Writer } from '../../native-free-codecs/query-formats.js';
+import { JsonPointWriter } from '../../native-free-codecs/result-json.js';
+import { MsgpackPointWriter } from '../../native-free-codecs/result-msgpack.js';
+import { decodeFormat1, Format1Writer } from '../../native-free-codecs/result-binary.js';
 import { resultHead, resultTail, type ResultFormat } from '../../native-free-codecs/result-envelope.js';
 
 const SERIES = [

@@ -7,7 +7,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, test } from 'node:test';
-import type { PointBatch } from '../../native-free-codecs/points.js';
+import type { PointBatch } from '../../native-free-codecs/write-body.js';
 import { MONITOR_SAMPLE_STRIDE } from '../../shared/protocol.js';
 import { MonitorWatch } from '../../workers/monitor-watch.js';
 import { ShardStore } from '../../workers/shard-store.js';

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import type { PointBatch } from '../../native-free-codecs/points.js';
+import type { PointBatch } from '../../native-free-codecs/write-body.js';
 import { crc32c } from '../../workers/crc32.js';
 import { ServiceError } from '../../shared/errors.js';
 import type { CollectionScope } from '../../shared/scope.js';

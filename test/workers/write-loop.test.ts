@@ -10,7 +10,7 @@ import path from 'node:path';
 import zlib from 'node:zlib';
 import { after, test } from 'node:test';
 import { unpack } from 'msgpackr';
-import { createRingBuffer, RingConsumer, RingProducer } from '../../native-free-codecs/ring.js';
+import { createRingBuffer, RingConsumer, RingProducer } from '../../shared/ring.js';
 import { FINAL_FRAME_BIT, LINE_PROTOCOL, MONITOR_SAMPLE_STRIDE, writeFrameHead, type WriteFrameHeader, type WriteReply } from '../../shared/protocol.js';
 import { WriteAnswers } from '../../workers/answers.js';
 import { MonitorWatch } from '../../workers/monitor-watch.js';

@@ -25,12 +25,13 @@
  * - a tag named twice (a repeated JSON key, a repeated binary name) has its points merged,
  *   in order of appearance.
  *
- * The decoders live one per format (points-json.ts, points-object.ts, points-hsw1.ts) on what
- * they share (points-batch.ts); this module is the one callers import. Pure TypeScript: runs in
- * a browser (TextDecoder/TextEncoder are the only globals used beyond the language).
+ * The decoders live one per format (write-body-json.ts, write-body-object.ts,
+ * write-body-hsw1.ts) on what they share (point-batch.ts); this module is the one callers
+ * import. Pure TypeScript: runs in a browser (TextDecoder/TextEncoder are the only globals used
+ * beyond the language).
  */
 
-export { WriteBodyError, type DecodeLimits, type PointBatch, type WriteScope } from './points-batch.js';
-export { decodeJsonWriteBody } from './points-json.js';
-export { decodeRowsObject, decodeWriteObject, isRowsObject } from './points-object.js';
-export { decodeBinaryBatch, encodeBinaryBatch } from './points-hsw1.js';
+export { WriteBodyError, type DecodeLimits, type PointBatch, type WriteScope } from './point-batch.js';
+export { decodeJsonWriteBody } from './write-body-json.js';
+export { decodeRowsObject, decodeWriteObject, isRowsObject } from './write-body-object.js';
+export { decodeBinaryBatch, encodeBinaryBatch } from './write-body-hsw1.js';

@@ -16,7 +16,7 @@ import {
   createRingBuffer,
   frameBytesFor,
   type RingFrame,
-} from '../../native-free-codecs/ring.js';
+} from '../../shared/ring.js';
 import {
   consumeTrafficAsync,
   produceTraffic,

@@ -5,9 +5,9 @@
 //
 // Raw queries go out as GET with query parameters; KairosDB-style bodies
 // (WIRE.md "POST query body") as POST to the same path. Binary answers are
-// decoded with the format decoders of query-formats.ts.
+// decoded with the format decoders of native-free-codecs/result-binary.ts.
 
-import { decodeFormat1, decodeFormat2, type Format1Tag, type Format2Result } from './query-formats.js';
+import { decodeFormat1, decodeFormat2, type Format1Tag, type Format2Result } from '../native-free-codecs/result-binary.js';
 import { SCOPE_FIELDS, type ScopeFields } from '../shared/scope.js';
 
 /** The part of fetch the client uses; the global fetch fits it. */

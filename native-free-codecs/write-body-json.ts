@@ -1,12 +1,12 @@
 /**
- * The JSON write-body decoder (points.ts has the shapes and rules): a byte-level scanner that
+ * The JSON write-body decoder (write-body.ts has the shapes and rules): a byte-level scanner that
  * fills one PointBatch with no per-point objects, strings or arrays. Its hot loop is tuned
  * against bench/points-decoder.ts (comments below say which choices were measured).
  * Pure TypeScript: runs in a browser.
  */
 
 import { SCOPE_FIELDS, type ScopeField } from '../shared/scope.js';
-import { asciiString, BatchBuilder, exactDecimal, isTimestamp, malformed, q, timestampProblem, utf8Encoder, utf8String, type DecodeLimits, type PointBatch, type WriteScope } from './points-batch.js';
+import { asciiString, BatchBuilder, exactDecimal, isTimestamp, malformed, q, timestampProblem, utf8Encoder, utf8String, type DecodeLimits, type PointBatch, type WriteScope } from './point-batch.js';
 
 
 // JSON bytes.

@@ -1,9 +1,9 @@
 /**
  * The decoder of write bodies another parser already decoded (msgpack): the same two shapes,
- * rules and errors as the JSON scanner (points.ts). Pure TypeScript: runs in a browser.
+ * rules and errors as the JSON scanner (write-body.ts). Pure TypeScript: runs in a browser.
  */
 
-import { BatchBuilder, entriesOf, field, isTimestamp, malformed, q, scopeOf, tagNameProblem, timestampProblem, WriteBodyError, type DecodeLimits, type PointBatch, type WriteScope } from './points-batch.js';
+import { BatchBuilder, entriesOf, field, isTimestamp, malformed, q, scopeOf, tagNameProblem, timestampProblem, WriteBodyError, type DecodeLimits, type PointBatch, type WriteScope } from './point-batch.js';
 
 const MAX_TIMESTAMP_BIGINT = 9007199254740991n;
 

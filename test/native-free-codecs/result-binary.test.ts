@@ -7,7 +7,7 @@ import {
   Format1Writer,
   isValid,
   timestampsAsNumbers,
-} from '../../native-free-codecs/query-formats.js';
+} from '../../native-free-codecs/result-binary.js';
 import { prng } from '../support/prng.js';
 
 // One conformance suite: every case goes through both formats, and each encoding is read back

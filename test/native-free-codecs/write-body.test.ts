@@ -9,7 +9,7 @@ import {
   WriteBodyError,
   type PointBatch,
   type WriteScope,
-} from '../../native-free-codecs/points.js';
+} from '../../native-free-codecs/write-body.js';
 import { SCOPE_FIELDS } from '../../shared/scope.js';
 import { prng } from '../support/prng.js';
 

@@ -1,8 +1,8 @@
 /**
- * What every write-body decoder (points-json.ts, points-object.ts, points-hsw1.ts) builds and
- * throws: the columnar PointBatch, WriteBodyError, the BatchBuilder that collects points and
- * merges repeated tags, and the rules of points.ts shared by all formats (timestamps, tag
- * names, scope fields). Pure TypeScript: runs in a browser.
+ * What every write-body decoder (write-body-json.ts, write-body-object.ts, write-body-hsw1.ts)
+ * builds and throws: the columnar PointBatch, WriteBodyError, the BatchBuilder that collects
+ * points and merges repeated tags, and the rules of write-body.ts shared by all formats
+ * (timestamps, tag names, scope fields). Pure TypeScript: runs in a browser.
  */
 
 import { SCOPE_FIELDS, type ScopeFields as WriteScope } from '../shared/scope.js';

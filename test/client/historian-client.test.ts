@@ -12,8 +12,8 @@ import {
   type KairosQuery,
   type PointMap,
   type RawQuery,
-} from '../../native-free-codecs/client.js';
-import { isValid, timestampsAsNumbers } from '../../native-free-codecs/query-formats.js';
+} from '../../client/historian-client.js';
+import { isValid, timestampsAsNumbers } from '../../native-free-codecs/result-binary.js';
 import { ADMIN_EMAIL, ADMIN_PASSWORD, startService, type TestService } from '../api/harness.js';
 
 const SCOPE = { organization: 'client-org', site: 'Süd werk', unit: 'boiler 7', grid: 'main' };

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { Unpackr, unpack } from 'msgpackr';
-import { JsonPointWriter } from '../../native-free-codecs/json-points.js';
-import { MsgpackPointWriter } from '../../native-free-codecs/msgpack-points.js';
+import { JsonPointWriter } from '../../native-free-codecs/result-json.js';
+import { MsgpackPointWriter } from '../../native-free-codecs/result-msgpack.js';
 
 // Timestamps reach 2^53-1, so uint64 must come back as numbers (msgpackr's default is BigInt).
 const unpackr = new Unpackr({ int64AsType: 'number', mapsAsObjects: true });

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { JsonPointWriter } from '../../native-free-codecs/json-points.js';
+import { JsonPointWriter } from '../../native-free-codecs/result-json.js';
 
 function seeded(seed: number) {
   return () => {

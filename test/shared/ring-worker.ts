@@ -3,7 +3,7 @@
 // runs one side on its own thread and the other here, in a worker_threads Worker. Imported by the
 // test for the other side, in which case nothing below the exports runs.
 import { isMainThread, parentPort, workerData } from 'node:worker_threads';
-import { RingConsumer, RingProducer } from '../../native-free-codecs/ring.js';
+import { RingConsumer, RingProducer } from '../../shared/ring.js';
 
 export interface TrafficPlan {
   readonly frames: number;

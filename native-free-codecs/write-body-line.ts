@@ -7,7 +7,7 @@
 
 import { SCOPE_FIELDS, type CollectionScope } from '../shared/scope.js';
 import { lineTagName, type LineProtocolBatch } from './line-protocol.js';
-import type { PointBatch } from './points-batch.js';
+import type { PointBatch } from './point-batch.js';
 
 /** Series × field pairs up to which a table, not a Map, finds a point's tag. */
 const DENSE_PAIRS = 1 << 16;

@@ -1,11 +1,11 @@
-// Parsed line protocol grouped into the store's batches (line-points.ts), and the ingest rows
+// Parsed line protocol grouped into the store's batches (write-body-line.ts), and the ingest rows
 // shape (decodeRowsObject).
 
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { linePointsByCollection } from '../../native-free-codecs/line-points.js';
+import { linePointsByCollection } from '../../native-free-codecs/write-body-line.js';
 import { parseLineProtocol } from '../../native-free-codecs/line-protocol.js';
-import { decodeRowsObject, isRowsObject, WriteBodyError } from '../../native-free-codecs/points.js';
+import { decodeRowsObject, isRowsObject, WriteBodyError } from '../../native-free-codecs/write-body.js';
 
 const base = { organization: 'acme', site: 'north', unit: 'b1', grid: 'main' };
 const T = 1_800_000_000_000;

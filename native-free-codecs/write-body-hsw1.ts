@@ -4,7 +4,7 @@
  */
 
 import { SCOPE_FIELDS } from '../shared/scope.js';
-import { BatchBuilder, entriesOf, isTimestamp, malformed, q, scopeOf, timestampProblem, utf8Encoder, utf8String, WriteBodyError, type DecodeLimits, type PointBatch, type WriteScope } from './points-batch.js';
+import { BatchBuilder, entriesOf, isTimestamp, malformed, q, scopeOf, timestampProblem, utf8Encoder, utf8String, WriteBodyError, type DecodeLimits, type PointBatch, type WriteScope } from './point-batch.js';
 
 /** Typed-array views read the host's byte order; only a little-endian host may view in place. */
 const HOST_LE = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
