@@ -1,43 +1,62 @@
-// Process entry: read the command line and settings, take the data dir, open the core (metadata,
-// accounts, tokens), start the subsystems (each declares its routes, start, stop and health;
-// subsystems.ts), serve HTTPS, and shut down cleanly on SIGTERM/SIGINT: stop accepting, close
-// long-lived streams, finish in-flight requests, stop subsystems in reverse order, exit 0.
+// Process entry: read the command line and settings, check what can fail before anything is made
+// (the settings the plugins check, the port, the data dir's lock), open the metadata store, build
+// and start the plugins (host/), serve HTTPS, and shut down cleanly on SIGTERM/SIGINT: stop
+// accepting, close long-lived streams, finish in-flight requests, stop the plugins in reverse
+// order, exit 0. The list below is the service: adding a subsystem is one folder and one line.
 
 import fs from 'node:fs';
-import { ensureAdmin } from './auth/bootstrap.js';
-import { PasswordLogin } from './auth/password-login.js';
-import { JobLog } from './jobs/job-log.js';
-import { BackupService } from './backup/service.js';
-import { ConnectorService } from './connector/service.js';
+import net from 'node:net';
+import { CREDENTIALS } from './auth/api.js';
+import { authPlugin } from './auth/plugin.js';
+import { backupPlugin } from './backup/plugin.js';
 import { recoverInterruptedRestore } from './backup/restore-marker.js';
-import { loadOrCreateSecret, readClusterSecret, TokenService } from './auth/tokens.js';
-import { ClusterService } from './cluster/service.js';
-import { mutates } from './http/route.js';
-import { ServiceError } from '../shared/errors.js';
-import { AccountStore } from './auth/users.js';
+import { ServiceClock } from './clock.js';
+import { clusterPlugin } from './cluster/plugin.js';
 import { ConfigError, loadConfig, type Config } from './config.js';
-import { claimDataDir } from './data-dir.js';
+import { connectorPlugin } from './connector/plugin.js';
+import { claimDataDir, type DataDirLock } from './data-dir.js';
+import { entitiesPlugin } from './entities/plugin.js';
+import { blobsPlugin } from './files/plugin.js';
+import { LEADERSHIP_CONTROL, SERVICE_INFO } from './host/builtins.js';
+import { PluginHost } from './host/host.js';
+import { LeadershipState } from './host/leadership.js';
+import { provide, type Environment, type Plugin, type Route } from './host/plugin.js';
 import { configureBodyGuard } from './http/body-guard.js';
 import { ensureCertificates } from './http/certificates.js';
 import { HttpServer } from './http/server.js';
+import { ingestPlugin } from './ingest/plugin.js';
+import { processLogPlugin } from './jobs/plugin.js';
+import { livePlugin } from './live/plugin.js';
 import { createLogger, flushLogs, type Logger } from './log.js';
-import { openMetadataDb } from './meta/database.js';
-import { WalCheckpointer } from './meta/checkpointer.js';
-import { EntityStore } from './meta/entities.js';
-import { registerSqlFunctions } from './meta/filter.js';
-import { Registry } from './meta/registry.js';
-import { AccessGrant } from './meta/access-grant.js';
-import { syncEntitySchema } from './meta/schema.js';
-import { StorageService } from './storage/service.js';
-import { NotificationService } from './notifications/service.js';
-import { ServiceClock } from './clock.js';
-import { MonitorService } from './monitor/service.js';
-import { LiveHub } from './live/hub.js';
-import { BlobService } from './files/blobs.js';
-import type { ServiceContext } from './routes/context.js';
-import { buildSubsystems } from './routes/index.js';
+import { MetaStore } from './meta/store.js';
+import { monitorPlugin } from './monitor/plugin.js';
+import { notificationsPlugin } from './notifications/plugin.js';
+import { proxiesPlugin } from './proxy/plugin.js';
+import { servicePlugin } from './service/plugin.js';
 import { parseArgs, StartupError, USAGE } from './startup.js';
-import { SubsystemHost } from './subsystems.js';
+import { storagePlugin } from './storage/plugin.js';
+
+/**
+ * The subsystems of the service. The host builds them after what they need; otherwise in this
+ * order, which is also the order of /svcapi/health. Routes the contract lists as not mounted
+ * (update_password, /elog/*, /dataflow/ems/*) are deliberately absent, so they answer 404.
+ */
+export const PLUGINS: readonly Plugin<any, any>[] = [
+  servicePlugin,
+  authPlugin,
+  entitiesPlugin,
+  processLogPlugin,
+  notificationsPlugin,
+  storagePlugin,
+  ingestPlugin,
+  backupPlugin,
+  connectorPlugin,
+  monitorPlugin,
+  blobsPlugin,
+  livePlugin,
+  proxiesPlugin,
+  clusterPlugin,
+];
 
 export interface RunningService {
   port: number;
@@ -46,72 +65,46 @@ export interface RunningService {
 
 export const VERSION = (JSON.parse(fs.readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
 
-export async function startService(config: Config, log: Logger, env: NodeJS.ProcessEnv = process.env): Promise<RunningService> {
-  const lock = claimDataDir(config.dataDir, log);
-  const cleanups: Array<() => void | Promise<void>> = [() => lock.release()];
+export async function startService(config: Config, log: Logger, env: Environment = process.env): Promise<RunningService> {
+  // What can fail is checked before anything is made: a start that cannot go on leaves no CA,
+  // admin password or store behind in a new data dir.
+  PluginHost.check(PLUGINS, config, env);
+  // An existing data dir is locked first (its holder is the clearer message); a new one is made only once the port is known free.
+  let lock: DataDirLock | null = fs.existsSync(config.dataDir) ? claimDataDir(config.dataDir, log) : null;
+  const cleanups: Array<() => void | Promise<void>> = [];
   const undo = async () => {
     for (const cleanup of cleanups.reverse()) await cleanup();
+    lock?.release();
   };
   try {
+    await checkPortFree(config.server.host, config.server.port);
+    lock ??= claimDataDir(config.dataDir, log);
     const tls = ensureCertificates(config.dataDir, config.tls, log);
-    const db = openMetadataDb(config.dataDir);
-    cleanups.push(() => void db.close());
-    const checkpointer = new WalCheckpointer(db, db.name, log);
-    cleanups.push(() => checkpointer.stop());
-    const registry = new Registry();
-    syncEntitySchema(db, registry);
-    registerSqlFunctions(db, { regexpBudgetSteps: config.meta.regexpBudgetSteps });
-    const clock = new ServiceClock();
-    const entities = new EntityStore(db, registry, config.meta.maxListRows, clock.now);
     // A restore a crash interrupted is finished or undone before the storage workers open the ts folder.
     const recovered = recoverInterruptedRestore(config.dataDir);
     if (recovered) log.warn({ dataDir: config.dataDir }, recovered);
-    const storage = new StorageService(config, db, log);
-    entities.addHooks(storage.entityHooks((job) => entities.defer(job)));
-    const auth = config.auth;
-    // A cluster's nodes share one signing secret, so a token from one node works on all.
-    const secret = config.cluster.enabled ? readClusterSecret(config.cluster.secretFile) : loadOrCreateSecret(config.dataDir);
-    const cluster = new ClusterService(config, log);
-    const accounts = new AccountStore(db, secret);
-    entities.addHooks(accounts.entityHooks());
-    const tokens = new TokenService(secret, auth.tokenLifetimeSeconds, auth.tokenCacheSeconds, auth.tokenCacheMaxEntries, accounts, clock);
-    const passwordLogin = new PasswordLogin(accounts, auth, log, clock);
-    const jobs = new JobLog(db, clock, log, config.processLog.retentionDays);
-    const notifications = new NotificationService({ db, entities, tokens, clock, log, settings: config.notifications, jobs });
-    const monitor = new MonitorService({ db, storage, notifications, clock, log, settings: config.monitor, leads: () => cluster.isLeader() });
-    entities.addHooks(monitor.entityHooks());
-    const connector = new ConnectorService({ config, db, entities, storage, accounts, jobs, log });
-    const backups = new BackupService({ config, db, registry, storage, accounts, tokens, notifications, monitor, jobs, clock, log });
-    if (config.compat.openMonitorAndBackup) {
-      log.warn('compat.openMonitorAndBackup is on: the monitor and backup routes answer without a token');
-    }
-    const blobs = new BlobService({ db, dataDir: config.dataDir, entities, log, now: clock.now });
-    entities.addHooks(blobs.entityHooks());
-    const live = new LiveHub({ db, registry, tokens, storage, settings: config.ws, log });
-    const makeAdmin = () => ensureAdmin(accounts, { email: auth.adminEmail, password: env.HISTORIAN_ADMIN_PASSWORD, dataDir: config.dataDir, scryptCost: auth.scryptCost }, log);
-    // On a cluster only the leader makes the first admin (once it has caught up); the others get it by replication.
-    cluster.attach({
-      db, storage, entities, accounts, tokens, monitor, notifications, backups, caFile: tls.caFile, secret,
-      onLeading: async () => {
-        await makeAdmin();
-        connector.resumeInterrupted();
-      },
-      onFollowing: () => connector.pauseAll(),
-    });
-    if (!config.cluster.enabled) await makeAdmin();
+    const clock = new ServiceClock();
+    const meta = MetaStore.open({ dataDir: config.dataDir, maxListRows: config.meta.maxListRows, regexpBudgetSteps: config.meta.regexpBudgetSteps }, clock, log);
+    cleanups.push(() => meta.close());
+    const leadership = new LeadershipState(config.cluster.enabled);
 
     let port = config.server.port;
-    let host!: SubsystemHost;
-    const ctx: ServiceContext = { config, log, db, accounts, tokens, passwordLogin, jobs, tls, entities, storage, notifications, monitor, backups, connector, cluster, live, blobs, clusterSecret: config.cluster.enabled ? secret : null, boundPort: () => port, health: () => host.health(), routeTable: () => routes };
-    host = new SubsystemHost(buildSubsystems(ctx), log);
-    const routes = host.routes();
-    await host.start();
-    cleanups.push(() => host.stop());
+    let routes: Route[] = [];
+    let host!: PluginHost;
+    const serviceInfo = { health: () => host.health(), routes: () => routes, port: () => port, caFile: tls.caFile };
+    host = new PluginHost(PLUGINS, { log, clock, meta, leadership }, config, env, [provide(SERVICE_INFO, serviceInfo), provide(LEADERSHIP_CONTROL, leadership)]);
+    routes = host.routes();
+    await host.start(log);
+    cleanups.push(() => host.stop(log));
+    await leadership.serviceStarted();
     configureBodyGuard({ maxJsonDepth: config.server.maxJsonDepth });
+    const credentials = host.capability(CREDENTIALS);
     const server = new HttpServer({
       routes,
-      verifyToken: (header) => tokens.verifyHeader(header),
-      grantOf: (user) => AccessGrant.of(db, registry, user),
+      verifyToken: (header) => credentials.verifyHeader(header),
+      grantOf: (user) => meta.grantOf(user),
+      admit: (route) => host.admit(route),
+      webSocket: host.webSocket(),
       log,
       limits: {
         maxBodyBytes: config.server.maxBodyBytes,
@@ -123,16 +116,6 @@ export async function startService(config: Config, log: Logger, env: NodeJS.Proc
       },
       tls,
       streamStallTimeoutMs: config.storage.resultStallTimeoutMs,
-      webSocket: live.endpoint(),
-      admit: (def) => {
-        if (!mutates(def)) return null;
-        if (!def.anyNode) {
-          const notLeader = cluster.notLeader();
-          if (notLeader) return notLeader;
-        }
-        const restoring = def.maintenanceExempt ? null : backups.maintenanceReason();
-        return restoring ? new ServiceError('UNAVAILABLE', restoring, { headers: { 'retry-after': '5' } }) : null;
-      },
     });
     port = await server.listen(config.server.host, config.server.port);
     log.info(
@@ -152,6 +135,24 @@ export async function startService(config: Config, log: Logger, env: NodeJS.Proc
     await undo();
     throw err;
   }
+}
+
+/**
+ * Whether `port` can be bound, before anything is made: a plain listen and close (port 0, any
+ * free port, needs no check). The server binds it for real moments later; a process that takes
+ * it in between still gets the same one-line refusal from there.
+ */
+function checkPortFree(host: string, port: number): Promise<void> {
+  if (port === 0) return Promise.resolve();
+  return new Promise((resolve, reject) => {
+    const probe = net.createServer();
+    probe.once('error', (err: NodeJS.ErrnoException) => {
+      if (err.code === 'EADDRINUSE' || err.code === 'EADDRNOTAVAIL' || err.code === 'EACCES') {
+        reject(new StartupError(`cannot listen on ${host || '*'}:${port}: the port is in use or the address is not this machine's (server.host, server.port / HISTORIAN_PORT)`));
+      } else reject(err);
+    });
+    probe.listen({ host: host || undefined, port, exclusive: true }, () => probe.close(() => resolve()));
+  });
 }
 
 async function main(): Promise<void> {

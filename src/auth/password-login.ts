@@ -12,8 +12,8 @@ import type { ServiceClock } from '../clock.js';
 import { ServiceError } from '../../shared/errors.js';
 import type { Logger } from '../log.js';
 import { decoy, verifyPassword } from './passwords.js';
-import { clientKey, LoginLockout, SlidingWindowLimiter } from './rate-limit.js';
-import type { AccountState, AccountStore } from './users.js';
+import { clientKey, LoginLockout, SlidingWindowLimiter } from '../http/rate-limit.js';
+import type { AccountState, AccountStore } from './accounts.js';
 
 export const INVALID_CREDENTIALS = 'invalid username or password';
 

@@ -1,61 +1,47 @@
-// Backups and restores (WIRE.md part 2 "Backup"), one at a time, each a process-log job.
+// Backups and restores (WIRE.md part 2 "Backup"), one at a time, each a process-log job, and the
+// schedule of backups.
 //
-// - SQLite: the online backup API of the connection that writes (better-sqlite3 `backup`), so the
+// - SQLite: the online backup API of the connection that writes (WholeStore.backupTo), so the
 //   copy is one consistent state while writes go on; the copy is then a plain one-file database.
-// - Time series as of one instant (StorageService.backupMark): writes wait a moment, every shard
-//   flushes and hard-links its files into a staging folder, writes go on; the day logs' linked
-//   inodes are then cut to their length at that instant, hashed, and packed with a manifest into
-//   one tar (sealed files are already compressed, so the tar is not).
+// - Time series: archives of one instant (timeseries.ts).
 // - Restoring SQLite copies the backup's rows into the live database in one transaction on the
-//   main connection (after bringing a copy of it to this build's schema), so every holder of the
-//   connection sees the restored store at once and a crash leaves the old or the new, by SQLite's
-//   own atomicity. Caches that mirror the store are rebuilt in the same turn.
-// - Restoring time series unpacks and verifies the tar in a staging folder, then, with the
-//   workers detached, swaps the ts folder (restore-marker.ts makes a crash mid-swap recoverable).
+//   main connection (WholeStore.replaceFrom, after bringing a copy to this build's schema), so
+//   every holder of the connection sees the restored store at once and a crash leaves the old or
+//   the new, by SQLite's own atomicity; this node's own cluster bookkeeping is kept. The caches
+//   that mirror the store follow the store's events in the same turn.
+// - Restoring time series: timeseries.ts.
 //
 // Every verification happens before anything live is touched: a file that fails one leaves the
 // live store as it was.
 
-import crypto from 'node:crypto';
 import fs from 'node:fs';
-import { Transform } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
 import path from 'node:path';
-import Database from 'better-sqlite3';
-import * as tar from 'tar';
-import type { Config } from '../config.js';
 import type { ServiceClock } from '../clock.js';
-import { ServiceError, badRequest, conflict } from '../../shared/errors.js';
+import type { Health } from '../host/plugin.js';
+import type { Job, ProcessLog } from '../jobs/api.js';
 import type { Logger } from '../log.js';
-import type { AccountStore } from '../auth/users.js';
-import type { TokenService } from '../auth/tokens.js';
-import type { Job, JobLog } from '../jobs/job-log.js';
-import type { Db } from '../meta/database.js';
-import { migrate } from '../meta/database.js';
-import { MIGRATIONS } from '../meta/migrations.js';
-import type { Registry } from '../meta/registry.js';
-import { syncEntitySchema } from '../meta/schema.js';
-import type { MonitorService } from '../monitor/service.js';
-import type { NotificationService } from '../notifications/service.js';
-import type { StorageService } from '../storage/service.js';
-import type { Health } from '../subsystems.js';
-import { decodeScopeName, validateScope } from '../../shared/scope-path.js';
+import { UnsoundCopyError, type WholeStore } from '../meta/whole-store.js';
+import type { Notify } from '../notifications/api.js';
+import type { StoreMaintenance } from '../storage/api.js';
+import { ServiceError, conflict } from '../../shared/errors.js';
 import { PRIVATE_FILE_MODE } from '../../shared/file-modes.js';
+import { fsyncDir } from '../../shared/fsync-dir.js';
 import { BackupConfigStore, type BackupConfig } from './config.js';
 import { applyRetention, backupPath, listBackups, newBackupName, readSidecar, sha256Of, writeSidecar, type BackupFileInfo, type BackupKind } from './files.js';
-import { clearMarker, swapBack, swapIn, writeMarker, type RestoreMarker } from './restore-marker.js';
-import { fsyncDir } from '../../shared/fsync-dir.js';
+import { failedVerification, fsyncFile, TimeseriesArchives } from './timeseries.js';
 
 export interface BackupServiceOptions {
-  config: Config;
-  db: Db;
-  registry: Registry;
-  storage: StorageService;
-  accounts: AccountStore;
-  tokens: TokenService;
-  notifications: NotificationService;
-  monitor: MonitorService;
-  jobs: JobLog;
+  settings: {
+    dataDir: string;
+    /** backup.maxRestoreBytes */
+    maxRestoreBytes: number;
+    /** debug.restoreStepDelayMs */
+    restoreStepDelayMs: number;
+  };
+  store: WholeStore;
+  maintenance: StoreMaintenance;
+  notify: Notify;
+  jobs: ProcessLog;
   clock: ServiceClock;
   log: Logger;
 }
@@ -74,17 +60,7 @@ interface BackupState {
   last_timeseries: BackupResult | null;
 }
 
-/** The manifest of a time-series backup, its first tar entry. */
-interface Manifest {
-  format: 1;
-  kind: 'timeseries';
-  created_ms: number;
-  files: Array<{ path: string; size: number; sha256: string }>;
-  collections: Array<{ id: string; points: number; first_ms: number | null; last_ms: number | null }>;
-}
-
 const STATE_FILE = 'backup-state.json';
-const MANIFEST = 'manifest.json';
 /** A scheduled backup that came due while the service was down runs this long after start. */
 const OVERDUE_DELAY_MS = 60_000;
 
@@ -96,19 +72,26 @@ export class BackupService {
   private timer: NodeJS.Timeout | null = null;
   private nextBackupMs: number | null = null;
   private stopped = false;
+  private readonly archives: TimeseriesArchives;
 
   constructor(private readonly o: BackupServiceOptions) {
-    this.config = new BackupConfigStore(o.config.dataDir);
+    this.config = new BackupConfigStore(o.settings.dataDir);
     this.state = this.readState();
+    this.archives = new TimeseriesArchives({
+      dataDir: o.settings.dataDir,
+      maintenance: o.maintenance,
+      maxRestoreBytes: o.settings.maxRestoreBytes,
+      stepDelay: () => this.stepDelay(),
+      now: o.clock.now,
+    });
   }
 
   // ---- lifecycle ------------------------------------------------------------
 
   start(): void {
-    if (!this.o.storage.isRunning) throw new Error('the storage subsystem is not running, so no time-series backup can be taken');
     // Staging folders of backups a crash interrupted (a restore's are its marker's business).
-    for (const name of fs.readdirSync(this.o.config.dataDir)) {
-      if (name.startsWith('backup-staging-') || name.startsWith('restore-sqlite-')) fs.rmSync(path.join(this.o.config.dataDir, name), { recursive: true, force: true });
+    for (const name of fs.readdirSync(this.o.settings.dataDir)) {
+      if (name.startsWith('backup-staging-') || name.startsWith('restore-sqlite-')) fs.rmSync(path.join(this.o.settings.dataDir, name), { recursive: true, force: true });
     }
     this.schedule();
   }
@@ -185,7 +168,7 @@ export class BackupService {
         else await applyRetention(dir, 'sqlite', config.keep_sqlite);
       }
       if (kind !== 'sqlite') {
-        const result = await this.attempt('timeseries', inDir(() => this.backupTimeseries(dir, job, kind === 'all' ? 0.1 : 0)));
+        const result = await this.attempt('timeseries', inDir(() => this.archives.write(dir, job, kind === 'all' ? 0.1 : 0)));
         if (!result.ok) errors.push(`timeseries: ${result.error}`);
         else await applyRetention(dir, 'timeseries', config.keep_timeseries);
       }
@@ -230,19 +213,7 @@ export class BackupService {
     const partial = path.join(dir, `${name}.partial`);
     try {
       job.progress(0, `sqlite: copying the metadata store to ${name}`);
-      await this.o.db.backup(partial, {
-        progress: ({ totalPages, remainingPages }) => {
-          job.progress(share * (1 - remainingPages / Math.max(1, totalPages)));
-          return 200;
-        },
-      });
-      // A plain one-file database (the copy keeps the live one's WAL mode otherwise).
-      const copy = new Database(partial);
-      try {
-        copy.pragma('journal_mode = DELETE');
-      } finally {
-        copy.close();
-      }
+      await this.o.store.backupTo(partial, (done) => job.progress(share * done));
       fs.chmodSync(partial, PRIVATE_FILE_MODE);
       await fsyncFile(partial);
       fs.renameSync(partial, path.join(dir, name));
@@ -256,78 +227,28 @@ export class BackupService {
     }
   }
 
-  private async backupTimeseries(dir: string, job: Job, from: number): Promise<BackupFileInfo> {
-    const createdMs = this.o.clock.now();
-    const name = newBackupName(dir, 'timeseries', createdMs);
-    const staging = path.join(this.o.config.dataDir, `backup-staging-${job.id}`);
-    const partial = path.join(dir, `${name}.partial`);
-    try {
-      fs.mkdirSync(staging, { recursive: true, mode: 0o700 });
-      job.progress(from, 'timeseries: marking the instant of the backup');
-      const mark = await this.o.storage.backupMark(staging);
-      const totalBytes = mark.files.reduce((n, f) => n + f.size, 0);
-      let doneBytes = 0;
-      const files: Manifest['files'] = [];
-      for (const file of mark.files) {
-        const staged = path.join(staging, file.path);
-        // A day log's link sees what was appended after the instant: keep the bytes before it.
-        if (file.growing) await cutCopy(staged, file.size);
-        files.push({ path: file.path, size: file.size, sha256: await sha256Of(staged) });
-        doneBytes += file.size;
-        job.progress(from + (1 - from) * 0.5 * (doneBytes / Math.max(1, totalBytes)), `timeseries: checksums (${files.length} of ${mark.files.length} files)`);
-      }
-      const manifest: Manifest = { format: 1, kind: 'timeseries', created_ms: createdMs, files, collections: mark.collections };
-      fs.writeFileSync(path.join(staging, MANIFEST), JSON.stringify(manifest), { mode: PRIVATE_FILE_MODE });
-      job.progress(from + (1 - from) * 0.5, `timeseries: packing ${mark.files.length} files into ${name}`);
-      // The tar is hashed as it is written (one pass over the data, not a second read).
-      const hash = crypto.createHash('sha256');
-      let size = 0;
-      const counted = new Transform({
-        transform(chunk: Buffer, _encoding, done) {
-          hash.update(chunk);
-          size += chunk.length;
-          done(null, chunk);
-        },
-      });
-      await pipeline(
-        tar.c({ cwd: staging, portable: true, noDirRecurse: true }, [MANIFEST, ...files.map((f) => f.path)]),
-        counted,
-        fs.createWriteStream(partial, { mode: PRIVATE_FILE_MODE }),
-      );
-      await fsyncFile(partial);
-      fs.renameSync(partial, path.join(dir, name));
-      fsyncDir(dir);
-      const points = mark.collections.reduce((n, c) => n + c.points, 0);
-      const info: BackupFileInfo = {
-        file_name: name, kind: 'timeseries', size_bytes: size, created_ms: createdMs,
-        sha256: hash.digest('hex'), collections: mark.collections.length, points,
-      };
-      writeSidecar(dir, info);
-      return info;
-    } catch (err) {
-      fs.rmSync(partial, { force: true });
-      throw err;
-    } finally {
-      fs.rmSync(staging, { recursive: true, force: true });
-    }
-  }
-
   // ---- restores -------------------------------------------------------------
 
   /** Restores the metadata store from a sqlite backup; answers when it is done (400 when the file fails verification). */
   async restoreSqlite(fileName: unknown, by: string) {
     const file = backupPath(this.config.directory(), fileName, 'sqlite');
     const job = this.claim('restore', `restore of ${String(fileName)} (by ${by})`);
-    const copy = path.join(this.o.config.dataDir, `restore-sqlite-${job.id}.sqlite`);
+    const copy = path.join(this.o.settings.dataDir, `restore-sqlite-${job.id}.sqlite`);
     try {
       job.progress(0.05, 'verifying');
       await this.verifyChecksum(file);
       fs.copyFileSync(file, copy);
       fs.chmodSync(copy, PRIVATE_FILE_MODE);
-      this.prepareSqliteCopy(copy, path.basename(file));
+      try {
+        this.o.store.prepareCopy(copy);
+      } catch (err) {
+        if (err instanceof UnsoundCopyError) throw failedVerification(file, err.message);
+        throw err;
+      }
       job.progress(0.5, 'swapping');
       await this.stepDelay();
-      const restored = this.swapSqlite(copy);
+      // Every row in one transaction, this node's own bookkeeping kept; the caches follow the store's events.
+      const restored = this.o.store.replaceFrom(copy);
       const message = `restored ${restored.tables} tables, ${restored.rows} rows from ${path.basename(file)}`;
       job.done(message);
       this.o.log.warn({ file: path.basename(file), ...restored, by }, 'metadata store restored from a backup');
@@ -357,7 +278,7 @@ export class BackupService {
     const job = this.claim('backup', `timeseries snapshot for ${by}`);
     try {
       fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
-      const info = await this.backupTimeseries(dir, job, 0);
+      const info = await this.archives.write(dir, job, 0);
       job.done(`timeseries snapshot for ${by}: ${info.collections} collections, ${info.points} points, ${info.size_bytes} bytes`);
       return info;
     } catch (err) {
@@ -375,29 +296,10 @@ export class BackupService {
   }
 
   private async installTimeseries(file: string, job: Job, by: string, checksum: boolean) {
-    const dataDir = this.o.config.dataDir;
-    const marker: RestoreMarker = { id: job.id, phase: 'prepared', staging: `restore-staging-${job.id}`, previous: `ts-before-restore-${job.id}` };
-    const staging = path.join(dataDir, marker.staging);
-    let markerWritten = false;
     try {
       job.progress(0.02, 'verifying');
       if (checksum) await this.verifyChecksum(file);
-      const manifest = await this.unpackVerified(file, staging, job);
-      writeMarker(dataDir, marker);
-      markerWritten = true;
-      job.progress(0.8, 'swapping');
-      const { collections } = await this.o.storage.withStoreDetached(async () => {
-        writeMarker(dataDir, { ...marker, phase: 'swapping' });
-        try {
-          await swapIn(dataDir, marker, () => this.stepDelay());
-        } catch (err) {
-          swapBack(dataDir, marker);
-          throw err;
-        }
-        writeMarker(dataDir, { ...marker, phase: 'committed' });
-      });
-      const points = manifest.collections.reduce((n, c) => n + c.points, 0);
-      const message = `restored ${collections} collections, ${points} points from ${path.basename(file)}`;
+      const { message, collections, points } = await this.archives.install(file, job);
       job.done(message);
       this.o.log.warn({ file: path.basename(file), collections, points, by }, 'time-series store restored from a backup');
       return { success: true, message, job_id: job.id, file_name: path.basename(file), restored: { kind: 'timeseries', collections, points } };
@@ -405,9 +307,6 @@ export class BackupService {
       job.fail((err as Error).message);
       throw err;
     } finally {
-      fs.rmSync(staging, { recursive: true, force: true });
-      fs.rmSync(path.join(dataDir, marker.previous), { recursive: true, force: true });
-      if (markerWritten) clearMarker(dataDir);
       this.busy = null;
     }
   }
@@ -420,145 +319,8 @@ export class BackupService {
     if (actual !== info.sha256) throw failedVerification(file, `sha256 is ${actual}, the backup was written with ${info.sha256}`);
   }
 
-  /** Checks a copy of a sqlite backup and brings it to this build's schema; 400 when it is not a sound metadata store. */
-  private prepareSqliteCopy(copy: string, name: string): void {
-    let db: Database.Database;
-    try {
-      db = new Database(copy, { fileMustExist: true });
-    } catch (err) {
-      throw failedVerification(name, `not a SQLite database (${(err as Error).message})`);
-    }
-    try {
-      let check: unknown;
-      try {
-        check = db.pragma('integrity_check', { simple: true });
-      } catch (err) {
-        throw failedVerification(name, `integrity_check could not run (${(err as Error).message})`);
-      }
-      if (check !== 'ok') throw failedVerification(name, `integrity_check says ${String(check)}`);
-      const version = db.pragma('user_version', { simple: true }) as number;
-      if (version > MIGRATIONS.length) throw failedVerification(name, `it is at schema version ${version}, newer than this build (${MIGRATIONS.length})`);
-      if (version < 1 || !db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'users'").get()) throw failedVerification(name, 'it is not a metadata store of this service');
-      db.pragma('journal_mode = DELETE');
-      migrate(db);
-      syncEntitySchema(db, this.o.registry);
-    } finally {
-      db.close();
-    }
-  }
-
-  /**
-   * Replaces every row of the live store by the prepared copy's, in one transaction on the main
-   * connection, and rebuilds what mirrors the store, all in this turn of the event loop.
-   */
-  private swapSqlite(copy: string): { tables: number; rows: number } {
-    const db = this.o.db;
-    this.o.notifications.hub.storeReplaced();
-    db.prepare('ATTACH DATABASE ? AS restored').run(copy);
-    let tables = 0;
-    let rows = 0;
-    try {
-      const names = db.prepare("SELECT name FROM main.sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'").pluck().all() as string[];
-      const restoredNames = new Set(db.prepare("SELECT name FROM restored.sqlite_master WHERE type = 'table'").pluck().all() as string[]);
-      const quote = (name: string) => `"${name.replace(/"/g, '""')}"`;
-      db.transaction(() => {
-        db.pragma('defer_foreign_keys = ON');
-        for (const name of names) {
-          db.prepare(`DELETE FROM main.${quote(name)}`).run();
-          if (!restoredNames.has(name)) continue;
-          const restoredColumns = new Set((db.prepare(`PRAGMA restored.table_info(${quote(name)})`).all() as Array<{ name: string }>).map((c) => c.name));
-          const columns = (db.prepare(`PRAGMA main.table_info(${quote(name)})`).all() as Array<{ name: string }>).map((c) => c.name).filter((c) => restoredColumns.has(c));
-          const list = columns.map(quote).join(', ');
-          rows += db.prepare(`INSERT INTO main.${quote(name)} (${list}) SELECT ${list} FROM restored.${quote(name)}`).run().changes;
-          tables++;
-        }
-        if (restoredNames.has('sqlite_sequence')) {
-          db.prepare('DELETE FROM main.sqlite_sequence').run();
-          db.prepare('INSERT INTO main.sqlite_sequence (name, seq) SELECT name, seq FROM restored.sqlite_sequence').run();
-        }
-      })();
-    } finally {
-      db.prepare('DETACH DATABASE restored').run();
-    }
-    this.o.accounts.forgetAll();
-    this.o.tokens.forgetAll();
-    this.o.storage.tagScopes.notifyChanged();
-    this.o.monitor.reload();
-    this.o.jobs.rewriteAfterRestore();
-    return { tables, rows };
-  }
-
-  /** Unpacks a timeseries tar into `staging` and checks it against its manifest; 400 on any mismatch. */
-  private async unpackVerified(file: string, staging: string, job: Job): Promise<Manifest> {
-    const name = path.basename(file);
-    // Entry names and sizes first, so nothing is written for a tar with paths out of place or too much in it.
-    const entries = new Map<string, number>();
-    const odd: string[] = [];
-    let claimed = 0;
-    try {
-      await tar.t({
-        file,
-        strict: true,
-        // Never throw in here: node-tar does not turn it into a rejection (it would be uncaught).
-        onReadEntry: (entry) => {
-          if (entry.type === 'File' || entry.type === 'OldFile') entries.set(entry.path, entry.size ?? 0);
-          else if (entry.type !== 'Directory') odd.push(`${entry.path} (${entry.type})`);
-          claimed += entry.size ?? 0;
-        },
-      });
-    } catch (err) {
-      throw failedVerification(name, `the tar cannot be read (${(err as Error).message})`);
-    }
-    if (odd.length > 0) throw failedVerification(name, `entry ${odd[0]} is not a plain file`);
-    if (claimed > this.o.config.backup.maxRestoreBytes) throw failedVerification(name, `it holds ${claimed} bytes, more than backup.maxRestoreBytes (${this.o.config.backup.maxRestoreBytes})`);
-    for (const entry of entries.keys()) {
-      if (entry !== MANIFEST && !isStorePath(entry)) throw failedVerification(name, `entry ${JSON.stringify(entry)} is not a file of the time-series store`);
-    }
-    if (!entries.has(MANIFEST)) throw failedVerification(name, `it has no ${MANIFEST}`);
-    fs.rmSync(staging, { recursive: true, force: true });
-    fs.mkdirSync(staging, { recursive: true, mode: 0o700 });
-    job.progress(0.1, 'unpacking');
-    try {
-      await tar.x({ file, cwd: staging, strict: true, preservePaths: false, preserveOwner: false });
-    } catch (err) {
-      throw failedVerification(name, `the tar cannot be unpacked (${(err as Error).message})`);
-    }
-    let manifest: Manifest;
-    try {
-      manifest = JSON.parse(fs.readFileSync(path.join(staging, MANIFEST), 'utf8')) as Manifest;
-    } catch (err) {
-      throw failedVerification(name, `${MANIFEST} is not JSON (${(err as Error).message})`);
-    }
-    if (manifest.format !== 1 || manifest.kind !== 'timeseries' || !Array.isArray(manifest.files) || !Array.isArray(manifest.collections)) {
-      throw failedVerification(name, `${MANIFEST} is not a format 1 time-series manifest`);
-    }
-    const listed = new Set<string>();
-    let doneBytes = 0;
-    const totalBytes = manifest.files.reduce((n, f) => n + (typeof f.size === 'number' ? f.size : 0), 0);
-    for (const entry of manifest.files) {
-      if (typeof entry?.path !== 'string' || !isStorePath(entry.path)) throw failedVerification(name, `${MANIFEST} lists ${JSON.stringify(entry?.path)}, not a file of the store`);
-      const staged = path.join(staging, entry.path);
-      let size: number;
-      try {
-        size = fs.statSync(staged).size;
-      } catch {
-        throw failedVerification(name, `${entry.path} is listed in ${MANIFEST} but missing`);
-      }
-      if (size !== entry.size) throw failedVerification(name, `${entry.path} has ${size} bytes, ${MANIFEST} says ${entry.size}`);
-      if ((await sha256Of(staged)) !== entry.sha256) throw failedVerification(name, `${entry.path} does not match its sha256 in ${MANIFEST}`);
-      listed.add(entry.path);
-      doneBytes += size;
-      job.progress(0.1 + 0.6 * (doneBytes / Math.max(1, totalBytes)), 'verifying checksums');
-    }
-    for (const entry of entries.keys()) {
-      if (entry !== MANIFEST && !listed.has(entry)) throw failedVerification(name, `${entry} is in the tar but not in ${MANIFEST}`);
-    }
-    fs.rmSync(path.join(staging, MANIFEST));
-    return manifest;
-  }
-
   private async stepDelay(): Promise<void> {
-    const ms = this.o.config.debug.restoreStepDelayMs;
+    const ms = this.o.settings.restoreStepDelayMs;
     if (ms > 0) await new Promise((resolve) => setTimeout(resolve, ms));
   }
 
@@ -595,10 +357,7 @@ export class BackupService {
 
   private tellAdmins(title: string): void {
     try {
-      const admins = this.o.db.prepare("SELECT email FROM users WHERE CASE WHEN json_valid(meta_data) THEN json_extract(meta_data, '$.role') END = 'admin'").pluck().all() as string[];
-      for (const email of admins) {
-        this.o.notifications.notify({ userId: email, severity: 'error', source: 'backup', title: truncate(title, 120), body: truncate(title, 2048) });
-      }
+      this.o.notify.notifyAdmins({ severity: 'error', source: 'backup', title: truncate(title, 120), body: truncate(title, 2048) });
     } catch (err) {
       this.o.log.error({ err: String(err) }, 'could not notify the admins of a failed backup');
     }
@@ -606,7 +365,7 @@ export class BackupService {
 
   private readState(): BackupState {
     try {
-      const state = JSON.parse(fs.readFileSync(path.join(this.o.config.dataDir, STATE_FILE), 'utf8')) as BackupState;
+      const state = JSON.parse(fs.readFileSync(path.join(this.o.settings.dataDir, STATE_FILE), 'utf8')) as BackupState;
       return { last_backup_ms: state.last_backup_ms ?? null, last_sqlite: state.last_sqlite ?? null, last_timeseries: state.last_timeseries ?? null };
     } catch {
       return { last_backup_ms: null, last_sqlite: null, last_timeseries: null };
@@ -614,53 +373,13 @@ export class BackupService {
   }
 
   private writeState(): void {
-    const file = path.join(this.o.config.dataDir, STATE_FILE);
+    const file = path.join(this.o.settings.dataDir, STATE_FILE);
     try {
       fs.writeFileSync(`${file}.tmp`, JSON.stringify(this.state), { mode: PRIVATE_FILE_MODE });
       fs.renameSync(`${file}.tmp`, file);
     } catch (err) {
       this.o.log.warn({ err: String(err) }, 'backup state not written');
     }
-  }
-}
-
-function failedVerification(file: string, why: string): ServiceError {
-  return badRequest(`backup ${path.basename(file)} failed verification: ${why}`);
-}
-
-/** `ts/<org>/<site>/<unit>/<grid>/<file>` with encoded names, as the store lays them out. */
-function isStorePath(entry: string): boolean {
-  const parts = entry.split('/');
-  if (parts.length !== 6 || parts[0] !== 'ts') return false;
-  if (parts.some((p) => p === '' || p === '.' || p === '..')) return false;
-  try {
-    const [organization, site, unit, grid] = parts.slice(1, 5).map(decodeScopeName);
-    validateScope({ organization, site, unit, grid });
-  } catch {
-    return false;
-  }
-  return /^(meta\.json|(active|late)-\d{8,}\.log|sealed-\d{8,}\.hsd)$/.test(parts[5]);
-}
-
-/**
- * Replaces a hard link by a copy of its first `size` bytes (the day log goes on growing): a
- * kernel-side copy off the main thread, then cut to length.
- */
-async function cutCopy(file: string, size: number): Promise<void> {
-  const tmp = `${file}.cut`;
-  await fs.promises.copyFile(file, tmp);
-  await fs.promises.truncate(tmp, size);
-  if ((await fs.promises.stat(tmp)).size !== size) throw new Error(`${file} is shorter than its marked ${size} bytes`);
-  await fs.promises.rename(tmp, file);
-}
-
-/** fsync off the main thread (a large file's flush takes hundreds of milliseconds). */
-async function fsyncFile(file: string): Promise<void> {
-  const handle = await fs.promises.open(file, 'r+');
-  try {
-    await handle.sync();
-  } finally {
-    await handle.close();
   }
 }
 

@@ -5,26 +5,21 @@
 //
 // Writes go through the same storage path as the routes (the leader already checked the caller's
 // grant; here an administrator's grant applies it). Row changes are applied by primary key on the
-// tables this node replicates, with column names taken from this node's own schema, and the caches
-// that mirror those tables are told.
+// tables this node replicates, with column names taken from this node's own schema; the store's
+// `tablesChanged` event then tells the caches that mirror those tables.
 
-import type { AccountStore } from '../auth/users.js';
-import type { TokenService } from '../auth/tokens.js';
-import { ServiceError } from '../../shared/errors.js';
+import type { AccessGrant } from '../meta/access-grant.js';
+import type { MetaStore } from '../meta/store.js';
+import type { RowChange } from '../meta/whole-store.js';
 import type { Logger } from '../log.js';
-import { AccessGrant } from '../meta/access-grant.js';
-import type { Db } from '../meta/database.js';
-import type { EntityStore } from '../meta/entities.js';
-import type { MonitorService } from '../monitor/service.js';
-import type { NotificationService } from '../notifications/service.js';
-import type { CollectionChange, StorageService, WriteOptions } from '../storage/service.js';
-import type { WriteMode } from '../../shared/protocol.js';
+import type { CollectionChange, PointWriter, ReplicationHooks, WriteOptions } from '../storage/api.js';
 import type { ReplicationFrame } from '../../native-free-codecs/replication-frames.js';
+import { badRequest, ServiceError } from '../../shared/errors.js';
+import type { WriteMode } from '../../shared/protocol.js';
 import type { ChangeLog, LogEntry, TableShape } from './change-log.js';
 
 /** Statuses that mean "not now" (disk full, a restore, a worker restarting): the entry is retried, not skipped. */
 const RETRY_LATER = new Set([429, 500, 502, 503, 504, 507]);
-const MONITOR_RELOAD_DELAY_MS = 200;
 
 export interface WriteEntryMeta {
   ct: string;
@@ -32,36 +27,23 @@ export interface WriteEntryMeta {
   o: WriteOptions;
 }
 
-interface RowChange {
-  t: string;
-  op: 'insert' | 'update' | 'delete';
-  c: string[];
-  v: unknown[][];
-}
-
 export interface ApplierOptions {
-  db: Db;
+  meta: MetaStore;
   changeLog: ChangeLog;
-  storage: StorageService;
-  entities: EntityStore;
-  accounts: AccountStore;
-  tokens: TokenService;
-  monitor: MonitorService;
-  notifications: NotificationService;
+  writer: PointWriter;
+  replication: ReplicationHooks;
   log: Logger;
 }
 
 export class Applier {
   private readonly tables: Map<string, TableShape & { local: Set<string> }>;
   private readonly grant: AccessGrant;
-  private readonly statements = new Map<string, ReturnType<Db['prepare']>>();
-  private monitorReload: NodeJS.Timeout | null = null;
   /** One apply at a time: entries of an epoch must land in seq order. */
   private queue: Promise<unknown> = Promise.resolve();
 
   constructor(private readonly o: ApplierOptions) {
     this.tables = new Map(o.changeLog.tables.map((t) => [t.name, { ...t, local: new Set(t.columns) }]));
-    this.grant = AccessGrant.of(o.db, o.entities.registry, { sub: 'cluster', role: 'admin', units_id: [], sites_id: [], orgs_id: [] });
+    this.grant = o.meta.grantAll('cluster');
   }
 
   /**
@@ -78,7 +60,7 @@ export class Applier {
 
   private async applyInOrder(frames: readonly ReplicationFrame[]): Promise<{ held: number; error: string | null }> {
     const touched = new Set<string>();
-    const published: number[] = [];
+    const inserted = new Map<string, unknown[]>();
     let held = 0;
     let error: string | null = null;
     try {
@@ -88,7 +70,7 @@ export class Applier {
           continue;
         }
         try {
-          await this.applyOne(frame, touched, published);
+          await this.applyOne(frame, touched, inserted);
         } catch (err) {
           const status = err instanceof ServiceError ? err.status : 500;
           const message = (err as Error)?.message ?? String(err);
@@ -102,36 +84,40 @@ export class Applier {
         held++;
       }
     } finally {
-      this.refreshCaches(touched, published);
+      if (touched.size > 0) this.o.meta.events.tablesChanged.emit({ tables: touched, inserted });
     }
     return { held, error };
   }
 
-  private async applyOne(frame: ReplicationFrame, touched: Set<string>, published: number[]): Promise<void> {
+  private async applyOne(frame: ReplicationFrame, touched: Set<string>, inserted: Map<string, unknown[]>): Promise<void> {
     switch (frame.kind) {
       case 'row': {
         const change = JSON.parse(frame.meta) as RowChange;
-        this.o.db.transaction(() => {
-          this.o.changeLog.silently(() => this.applyRow(change));
+        const table = this.tables.get(change.t);
+        if (!table) throw badRequest(`table ${JSON.stringify(change.t)} is not replicated here`);
+        this.o.meta.wholeStore.transaction(() => {
+          this.o.changeLog.silently(() => this.o.meta.wholeStore.applyRow(table, change));
           this.record(frame);
-        })();
+        });
         touched.add(change.t);
-        if (change.t === 'notifications' && change.op === 'insert') {
-          const id = change.v.flat()[change.c.indexOf('id')];
-          if (typeof id === 'number') published.push(id);
+        if (change.op === 'insert' && table.key.length === 1 && table.key[0] !== 'rowid') {
+          const key = change.v.flat()[change.c.indexOf(table.key[0]!)];
+          let keys = inserted.get(change.t);
+          if (!keys) inserted.set(change.t, (keys = []));
+          keys.push(key);
         }
         return;
       }
       case 'write': {
         const meta = JSON.parse(frame.meta) as WriteEntryMeta;
         if (!frame.body) throw new ServiceError('BAD_REQUEST', 'a write entry without a body');
-        const result = await this.o.storage.write(this.grant, frame.body, meta.ct, meta.mode, AbortSignal.timeout(60_000), { ...meta.o, autoCreate: true, replicated: true });
+        const result = await this.o.writer.write(this.grant, frame.body, meta.ct, meta.mode, AbortSignal.timeout(60_000), { ...meta.o, autoCreate: true, replicated: true });
         if (!result.success) this.o.log.warn({ epoch: frame.epoch, seq: frame.seq, err: result.error }, 'cluster: a replicated write was refused here');
         this.record(frame);
         return;
       }
       case 'collection': {
-        await this.o.storage.applyReplicated(JSON.parse(frame.meta) as CollectionChange, this.grant);
+        await this.o.replication.applyCollectionChange(JSON.parse(frame.meta) as CollectionChange, this.grant);
         this.record(frame);
         return;
       }
@@ -147,7 +133,7 @@ export class Applier {
   async redo(entry: LogEntry): Promise<boolean> {
     const meta = JSON.parse(entry.meta) as WriteEntryMeta;
     try {
-      const result = await this.o.storage.write(this.grant, entry.body!, meta.ct, meta.mode, AbortSignal.timeout(60_000), { ...meta.o, autoCreate: true, replicated: true });
+      const result = await this.o.writer.write(this.grant, entry.body!, meta.ct, meta.mode, AbortSignal.timeout(60_000), { ...meta.o, autoCreate: true, replicated: true });
       return result.success;
     } catch (err) {
       this.o.log.error({ epoch: entry.epoch, seq: entry.seq, err: String((err as Error)?.message ?? err) }, 'cluster: a write a crash left pending cannot be stored again; voided');
@@ -158,62 +144,4 @@ export class Applier {
   private record(frame: ReplicationFrame): void {
     this.o.changeLog.appendApplied({ epoch: frame.epoch, seq: frame.seq, kind: frame.kind as 'write', meta: frame.meta, body: frame.body ? Buffer.from(frame.body) : null, created_ms: frame.created_ms });
   }
-
-  private applyRow(change: RowChange): void {
-    const table = this.tables.get(change.t);
-    if (!table) throw new ServiceError('BAD_REQUEST', `table ${JSON.stringify(change.t)} is not replicated here`);
-    if (!Array.isArray(change.c) || !Array.isArray(change.v)) throw new ServiceError('BAD_REQUEST', 'a row change without columns or values');
-    const values = change.v.flat();
-    const known = (c: string) => c === 'rowid' ? table.key[0] === 'rowid' : table.local.has(c);
-    const pairs = change.c.map((c, i) => [c, values[i]] as const).filter(([c]) => known(c));
-    if (change.op === 'delete') {
-      if (pairs.length !== table.key.length) throw new ServiceError('BAD_REQUEST', `a delete of ${change.t} without its key`);
-      this.statement(`DELETE FROM ${q(change.t)} WHERE ${pairs.map(([c]) => `${q(c)} = ?`).join(' AND ')}`).run(pairs.map(([, v]) => v) as never);
-      return;
-    }
-    // The whole row as the leader has it; no SQL foreign keys here, so REPLACE cascades nothing.
-    this.statement(`INSERT OR REPLACE INTO ${q(change.t)} (${pairs.map(([c]) => q(c)).join(', ')}) VALUES (${pairs.map(() => '?').join(', ')})`).run(pairs.map(([, v]) => v) as never);
-  }
-
-  private statement(sql: string): ReturnType<Db['prepare']> {
-    let stmt = this.statements.get(sql);
-    if (!stmt) {
-      stmt = this.o.db.prepare(sql);
-      this.statements.set(sql, stmt);
-    }
-    return stmt;
-  }
-
-  /** The caches that mirror the tables just changed. */
-  private refreshCaches(touched: Set<string>, published: number[]): void {
-    if (touched.size === 0) return;
-    if (touched.has('users') || touched.has('revoked_subjects')) {
-      this.o.accounts.forgetAll();
-      this.o.tokens.forgetAll();
-    }
-    if (touched.has('tag_scopes')) this.o.storage.tagScopes.notifyChanged();
-    if (touched.has('orgs') || touched.has('sites') || touched.has('units')) this.o.notifications.hub.hierarchyChanged();
-    if ([...touched].some((t) => t.startsWith('monitor_'))) {
-      this.monitorReload ??= setTimeout(() => {
-        this.monitorReload = null;
-        this.o.monitor.reload();
-      }, MONITOR_RELOAD_DELAY_MS);
-    }
-    if (published.length > 0) {
-      const def = this.o.entities.registry.table('notifications');
-      for (const id of published) {
-        try {
-          this.o.notifications.hub.publish(this.o.entities.get(def, this.grant, id));
-        } catch {
-          // deleted again in the same batch
-        }
-      }
-    }
-  }
-
-  close(): void {
-    if (this.monitorReload) clearTimeout(this.monitorReload);
-  }
 }
-
-const q = (name: string) => `"${name.replace(/"/g, '""')}"`;

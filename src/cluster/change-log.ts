@@ -22,6 +22,9 @@
 // always a prefix: its position is one high-water seq per epoch (`cluster_epochs`).
 
 import type { Db } from '../meta/database.js';
+import type { TableShape, WholeStore } from '../meta/whole-store.js';
+
+export type { TableShape };
 
 export type EntryKind = 'write' | 'row' | 'collection' | 'void';
 
@@ -50,12 +53,6 @@ const ARGS_PER_CHUNK = 100;
 const q = (name: string) => `"${name.replace(/"/g, '""')}"`;
 const literal = (text: string) => `'${text.replace(/'/g, "''")}'`;
 
-export interface TableShape {
-  name: string;
-  columns: string[];
-  /** The primary key columns, or ['rowid'] for a table that has none. */
-  key: string[];
-}
 
 export class ChangeLog {
   private readonly appendStmt;
@@ -73,7 +70,8 @@ export class ChangeLog {
   /** This node's own writes logged but not yet stored. */
   private readonly pendingIds = new Set<number>();
 
-  constructor(private readonly db: Db) {
+  /** `db` is the metadata store's connection: this is the one module outside meta/ that prepares SQL on it (its own tables and the triggers). */
+  constructor(private readonly db: Db, store: WholeStore) {
     this.appendStmt = db.prepare('INSERT INTO cluster_log (epoch, seq, kind, meta, body, bytes, created_ms, pending) VALUES (?, ?, ?, ?, ?, ?, ?, ?)');
     this.nextSeqStmt = db.prepare('SELECT COALESCE((SELECT max_seq FROM cluster_epochs WHERE epoch = ?), 0) + 1').pluck();
     this.termStmt = db.prepare('SELECT epoch, recording FROM cluster_term WHERE only = 1');
@@ -86,17 +84,25 @@ export class ChangeLog {
     this.hasStmt = db.prepare('SELECT 1 FROM cluster_log WHERE epoch = ? AND seq = ?').pluck();
     this.createdOfStmt = db.prepare('SELECT created_ms FROM cluster_log WHERE id > ? ORDER BY id LIMIT 1').pluck();
     this.bytesAfterStmt = db.prepare('SELECT COALESCE(SUM(bytes), 0) FROM cluster_log WHERE id > ?').pluck();
-    this.tables = this.replicatedTables();
+    // Every table whose rows replicate: all but the node-local ones.
+    this.tables = store.tableShapes().filter((t) => !LOCAL_TABLES.has(t.name));
   }
 
-  /** Every table whose rows replicate: all but the node-local ones. */
-  private replicatedTables(): TableShape[] {
-    const names = this.db.prepare("SELECT name FROM main.sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name").pluck().all() as string[];
-    return names.filter((name) => !LOCAL_TABLES.has(name)).map((name) => {
-      const info = this.db.prepare(`PRAGMA main.table_info(${q(name)})`).all() as Array<{ name: string; pk: number }>;
-      const key = info.filter((c) => c.pk > 0).sort((a, b) => a.pk - b.pk).map((c) => c.name);
-      return { name, columns: info.map((c) => c.name), key: key.length > 0 ? key : ['rowid'] };
-    });
+  /** The peers this node has shipped to, as recorded (a leader lists a lost peer too). */
+  knownPeers(): Array<{ node_id: string; url: string }> {
+    return this.db.prepare('SELECT node_id, url FROM cluster_peers').all() as Array<{ node_id: string; url: string }>;
+  }
+
+  rememberPeer(nodeId: string, url: string, at: number): void {
+    this.db.prepare('INSERT INTO cluster_peers (node_id, url, acked_id, acked_ms, updated_ms) VALUES (?, ?, 0, NULL, ?) ON CONFLICT (node_id) DO UPDATE SET url = excluded.url, updated_ms = excluded.updated_ms').run(nodeId, url, at);
+  }
+
+  /** Inside a snapshot's install: the log is emptied and this node holds `position` (the rows just installed). */
+  resetTo(position: Position): void {
+    this.db.prepare('DELETE FROM cluster_log').run();
+    this.db.prepare('DELETE FROM cluster_epochs').run();
+    const set = this.db.prepare('INSERT INTO cluster_epochs (epoch, max_seq) VALUES (?, ?)');
+    for (const [epoch, seq] of Object.entries(position)) set.run(Number(epoch), seq);
   }
 
   /**

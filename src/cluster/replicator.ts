@@ -11,7 +11,6 @@
 
 import { ServiceError } from '../../shared/errors.js';
 import type { Logger } from '../log.js';
-import type { Db } from '../meta/database.js';
 import { decodeFrames, encodeFrames, type ReplicationFrame } from '../../native-free-codecs/replication-frames.js';
 import type { Applier } from './applier.js';
 import type { ChangeLog, LogEntry, Position } from './change-log.js';
@@ -44,7 +43,6 @@ interface ReplicateAnswer {
 }
 
 export interface ReplicatorOptions {
-  db: Db;
   changeLog: ChangeLog;
   applier: Applier;
   client: PeerClient;
@@ -203,11 +201,9 @@ export class Replicator {
   private readonly shippers = new Map<string, PeerShipper>();
   private waiters: Array<{ id: number; resolve: () => void }> = [];
   private active = false;
-  private readonly savePeer;
 
   constructor(private readonly o: ReplicatorOptions) {
-    this.savePeer = o.db.prepare('INSERT INTO cluster_peers (node_id, url, acked_id, acked_ms, updated_ms) VALUES (?, ?, 0, NULL, ?) ON CONFLICT (node_id) DO UPDATE SET url = excluded.url, updated_ms = excluded.updated_ms');
-    for (const row of o.db.prepare('SELECT node_id, url FROM cluster_peers').all() as Array<{ node_id: string; url: string }>) {
+    for (const row of o.changeLog.knownPeers()) {
       this.shippers.set(row.node_id, new PeerShipper({ nodeId: row.node_id, url: row.url }, o, () => this.settleWaiters()));
     }
   }
@@ -218,7 +214,7 @@ export class Replicator {
       const known = this.shippers.get(peer.nodeId);
       if (known && known.peer.url === peer.url) continue;
       known?.stop();
-      this.savePeer.run(peer.nodeId, peer.url, Date.now());
+      this.o.changeLog.rememberPeer(peer.nodeId, peer.url, Date.now());
       const shipper = new PeerShipper(peer, this.o, () => this.settleWaiters());
       this.shippers.set(peer.nodeId, shipper);
       if (this.active) shipper.start();

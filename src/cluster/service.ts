@@ -19,19 +19,22 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { Etcd3, type Election, type ElectionObserver, type Lease } from 'etcd3';
+import type { TimeseriesSnapshots } from '../backup/api.js';
 import type { Config } from '../config.js';
-import { ServiceError } from '../../shared/errors.js';
+import type { LeadershipControl } from '../host/leadership.js';
+import type { Health } from '../host/plugin.js';
 import type { Logger } from '../log.js';
-import type { Health } from '../subsystems.js';
-import type { StorageReplication, WriteOptions } from '../storage/service.js';
-import type { WriteMode } from '../../shared/protocol.js';
+import type { MetaStore } from '../meta/store.js';
+import type { DeliveryMarking } from '../notifications/api.js';
+import type { PointWriter, RecordedWrite, ReplicationHooks, WriteOptions } from '../storage/api.js';
+import { ServiceError } from '../../shared/errors.js';
 import { PRIVATE_FILE_MODE } from '../../shared/file-modes.js';
-import { Applier, type ApplierOptions, type WriteEntryMeta } from './applier.js';
+import type { WriteMode } from '../../shared/protocol.js';
+import { Applier, type WriteEntryMeta } from './applier.js';
 import { ChangeLog, type Position } from './change-log.js';
-import { installMetadata, lowerPosition, snapshotDir, type MetadataSnapshot } from './snapshot.js';
-import type { BackupService } from '../backup/service.js';
 import { PeerClient } from './peer-client.js';
 import { pullFrom, Replicator, type PeerInfo } from './replicator.js';
+import { installMetadata, lowerPosition, snapshotDir, type MetadataSnapshot } from './snapshot.js';
 
 /** Kept below the lease's real expiry: clock drift and the time a keepalive takes to arrive. */
 const FENCE_MARGIN_MS = 500;
@@ -41,16 +44,22 @@ const NODES_PREFIX = 'historian-nodes/';
 const PEER_POLL_MS = 1000;
 const TRIM_EVERY_MS = 60_000;
 
-/** What replication works with: the metadata store, the storage, and the caches applies refresh. */
-export interface ClusterDeps extends Omit<ApplierOptions, 'changeLog' | 'log'> {
+/** What replication works with. */
+export interface ClusterOptions {
+  settings: Config['cluster'] & { dataDir: string };
+  meta: MetaStore;
+  writer: PointWriter;
+  replication: ReplicationHooks;
+  /** Delivery marks of a secondary's streams go to the leader. */
+  marks: DeliveryMarking;
   /** Snapshots travel in the backup's timeseries archive format, installed by its crash-safe swap. */
-  backups: BackupService;
+  snapshots: TimeseriesSnapshots;
+  /** The CA this node trusts its peers' certificates by. */
   caFile: string | null;
   secret: Buffer;
-  /** Run once this node leads and its catch-up is done (the first admin is made here). */
-  onLeading: () => Promise<void> | void;
-  /** Run when this node stops leading (work only a leader does stops). */
-  onFollowing: () => void;
+  /** This service's leadership, decided here. */
+  leadership: LeadershipControl;
+  log: Logger;
 }
 
 export interface ClusterStatus {
@@ -82,8 +91,6 @@ export class ClusterService {
   private retry: NodeJS.Timeout | null = null;
   /** Elected, and the catch-up from the peers is done: mutations are accepted. */
   private ready = false;
-  private deps: ClusterDeps | null = null;
-  private changeLog: ChangeLog | null = null;
   private applierInstance: Applier | null = null;
   private replicator: Replicator | null = null;
   private client: PeerClient | null = null;
@@ -91,12 +98,43 @@ export class ClusterService {
   private peerPoll: NodeJS.Timeout | null = null;
   private trimTimer: NodeJS.Timeout | null = null;
   private resyncing = false;
+  private readonly config: { cluster: ClusterOptions['settings']; dataDir: string };
+  private readonly log: Logger;
+  /** The log of applied and accepted entries (shadow writes are idempotent through it, on any node). */
+  readonly changes: ChangeLog;
 
-  constructor(
-    private readonly config: Config,
-    private readonly log: Logger,
-  ) {
+  constructor(private readonly o: ClusterOptions) {
+    this.config = { cluster: o.settings, dataDir: o.settings.dataDir };
+    this.log = o.log;
     this.highestEpoch = this.readState().highestEpoch;
+    this.changes = new ChangeLog(o.meta.db, o.meta.wholeStore);
+    if (!this.enabled) return;
+    o.leadership.decideBy(() => this.isLeader());
+    this.applierInstance = new Applier({ meta: o.meta, changeLog: this.changes, writer: o.writer, replication: o.replication, log: this.log });
+    this.client = new PeerClient(o.caFile, o.secret, this.nodeId);
+    this.replicator = new Replicator({
+      changeLog: this.changes,
+      applier: this.applierInstance,
+      client: this.client,
+      log: this.log,
+      epoch: () => this.epoch,
+      leads: () => this.isLeader(),
+    });
+    o.replication.recordWrites((body, contentType, mode, options) => this.recordWrite(body, contentType, mode, options));
+    o.replication.collectionChanged.subscribe((change) => {
+      this.changes.append('collection', JSON.stringify(change), null);
+      this.replicator!.wake();
+    });
+    // WIRE: delivery marks a secondary's streams make are sent to the leader, whose log then ships them to all.
+    o.marks.written.subscribe((marks) => {
+      if (this.isLeader() || !this.leaderUrl) return;
+      const body = Buffer.from(JSON.stringify(marks));
+      this.client!.request(this.leaderUrl, 'POST', '/svcapi/cluster/deliveries', { body, headers: { 'content-type': 'application/json' }, timeoutMs: 10_000 })
+        .then((reply) => {
+          if (reply.status !== 204) throw new Error(`answered ${reply.status}: ${reply.body.toString('utf8', 0, 200)}`);
+        })
+        .catch((err) => this.log.warn({ err: String((err as Error)?.message ?? err) }, 'cluster: could not send delivery marks to the leader; they stay on this node'));
+    });
   }
 
   get enabled(): boolean {
@@ -113,68 +151,26 @@ export class ClusterService {
     return this.elected && this.ready && Date.now() < this.leaseValidUntil;
   }
 
-  /** The replication pieces, once the rest of the service exists (main.ts). */
-  attach(deps: ClusterDeps): void {
-    this.deps = deps;
-    this.changeLog = new ChangeLog(deps.db);
-    if (!this.enabled) return;
-    this.applierInstance = new Applier({ ...deps, changeLog: this.changeLog, log: this.log });
-    this.client = new PeerClient(deps.caFile, deps.secret, this.nodeId);
-    this.replicator = new Replicator({
-      db: deps.db,
-      changeLog: this.changeLog,
-      applier: this.applierInstance,
-      client: this.client,
-      log: this.log,
-      epoch: () => this.epoch,
-      leads: () => this.isLeader(),
-    });
-    deps.storage.replication = this.storageReplication();
-    // WIRE: delivery marks a secondary's streams make are sent to the leader, whose log then ships them to all.
-    deps.notifications.hub.forward = (marks) => {
-      if (this.isLeader() || !this.leaderUrl) return;
-      const body = Buffer.from(JSON.stringify(marks));
-      this.client!.request(this.leaderUrl, 'POST', '/svcapi/cluster/deliveries', { body, headers: { 'content-type': 'application/json' }, timeoutMs: 10_000 })
-        .then((reply) => {
-          if (reply.status !== 204) throw new Error(`answered ${reply.status}: ${reply.body.toString('utf8', 0, 200)}`);
-        })
-        .catch((err) => this.log.warn({ err: String((err as Error)?.message ?? err) }, 'cluster: could not send delivery marks to the leader; they stay on this node'));
-    };
-  }
-
-  /** The log of applied and accepted entries (shadow writes are idempotent through it, on any node). */
-  get changes(): ChangeLog {
-    if (!this.changeLog) throw new Error('cluster: attach() was not called');
-    return this.changeLog;
-  }
-
   /** Applies entries from another node (the replicate route); null on a single node. */
   get applier(): Applier | null {
     return this.applierInstance;
   }
 
-  private storageReplication(): StorageReplication {
+  /** Logs one of this node's own writes before it is stored: committed once stored (what an awaiting write waits for), voided when refused. */
+  private recordWrite(body: Uint8Array, contentType: string, mode: WriteMode, options: WriteOptions): RecordedWrite {
     const c = this.config.cluster;
+    const { awaitReplica: _awaitReplica, replicated: _replicated, ...o } = options;
+    const meta: WriteEntryMeta = { ct: contentType, mode, o };
+    const id = this.changes.appendPending('write', JSON.stringify(meta), body);
     return {
-      willWrite: (body: Uint8Array, contentType: string, mode: WriteMode, options: WriteOptions) => {
-        const { awaitReplica: _awaitReplica, replicated: _replicated, ...o } = options;
-        const meta: WriteEntryMeta = { ct: contentType, mode, o };
-        const id = this.changeLog!.appendPending('write', JSON.stringify(meta), body);
-        return {
-          stored: () => {
-            this.changeLog!.commit(id);
-            this.replicator!.wake();
-            // Only a write that will wait gets a promise: an unawaited rejection would end the process.
-            return c.writeAck === 'one' && options.awaitReplica ? this.replicator!.waitForAck(id, c.ackTimeoutMs) : null;
-          },
-          refused: () => {
-            this.changeLog!.abandon(id);
-            this.replicator!.wake();
-          },
-        };
+      stored: () => {
+        this.changes.commit(id);
+        this.replicator!.wake();
+        // Only a write that will wait gets a promise: an unawaited rejection would end the process.
+        return c.writeAck === 'one' && options.awaitReplica ? this.replicator!.waitForAck(id, c.ackTimeoutMs) : null;
       },
-      collectionChanged: (change) => {
-        this.changeLog!.append('collection', JSON.stringify(change), null);
+      refused: () => {
+        this.changes.abandon(id);
         this.replicator!.wake();
       },
     };
@@ -218,13 +214,12 @@ export class ClusterService {
     if (!c.nodeId) throw new Error('cluster.nodeId is required when cluster.enabled is true');
     if (!c.advertiseUrl) throw new Error('cluster.advertiseUrl is required when cluster.enabled is true');
     if (c.etcd.endpoints.length === 0) throw new Error('cluster.etcd.endpoints is required when cluster.enabled is true');
-    if (!this.deps) throw new Error('cluster: attach() was not called');
     // What a snapshot a crash interrupted left behind.
     for (const name of fs.readdirSync(this.config.dataDir)) {
       if (name.startsWith('cluster-snapshot-')) fs.rmSync(path.join(this.config.dataDir, name), { recursive: true, force: true });
     }
-    this.changeLog!.installTriggers();
-    this.changeLog!.stopRecording(); // until elected
+    this.changes.installTriggers();
+    this.changes.stopRecording(); // until elected
     await this.redoPending();
     this.etcd = new Etcd3({ hosts: [...c.etcd.endpoints], dialTimeout: 3000 });
     this.election = this.etcd.election(ELECTION, c.electionTtlSeconds);
@@ -243,14 +238,14 @@ export class ClusterService {
    * own value changes nothing) and committed, or voided when they are refused now.
    */
   private async redoPending(): Promise<void> {
-    const left = this.changeLog!.leftPending();
+    const left = this.changes.leftPending();
     if (left.length === 0) return;
     let stored = 0;
     for (const entry of left) {
       if (await this.applierInstance!.redo(entry)) {
-        this.changeLog!.commit(entry.id);
+        this.changes.commit(entry.id);
         stored++;
-      } else this.changeLog!.abandon(entry.id);
+      } else this.changes.abandon(entry.id);
     }
     this.log.warn({ entries: left.length, stored }, 'cluster: stored again the writes a crash left logged but perhaps not stored');
   }
@@ -297,7 +292,7 @@ export class ClusterService {
   private trim(): void {
     const c = this.config.cluster;
     try {
-      const removed = this.changeLog!.trim(c.queueMaxBytes, c.queueMaxAgeHours * 3_600_000);
+      const removed = this.changes.trim(c.queueMaxBytes, c.queueMaxAgeHours * 3_600_000);
       if (removed > 0) this.log.info({ removed }, 'cluster: trimmed the replication log');
     } catch (err) {
       this.log.warn({ err: String(err) }, 'cluster: trimming the replication log failed');
@@ -321,19 +316,19 @@ export class ClusterService {
     peers = [...new Map([...this.replicator!.peers(), ...peers].map((p) => [p.nodeId, p])).values()];
     await Promise.all(peers.map(async (peer) => {
       try {
-        const pulled = await pullFrom({ changeLog: this.changeLog!, applier: this.applierInstance!, client: this.client!, epoch: () => epoch }, peer, ttlMs / 2);
+        const pulled = await pullFrom({ changeLog: this.changes, applier: this.applierInstance!, client: this.client!, epoch: () => epoch }, peer, ttlMs / 2);
         if (pulled > 0) this.log.warn({ peer: peer.nodeId, entries: pulled }, 'cluster: caught up from a peer before leading');
       } catch (err) {
         this.log.warn({ peer: peer.nodeId, err: String((err as Error)?.message ?? err) }, 'cluster: could not catch up from a peer before leading');
       }
     }));
     if (!this.elected || this.epoch !== epoch || this.stopped) return;
-    this.changeLog!.startRecording(epoch);
+    this.changes.startRecording(epoch);
     this.replicator!.setPeers(peers);
     this.ready = true;
     this.replicator!.start();
     try {
-      await this.deps!.onLeading();
+      await this.o.leadership.leading();
     } catch (err) {
       this.log.error({ err: String((err as Error)?.stack ?? err) }, 'cluster: work on taking the lead failed');
     }
@@ -345,14 +340,13 @@ export class ClusterService {
    * snapshot.ts). One at a time; false when one is already running or this node cannot take one.
    */
   startResync(): boolean {
-    if (this.resyncing || this.isLeader() || !this.leaderUrl || !this.deps) return false;
+    if (this.resyncing || this.isLeader() || !this.leaderUrl) return false;
     this.resyncing = true;
     void this.resync(this.leaderUrl).finally(() => (this.resyncing = false));
     return true;
   }
 
   private async resync(leader: string): Promise<void> {
-    const deps = this.deps!;
     const dir = snapshotDir(this.config.dataDir, 'in');
     const began = Date.now();
     this.log.warn({ leader }, 'cluster: this node is behind what the leader\'s log keeps; taking a full snapshot of the leader');
@@ -361,18 +355,14 @@ export class ClusterService {
       const got = await this.client!.download(leader, '/svcapi/cluster/snapshot/timeseries', file, 120_000);
       if (got.status !== 200) throw new Error(`the leader answered the time-series snapshot with ${got.status}`);
       const tsPosition = JSON.parse(String(got.headers['x-historian-position'] ?? '{}')) as Position;
-      await deps.backups.installTimeseriesSnapshot(file, leader);
+      await this.o.snapshots.installTimeseriesSnapshot(file, leader);
       const reply = await this.client!.request(leader, 'POST', '/svcapi/cluster/snapshot/metadata', { timeoutMs: 120_000 });
       if (reply.status !== 200) throw new Error(`the leader answered the metadata snapshot with ${reply.status}: ${reply.body.toString('utf8', 0, 200)}`);
       const snapshot = JSON.parse(reply.body.toString('utf8')) as MetadataSnapshot;
       if (this.isLeader()) throw new Error('this node was elected meanwhile');
-      deps.notifications.hub.storeReplaced();
       const position = lowerPosition(tsPosition, snapshot.position);
-      const installed = installMetadata(deps.db, this.changeLog!, snapshot, position);
-      deps.accounts.forgetAll();
-      deps.tokens.forgetAll();
-      deps.storage.tagScopes.notifyChanged();
-      deps.monitor.reload();
+      // The store's events tell the caches (streams end and replay, accounts, the tag map, the monitor).
+      const installed = installMetadata(this.o.meta.wholeStore, this.changes, snapshot, position);
       this.log.warn({ leader, ...installed, position, ms: Date.now() - began }, 'cluster: installed the leader\'s snapshot; following its log from here');
     } catch (err) {
       this.log.error({ leader, err: String((err as Error)?.message ?? err) }, 'cluster: taking a snapshot of the leader failed; the leader asks again');
@@ -386,12 +376,12 @@ export class ClusterService {
     this.elected = false;
     this.ready = false;
     this.leaseValidUntil = 0;
-    this.changeLog?.stopRecording();
+    this.changes?.stopRecording();
     this.replicator?.stop();
     if (!was) return;
     this.log.warn({ why }, 'cluster: this node no longer leads');
     try {
-      this.deps?.onFollowing();
+      this.o.leadership.following();
     } catch (err) {
       this.log.error({ err: String((err as Error)?.stack ?? err) }, 'cluster: work on giving up the lead failed');
     }
@@ -403,7 +393,6 @@ export class ClusterService {
     if (this.peerPoll) clearInterval(this.peerPoll);
     if (this.trimTimer) clearInterval(this.trimTimer);
     this.stepDown('stopping');
-    this.applierInstance?.close();
     this.client?.close();
     await this.registration?.revoke().catch(() => {});
     try {

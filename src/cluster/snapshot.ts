@@ -16,26 +16,18 @@
 
 import fs from 'node:fs';
 import path from 'node:path';
-import type { Db } from '../meta/database.js';
+import type { TableRows, WholeStore } from '../meta/whole-store.js';
 import type { ChangeLog, Position } from './change-log.js';
 
 export interface MetadataSnapshot {
   position: Position;
-  tables: Record<string, { columns: string[]; rows: unknown[][] }>;
+  tables: TableRows;
 }
 
-const q = (name: string) => `"${name.replace(/"/g, '""')}"`;
-
 /** Every replicated table's rows, and the position they correspond to (one synchronous step). */
-export function dumpMetadata(db: Db, log: ChangeLog): MetadataSnapshot {
+export function dumpMetadata(store: WholeStore, log: ChangeLog): MetadataSnapshot {
   const position = log.position();
-  const tables: MetadataSnapshot['tables'] = {};
-  for (const t of log.tables) {
-    const columns = t.key[0] === 'rowid' ? ['rowid', ...t.columns] : t.columns;
-    const rows = db.prepare(`SELECT ${columns.map(q).join(', ')} FROM ${q(t.name)}`).raw().all() as unknown[][];
-    tables[t.name] = { columns, rows };
-  }
-  return { position, tables };
+  return { position, tables: store.rowsOf(log.tables) };
 }
 
 /** The lower of two positions, epoch by epoch (an epoch one of them lacks counts as 0). */
@@ -51,32 +43,10 @@ export function lowerPosition(a: Position, b: Position): Position {
 /**
  * Replaces this node's replicated rows by the snapshot's, empties its log and sets its position,
  * in one transaction, with the triggers silent. Columns are this node's own (a column the leader
- * has and this build lacks is left out).
+ * has and this build lacks is left out). The store's events tell the caches.
  */
-export function installMetadata(db: Db, log: ChangeLog, snapshot: MetadataSnapshot, position: Position): { tables: number; rows: number } {
-  let tables = 0;
-  let rows = 0;
-  db.transaction(() => {
-    log.silently(() => {
-      for (const t of log.tables) {
-        db.prepare(`DELETE FROM ${q(t.name)}`).run();
-        const given = snapshot.tables[t.name];
-        if (!given) continue;
-        const local = new Set(t.key[0] === 'rowid' ? ['rowid', ...t.columns] : t.columns);
-        const keep = given.columns.map((c, i) => [c, i] as const).filter(([c]) => local.has(c));
-        if (keep.length === 0) continue;
-        const insert = db.prepare(`INSERT OR REPLACE INTO ${q(t.name)} (${keep.map(([c]) => q(c)).join(', ')}) VALUES (${keep.map(() => '?').join(', ')})`);
-        for (const row of given.rows) insert.run(keep.map(([, i]) => row[i]) as never);
-        rows += given.rows.length;
-        tables++;
-      }
-      db.prepare('DELETE FROM cluster_log').run();
-      db.prepare('DELETE FROM cluster_epochs').run();
-      const set = db.prepare('INSERT INTO cluster_epochs (epoch, max_seq) VALUES (?, ?)');
-      for (const [epoch, seq] of Object.entries(position)) set.run(Number(epoch), seq);
-    });
-  })();
-  return { tables, rows };
+export function installMetadata(store: WholeStore, log: ChangeLog, snapshot: MetadataSnapshot, position: Position): { tables: number; rows: number } {
+  return log.silently(() => store.overwrite(log.tables, snapshot.tables, () => log.resetTo(position)));
 }
 
 /** A fresh working directory for one snapshot under the data dir (removed by the caller). */

@@ -7,7 +7,7 @@
 import { badRequest, forbidden, notFound } from '../../shared/errors.js';
 import type { AccessGrant } from '../meta/access-grant.js';
 import type { EntityStore } from '../meta/entities.js';
-import { MASK, setEntityRules } from '../meta/rules.js';
+import { MASK, type EntityRules } from '../meta/entity-rules.js';
 import type { PiConnection } from './pi-client.js';
 import { SecretBox } from './secret-box.js';
 
@@ -22,8 +22,11 @@ export class Connections {
     private readonly entities: EntityStore,
     private readonly box: SecretBox,
     private readonly allowedHosts: readonly string[],
-  ) {
-    setEntityRules('connections', {
+  ) {}
+
+  /** The rules of the `connections` table: its secrets sealed with this connector's key, its checks (registered by the connector plugin). */
+  entityRules(): EntityRules {
+    return {
       adminCreatesOnly: true,
       adminOnlyFields: CONNECTION_FIELDS,
       maskedFields: SECRET_FIELDS,
@@ -39,7 +42,7 @@ export class Connections {
         // A saved connection must be usable: the same checks as an ad-hoc one (secrets are sealed by now).
         if (row.base_url !== undefined) this.parse({ ...row, password: undefined, token: undefined }, true, 'saved connection');
       },
-    });
+    };
   }
 
   /** The connection a connector body names: its own fields (admins only) or a saved row the caller can read. */
@@ -49,14 +52,12 @@ export class Connections {
       if (adHoc.length > 0) throw badRequest(`give either connection_id or the connection's fields, not both (${adHoc.join(', ')})`);
       const def = this.entities.registry.table('connections');
       const id = String(body.connection_id);
-      let visible: Record<string, unknown>;
+      let row: Record<string, unknown>;
       try {
-        visible = this.entities.get(def, grant, id);
+        row = this.entities.storedMeta(def, grant, id);
       } catch {
         throw notFound(`connection ${id} not found`);
       }
-      const stored = this.entities.db.prepare('SELECT meta_data FROM connections WHERE id = ?').pluck().get(Number(visible.id)) as string;
-      const row = JSON.parse(stored) as Record<string, unknown>;
       for (const field of SECRET_FIELDS) {
         if (SecretBox.isSealed(row[field])) {
           try {

@@ -7,30 +7,29 @@
 // records after each page how far each attribute has come, in `connector_backfills`. So a restart
 // resumes it from the last written timestamp, under the same job id, and nothing is written twice.
 
+import type { Accounts } from '../auth/api.js';
 import type { Config } from '../config.js';
-import { ServiceError, badRequest, forbidden } from '../../shared/errors.js';
-import type { Logger } from '../log.js';
-import type { AccountStore } from '../auth/users.js';
 import type { Claims } from '../http/caller.js';
-import type { Job, JobLog } from '../jobs/job-log.js';
-import { AccessGrant } from '../meta/access-grant.js';
-import type { Db } from '../meta/database.js';
-import type { EntityStore } from '../meta/entities.js';
-import type { StorageService } from '../storage/service.js';
-import type { Health } from '../subsystems.js';
-import { validateScope } from '../../shared/scope-path.js';
+import type { Job, ProcessLog } from '../jobs/api.js';
+import type { Logger } from '../log.js';
+import type { AccessGrant } from '../meta/access-grant.js';
+import type { MetaStore } from '../meta/store.js';
+import type { BackfillRow } from '../meta/tables/backfills.js';
+import type { Collections, PointWriter } from '../storage/api.js';
 import { tagNameProblem } from '../../native-free-codecs/point-batch.js';
+import { ServiceError, badRequest, forbidden } from '../../shared/errors.js';
+import { validateScope } from '../../shared/scope-path.js';
 import { Connections, CONNECTION_FIELDS } from './connections.js';
 import { PiClient, piTimestampMs, type PiConnection, type PiItem } from './pi-client.js';
 import { SecretBox } from './secret-box.js';
 
 export interface ConnectorOptions {
-  config: Config;
-  db: Db;
-  entities: EntityStore;
-  storage: StorageService;
-  accounts: AccountStore;
-  jobs: JobLog;
+  settings: Config['connector'] & { dataDir: string };
+  meta: MetaStore;
+  writer: PointWriter;
+  collections: Collections;
+  accounts: Accounts;
+  jobs: ProcessLog;
   log: Logger;
 }
 
@@ -43,16 +42,6 @@ interface BackfillRequest {
   end: number;
 }
 
-interface BackfillRow {
-  id: string;
-  owner: string;
-  request: string;
-  cursor: string;
-  written: number;
-  skipped: number;
-  status: string;
-}
-
 const BASE_FIELDS = ['WebId', 'Name', 'Path', 'Description'];
 
 export class ConnectorService {
@@ -62,20 +51,14 @@ export class ConnectorService {
   private stopping = false;
 
   constructor(private readonly o: ConnectorOptions) {
-    this.box = SecretBox.open(o.config.dataDir);
-    this.connections = new Connections(o.entities, this.box, o.config.connector.allowedHosts.map((h) => h.toLowerCase()));
+    this.box = SecretBox.open(o.settings.dataDir);
+    this.connections = new Connections(o.meta.entities, this.box, o.settings.allowedHosts.map((h) => h.toLowerCase()));
   }
 
-  /** Resumes the backfills a stop or crash interrupted (on a cluster, once this node leads). */
-  start(): void {
-    if (!this.o.storage.isRunning) throw new Error('the storage subsystem is not running, so nothing can be backfilled');
-    if (!this.o.config.cluster.enabled) this.resumeInterrupted();
-  }
-
-  /** Backfills left running (by a stop, a crash, or a leader that lost the lead) go on here. */
+  /** Backfills left running (by a stop, a crash, or a leader that lost the lead) go on here, once this node leads. */
   resumeInterrupted(): void {
     if (this.stopping) return;
-    const rows = this.o.db.prepare("SELECT * FROM connector_backfills WHERE status = 'running'").all() as BackfillRow[];
+    const rows = this.o.meta.backfills.unfinished();
     for (const row of rows) {
       if (this.running.has(row.id)) continue;
       this.o.log.info({ job: row.id }, 'resuming an interrupted connector backfill');
@@ -91,10 +74,6 @@ export class ConnectorService {
   /** This node no longer leads: its backfills stop where they are, and the new leader resumes them. */
   pauseAll(): void {
     for (const controller of this.running.values()) controller.abort();
-  }
-
-  health(): Health {
-    return { status: 'ok' };
   }
 
   // ---- browse ---------------------------------------------------------------
@@ -141,14 +120,12 @@ export class ConnectorService {
     const grant = this.grantOf(claims.sub);
     this.connections.resolve(body, grant); // its 400, 403 or 404 before anything starts
     const request = this.backfillRequest(body);
-    const units = this.o.storage.access.unitPaths(grant);
+    const units = this.o.collections.unitPaths(grant);
     const unitPath = `${request.scope.organization}/${request.scope.site}/${request.scope.unit}`;
     if (units && !units.includes(unitPath)) throw forbidden(`collection ${unitPath}/${request.scope.grid} is outside your access grant`);
     const job = this.o.jobs.begin('backfill', `backfill of ${request.attributes.length} attribute(s) into ${unitPath}/${request.scope.grid}`);
     const cursor = request.attributes.map(() => request.start - 1);
-    this.o.db
-      .prepare("INSERT INTO connector_backfills (id, owner, request, cursor, written, skipped, status, updated_ms) VALUES (?, ?, ?, ?, 0, 0, 'running', ?)")
-      .run(job.id, claims.sub, JSON.stringify(request), JSON.stringify(cursor), Date.now());
+    this.o.meta.backfills.create(job.id, claims.sub, JSON.stringify(request), JSON.stringify(cursor), Date.now());
     this.run(job, claims.sub, request, cursor, 0, 0);
     return { job_id: job.id };
   }
@@ -192,13 +169,13 @@ export class ConnectorService {
   private run(job: Job, owner: string, request: BackfillRequest, cursor: number[], written: number, skipped: number): void {
     const controller = new AbortController();
     this.running.set(job.id, controller);
-    const save = this.o.db.prepare('UPDATE connector_backfills SET cursor = ?, written = ?, skipped = ?, status = ?, updated_ms = ? WHERE id = ?');
+    const save = (status: string) => this.o.meta.backfills.progress(job.id, JSON.stringify(cursor), written, skipped, status, Date.now());
     void (async () => {
       let pi: PiClient | null = null;
       try {
         const connection = this.openConnection(request.connection, owner);
         pi = new PiClient(connection);
-        const pageSize = this.o.config.connector.recordedPageSize;
+        const pageSize = this.o.settings.recordedPageSize;
         const span = Math.max(1, request.end - request.start + 1);
         for (let a = 0; a < request.attributes.length; a++) {
           const { web_id: webId, tag } = request.attributes[a];
@@ -221,24 +198,24 @@ export class ConnectorService {
             if (points.length > 0) {
               const grant = this.grantOf(owner);
               const body = Buffer.from(JSON.stringify({ ...request.scope, tags: { [tag]: points } }));
-              const result = await this.o.storage.write(grant, body, 'application/json', 'fast', controller.signal, { backfill: true, autoCreate: true });
+              const result = await this.o.writer.write(grant, body, 'application/json', 'fast', controller.signal, { backfill: true, autoCreate: true });
               if (!result.success) throw badRequest(`writing ${tag}: ${result.error}`);
               written += points.length;
             }
             const exhausted = values.length < pageSize || last < from;
             cursor[a] = exhausted ? request.end : last;
-            save.run(JSON.stringify(cursor), written, skipped, 'running', Date.now(), job.id);
+            save('running');
             const done = request.attributes.length === 0 ? 1 : (a + (Math.min(cursor[a], request.end) - request.start + 1) / span) / request.attributes.length;
             job.progress(done, `attribute ${a + 1} of ${request.attributes.length}: ${written} values written, ${skipped} skipped`);
             if (exhausted) break;
             from = last + 1;
           }
         }
-        save.run(JSON.stringify(cursor), written, skipped, 'done', Date.now(), job.id);
+        save('done');
         job.done(`backfilled ${written} values of ${request.attributes.length} attribute(s) into ${Object.values(request.scope).join('/')}; ${skipped} skipped (bad or digital-state values)`);
       } catch (err) {
         if (controller.signal.aborted && this.stopping) return;
-        save.run(JSON.stringify(cursor), written, skipped, 'failed', Date.now(), job.id);
+        save('failed');
         const message = err instanceof ServiceError ? err.message : `backfill failed: ${(err as Error).message}`;
         job.fail(`${message} (${written} values written, ${skipped} skipped)`);
       } finally {
@@ -260,7 +237,7 @@ export class ConnectorService {
     const account = this.o.accounts.current(email);
     if (!account) throw forbidden(`the account ${email} that started this backfill no longer exists`);
     const claims: Claims = { sub: email, role: account.role, units_id: account.units_id, sites_id: account.sites_id, orgs_id: account.orgs_id, exp: Number.MAX_SAFE_INTEGER };
-    return AccessGrant.of(this.o.db, this.o.entities.registry, claims);
+    return this.o.meta.grantOf(claims);
   }
 }
 

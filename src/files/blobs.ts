@@ -1,10 +1,6 @@
 // Blobs (bytes under a key) and attachments (bytes attached to an entity row), WIRE.md part 2
 // "Blobs and attachments". Both keep their bytes in the content store (content-store.ts, one
-// file per distinct sha256) and their metadata in SQLite (migration 10):
-//
-//   blob_contents (sha256, size_bytes, created_ms)    one row per content file
-//   blob_keys     (key, sha256, content_type, created_ms)
-//   attachments   (id, entity, entity_id, name, sha256, content_type, created_ms)
+// file per distinct sha256) and their rows in SQLite (meta/tables/blobs.ts).
 //
 // A content is kept while a key or an attachment refers to it; whatever drops the last reference
 // (a delete, a replace, an entity row deleted with its attachments) removes the row and the file
@@ -19,11 +15,11 @@ import { ServiceError, notFound } from '../../shared/errors.js';
 import type { RequestBody, ResponseStream } from '../http/route.js';
 import type { Logger } from '../log.js';
 import type { AccessGrant } from '../meta/access-grant.js';
-import type { Db } from '../meta/database.js';
+import type { AttachmentRow, BlobTables } from '../meta/tables/blobs.js';
 import type { EntityHooks, EntityStore } from '../meta/entities.js';
 import type { EntityDef } from '../meta/registry.js';
 import { parseId } from '../meta/wire.js';
-import type { Health } from '../subsystems.js';
+import type { Health } from '../host/plugin.js';
 import { ContentStore, type Received } from './content-store.js';
 
 export interface BlobRecord {
@@ -77,19 +73,8 @@ export function contentTypeOf(header: string | undefined): string {
   return header.trim();
 }
 
-interface AttachmentRow {
-  id: string;
-  entity: string;
-  entity_id: string;
-  name: string;
-  sha256: string;
-  content_type: string;
-  created_ms: number;
-  size_bytes: number;
-}
-
 export interface BlobServiceOptions {
-  db: Db;
+  tables: BlobTables;
   dataDir: string;
   entities: EntityStore;
   log: Logger;
@@ -101,10 +86,10 @@ export class BlobService {
   private running = false;
   /** Contents whose last attachments an entity delete is taking away, collected once it commits. */
   private orphanedByDelete: string[] = [];
-  private readonly db: Db;
+  private readonly rows: BlobTables;
 
   constructor(private readonly o: BlobServiceOptions) {
-    this.db = o.db;
+    this.rows = o.tables;
     this.files = new ContentStore(o.dataDir);
   }
 
@@ -125,17 +110,12 @@ export class BlobService {
   // ---- blobs ----------------------------------------------------------------
 
   get(key: string): BlobRecord | undefined {
-    return this.db
-      .prepare('SELECT k.key, c.size_bytes, k.content_type, k.sha256, k.created_ms FROM blob_keys k JOIN blob_contents c ON c.sha256 = k.sha256 WHERE k.key = ?')
-      .get(key) as BlobRecord | undefined;
+    return this.rows.blob(key);
   }
 
   /** Keys starting with `prefix`, in key order. */
   list(prefix: string, limit: number): BlobRecord[] {
-    // Keys are ASCII below 0x7f, so every key with the prefix sorts in [prefix, prefix + 0x7f).
-    return this.db
-      .prepare('SELECT k.key, c.size_bytes, k.content_type, k.sha256, k.created_ms FROM blob_keys k JOIN blob_contents c ON c.sha256 = k.sha256 WHERE k.key >= ? AND k.key < ? ORDER BY k.key LIMIT ?')
-      .all(prefix, `${prefix}\u007f`, limit) as BlobRecord[];
+    return this.rows.blobsWithPrefix(prefix, limit);
   }
 
   /** Stores `body` under `key`; `created` is false when it replaced an earlier blob. */
@@ -143,22 +123,20 @@ export class BlobService {
     const received = await this.files.receive(body);
     const now = this.o.now();
     return this.commit(received, () => {
-      const old = this.db.prepare('SELECT sha256 FROM blob_keys WHERE key = ?').pluck().get(key) as string | undefined;
-      this.db
-        .prepare('INSERT INTO blob_keys (key, sha256, content_type, created_ms) VALUES (?, ?, ?, ?) ON CONFLICT (key) DO UPDATE SET sha256 = excluded.sha256, content_type = excluded.content_type, created_ms = excluded.created_ms')
-        .run(key, received.sha256, contentType, now);
+      const old = this.rows.contentOfKey(key);
+      this.rows.putBlob(key, received.sha256, contentType, now);
       return { result: { created: old === undefined, record: this.get(key)! }, released: old === undefined ? [] : [old] };
     });
   }
 
   /** False when there was no such key. */
   delete(key: string): boolean {
-    const old = this.db.prepare('SELECT sha256 FROM blob_keys WHERE key = ?').pluck().get(key) as string | undefined;
+    const old = this.rows.contentOfKey(key);
     if (old === undefined) return false;
-    this.db.transaction(() => {
-      this.db.prepare('DELETE FROM blob_keys WHERE key = ?').run(key);
-      this.collect(old);
-    })();
+    this.rows.transaction(() => {
+      this.rows.deleteBlob(key);
+      this.rows.collect(old);
+    });
     this.removeUnreferencedFile(old);
     return true;
   }
@@ -190,9 +168,7 @@ export class BlobService {
     return this.commit(received, () => {
       // The row may have gone (or left the grant) while the bytes arrived.
       this.requireWritable(def, grant, entityId);
-      this.db
-        .prepare('INSERT INTO attachments (id, entity, entity_id, name, sha256, content_type, created_ms) VALUES (?, ?, ?, ?, ?, ?, ?)')
-        .run(id, def.table, entityId, name, received.sha256, contentType, now);
+      this.rows.addAttachment(id, def.table, entityId, name, received.sha256, contentType, now);
       return { result: this.attachment(id)!, released: [] };
     });
   }
@@ -200,17 +176,14 @@ export class BlobService {
   listAttachments(def: EntityDef, grant: AccessGrant, rawEntityId: string): AttachmentRecord[] {
     const entityId = String(parseId(def, rawEntityId, 'entityId'));
     this.requireReadable(def, grant, entityId);
-    const rows = this.db
-      .prepare('SELECT a.*, c.size_bytes FROM attachments a JOIN blob_contents c ON c.sha256 = a.sha256 WHERE a.entity = ? AND a.entity_id = ? ORDER BY a.created_ms, a.id')
-      .all(def.table, entityId) as AttachmentRow[];
-    return rows.map((row) => this.toRecord(row));
+    return this.rows.attachmentsOfRow(def.table, entityId).map((row) => this.toRecord(row));
   }
 
   /** Attachment `id` if it exists and the caller can read its entity row (else 404, as if absent). */
   readableAttachment(grant: AccessGrant, id: string): AttachmentRecord {
     const record = this.attachment(id);
     if (!record) throw notFound(`attachment ${id} not found`);
-    const def = this.o.entities.registry.table(this.tableOf(id));
+    const def = this.o.entities.registry.table(this.rows.tableOf(id));
     const access = this.o.entities.accessTo(def, grant, record.entityId);
     if (access === 'absent' || access === 'none') throw notFound(`attachment ${id} not found`);
     return record;
@@ -218,11 +191,11 @@ export class BlobService {
 
   deleteAttachment(grant: AccessGrant, id: string): void {
     const record = this.readableAttachment(grant, id);
-    this.requireWritable(this.o.entities.registry.table(this.tableOf(id)), grant, record.entityId);
-    this.db.transaction(() => {
-      this.db.prepare('DELETE FROM attachments WHERE id = ?').run(id);
-      this.collect(record.sha256);
-    })();
+    this.requireWritable(this.o.entities.registry.table(this.rows.tableOf(id)), grant, record.entityId);
+    this.rows.transaction(() => {
+      this.rows.deleteAttachment(id);
+      this.rows.collect(record.sha256);
+    });
     this.removeUnreferencedFile(record.sha256);
   }
 
@@ -234,10 +207,9 @@ export class BlobService {
     return {
       beforeDelete: (def, entity) => {
         const entityId = String(entity.id);
-        const shas = this.db.prepare('SELECT DISTINCT sha256 FROM attachments WHERE entity = ? AND entity_id = ?').pluck().all(def.table, entityId) as string[];
+        const shas = this.rows.deleteAttachmentsOfRow(def.table, entityId);
         if (shas.length === 0) return;
-        this.db.prepare('DELETE FROM attachments WHERE entity = ? AND entity_id = ?').run(def.table, entityId);
-        for (const sha of shas) this.collect(sha);
+        for (const sha of shas) this.rows.collect(sha);
         this.orphanedByDelete.push(...shas);
       },
       afterCommit: () => {
@@ -289,12 +261,8 @@ export class BlobService {
   // ---- internals --------------------------------------------------------------
 
   private attachment(id: string): AttachmentRecord | undefined {
-    const row = this.db.prepare('SELECT a.*, c.size_bytes FROM attachments a JOIN blob_contents c ON c.sha256 = a.sha256 WHERE a.id = ?').get(id) as AttachmentRow | undefined;
+    const row = this.rows.attachment(id);
     return row ? this.toRecord(row) : undefined;
-  }
-
-  private tableOf(id: string): string {
-    return this.db.prepare('SELECT entity FROM attachments WHERE id = ?').pluck().get(id) as string;
   }
 
   private toRecord(row: AttachmentRow): AttachmentRecord {
@@ -330,16 +298,14 @@ export class BlobService {
     }
     let outcome: { result: T; released: string[] };
     try {
-      outcome = this.db.transaction(() => {
-        this.db
-          .prepare('INSERT INTO blob_contents (sha256, size_bytes, created_ms) VALUES (?, ?, ?) ON CONFLICT (sha256) DO NOTHING')
-          .run(received.sha256, received.size, this.o.now());
+      outcome = this.rows.transaction(() => {
+        this.rows.addContent(received.sha256, received.size, this.o.now());
         const done = write();
-        for (const sha of done.released) if (sha !== received.sha256) this.collect(sha);
+        for (const sha of done.released) if (sha !== received.sha256) this.rows.collect(sha);
         return done;
-      })();
+      });
     } catch (err) {
-      this.db.transaction(() => this.collect(received.sha256))();
+      this.rows.transaction(() => this.rows.collect(received.sha256));
       this.removeUnreferencedFile(received.sha256);
       throw err;
     }
@@ -347,16 +313,9 @@ export class BlobService {
     return outcome.result;
   }
 
-  /** Inside a transaction: drops the content row of `sha256` when nothing refers to it. */
-  private collect(sha256: string): void {
-    this.db
-      .prepare('DELETE FROM blob_contents WHERE sha256 = ? AND NOT EXISTS (SELECT 1 FROM blob_keys WHERE sha256 = ?) AND NOT EXISTS (SELECT 1 FROM attachments WHERE sha256 = ?)')
-      .run(sha256, sha256, sha256);
-  }
-
   /** After the commit: removes the file of a content whose row is gone. */
   private removeUnreferencedFile(sha256: string): void {
-    if (this.db.prepare('SELECT 1 FROM blob_contents WHERE sha256 = ?').get(sha256)) return;
+    if (this.rows.hasContent(sha256)) return;
     try {
       this.files.remove(sha256);
     } catch (err) {
@@ -366,15 +325,11 @@ export class BlobService {
 
   /** At start: content rows nothing refers to, and content files with no row, go. */
   private sweep(): void {
-    const orphans = this.db
-      .prepare('SELECT sha256 FROM blob_contents c WHERE NOT EXISTS (SELECT 1 FROM blob_keys k WHERE k.sha256 = c.sha256) AND NOT EXISTS (SELECT 1 FROM attachments a WHERE a.sha256 = c.sha256)')
-      .pluck()
-      .all() as string[];
-    if (orphans.length > 0) this.db.transaction(() => orphans.forEach((sha) => this.collect(sha)))();
-    const known = this.db.prepare('SELECT 1 FROM blob_contents WHERE sha256 = ?').pluck();
+    const orphans = this.rows.unreferencedContents();
+    if (orphans.length > 0) this.rows.transaction(() => orphans.forEach((sha) => this.rows.collect(sha)));
     let removed = 0;
     for (const sha of [...this.files.stored()]) {
-      if (known.get(sha)) continue;
+      if (this.rows.hasContent(sha)) continue;
       this.files.remove(sha);
       removed++;
     }

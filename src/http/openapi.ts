@@ -1,13 +1,13 @@
 // Builds the OpenAPI 3.0.3 document from the route table. Nothing here is
 // written by hand per route: paths, parameters, bodies, security and the
-// automatic error responses all follow from each `RouteDef`, so the document
+// automatic error responses all follow from each `RouteSpec`, so the document
 // cannot drift from what the router actually serves.
 
 import { createRequire } from 'node:module';
 import type * as Yaml from 'yaml';
 import { ERROR_CODES } from '../../shared/errors.js';
 import { ERROR_SCHEMA } from './errors.js';
-import { mutates, type JsonSchema, type RouteDef } from './route.js';
+import { mutates, type JsonSchema, type RouteSpec } from './route.js';
 
 export const API_VERSION = '0.1.0';
 const DEFAULT_TITLE = 'Historian API';
@@ -58,7 +58,7 @@ export interface OpenApiDocument {
 }
 
 export function buildOpenApi(
-  routes: readonly RouteDef[],
+  routes: readonly RouteSpec[],
   info?: { title?: string; description?: string },
 ): OpenApiDocument {
   const paths: OpenApiDocument['paths'] = {};
@@ -102,7 +102,7 @@ export function toYaml(doc: object): string {
   return stringify(doc, { aliasDuplicateObjects: false, lineWidth: 0 });
 }
 
-function buildOperation(route: RouteDef, operationId: string): OpenApiOperation {
+function buildOperation(route: RouteSpec, operationId: string): OpenApiOperation {
   const operation: OpenApiOperation = {
     operationId,
     summary: route.summary,
@@ -119,7 +119,7 @@ function buildOperation(route: RouteDef, operationId: string): OpenApiOperation 
   return operation;
 }
 
-function describeRoute(route: RouteDef): string {
+function describeRoute(route: RouteSpec): string {
   const authText = {
     public: 'Auth: public, no token needed',
     jwt: 'Auth: bearer token required',
@@ -131,7 +131,7 @@ function describeRoute(route: RouteDef): string {
 }
 
 /** `GET /svcapi/tag/{id}/values` → `get_svcapi_tag_by_id_values`. */
-function uniqueOperationId(route: RouteDef, used: Set<string>): string {
+function uniqueOperationId(route: RouteSpec, used: Set<string>): string {
   const words = documentPath(route.path)
     .split('/')
     .filter(Boolean)
@@ -157,7 +157,7 @@ function documentPath(path: string): string {
   return path.replace(/\{([^}]+)\+\}/g, '{$1}');
 }
 
-function pathParameters(route: RouteDef): OpenApiParameter[] {
+function pathParameters(route: RouteSpec): OpenApiParameter[] {
   const declared = schemaProperties(route.params);
   // The template is authoritative: OpenAPI rejects a path parameter that is
   // not in the path, and requires one for every `{name}` that is.
@@ -166,7 +166,7 @@ function pathParameters(route: RouteDef): OpenApiParameter[] {
   );
 }
 
-function queryParameters(route: RouteDef): OpenApiParameter[] {
+function queryParameters(route: RouteSpec): OpenApiParameter[] {
   const required = new Set(Array.isArray(route.query?.required) ? (route.query.required as string[]) : []);
   return Object.entries(schemaProperties(route.query)).map(([name, schema]) =>
     parameter(name, 'query', required.has(name), schema),
@@ -189,7 +189,7 @@ function parameter(name: string, location: 'path' | 'query', required: boolean, 
   return result;
 }
 
-function buildRequestBody(route: RouteDef): OpenApiOperation['requestBody'] {
+function buildRequestBody(route: RouteSpec): OpenApiOperation['requestBody'] {
   const content: Record<string, OpenApiMediaType> = {};
   if (route.rawBody) {
     for (const contentType of route.rawBody.contentTypes) {
@@ -203,7 +203,7 @@ function buildRequestBody(route: RouteDef): OpenApiOperation['requestBody'] {
   return { required: true, ...(description ? { description } : {}), content };
 }
 
-function buildResponses(route: RouteDef): Record<string, OpenApiResponse> {
+function buildResponses(route: RouteSpec): Record<string, OpenApiResponse> {
   const responses: Record<string, OpenApiResponse> = {};
   for (const [status, def] of Object.entries(route.responses)) {
     const contentType = def.contentType ?? JSON_TYPE;

@@ -174,6 +174,9 @@ export interface RouteDef<Grant = unknown> {
   handler: Handler<Grant>;
 }
 
+/** A route's declaration without its handler: what the OpenAPI document is made from. */
+export type RouteSpec = Omit<RouteDef, 'handler'>;
+
 export function mutates(route: Pick<RouteDef, 'method' | 'mutates'>): boolean {
   return route.mutates ?? route.method !== 'GET';
 }

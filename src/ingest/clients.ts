@@ -3,8 +3,8 @@
 // every request (one indexed-by-nothing scan of a table of a few rows), so an admin's change
 // takes effect on the next request.
 
+import type { IngestClientsTable } from '../meta/tables/ingest-clients.js';
 import { ServiceError, notFound } from '../../shared/errors.js';
-import type { Db } from '../meta/database.js';
 
 export interface IngestClient {
   clientId: string;
@@ -16,17 +16,11 @@ export interface IngestClient {
 }
 
 export class IngestClients {
-  private readonly byClientId;
-
-  constructor(db: Db) {
-    this.byClientId = db
-      .prepare<[string], string>("SELECT meta_data FROM ingestconfigs WHERE CASE WHEN json_valid(meta_data) THEN json_extract(meta_data, '$.clientId') END = ? ORDER BY id")
-      .pluck();
-  }
+  constructor(private readonly table: IngestClientsTable) {}
 
   /** The enabled client named `clientId`: 404 when there is none or it is disabled, 409 when two rows claim the name. */
   resolve(clientId: string): IngestClient {
-    const rows = this.byClientId.all(clientId);
+    const rows = this.table.named(clientId);
     const named = JSON.stringify(clientId);
     if (rows.length === 0) throw notFound(`ingest client ${named} not found (no ingestconfigs row has this clientId)`);
     if (rows.length > 1) throw new ServiceError('CONFLICT', `ingest client ${named} is named by ${rows.length} ingestconfigs rows; keep one`);

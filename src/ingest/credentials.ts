@@ -11,12 +11,10 @@
 // way around them. Cache keys of passwords are salted hashes, never the password itself.
 
 import crypto from 'node:crypto';
+import type { Accounts, AccountState, PasswordCheck, TokenVerifier } from '../auth/api.js';
 import type { ServiceClock } from '../clock.js';
-import type { PasswordLogin } from '../auth/password-login.js';
-import { checkEmail } from '../meta/email.js';
-import type { TokenService } from '../auth/tokens.js';
 import type { Claims } from '../http/caller.js';
-import type { AccountStore } from '../auth/users.js';
+import { checkEmail } from '../meta/email.js';
 import { unauthorized } from '../../shared/errors.js';
 
 export interface CredentialSource {
@@ -38,9 +36,9 @@ export class IngestCredentials {
   private readonly salt = crypto.randomBytes(16);
 
   constructor(
-    private readonly tokens: TokenService,
-    private readonly accounts: AccountStore,
-    private readonly login: PasswordLogin,
+    private readonly tokens: TokenVerifier,
+    private readonly accounts: Accounts,
+    private readonly login: PasswordCheck,
     private readonly clock: ServiceClock,
     private readonly cacheSeconds: number,
     private readonly cacheMaxEntries: number,
@@ -92,6 +90,6 @@ export class IngestCredentials {
   }
 }
 
-function claimsOf(email: string, account: NonNullable<ReturnType<AccountStore['current']>>, until: number): Claims {
+function claimsOf(email: string, account: AccountState, until: number): Claims {
   return Object.freeze({ sub: email, role: account.role, units_id: account.units_id, sites_id: account.sites_id, orgs_id: account.orgs_id, exp: until });
 }

@@ -4,18 +4,31 @@
 // /svcapi/write_fast, decoded and access-checked in the storage worker. Here: the client, the
 // per-client rate limit, the counters, and backfill's place behind live ingest.
 
-import { SlidingWindowLimiter } from '../auth/rate-limit.js';
-import { ServiceError } from '../../shared/errors.js';
-import type { Request } from '../http/route.js';
-import { AccessGrant } from '../meta/access-grant.js';
-import type { ServiceContext } from '../routes/context.js';
-import type { WriteOptions, WriteResult } from '../storage/service.js';
+import type { Accounts, Credentials, PasswordCheck } from '../auth/api.js';
+import type { ServiceClock } from '../clock.js';
+import type { Config } from '../config.js';
+import type { GrantedRequest as Request } from '../host/plugin.js';
+import { SlidingWindowLimiter } from '../http/rate-limit.js';
+import type { IngestClientsTable } from '../meta/tables/ingest-clients.js';
+import type { Collections, PointWriter, WriteOptions, WriteResult } from '../storage/api.js';
 import type { Precision } from '../../native-free-codecs/line-protocol.js';
+import { ServiceError } from '../../shared/errors.js';
 import { LINE_PROTOCOL } from '../../shared/protocol.js';
 import { validateScope } from '../../shared/scope-path.js';
 import { IngestClients } from './clients.js';
 import { IngestCredentials } from './credentials.js';
 import { IngestStats, type IngestCounters } from './stats.js';
+
+export interface IngestOptions {
+  settings: Config['ingest'];
+  clients: IngestClientsTable;
+  writer: PointWriter;
+  collections: Collections;
+  credentials: Credentials;
+  passwords: PasswordCheck;
+  accounts: Accounts;
+  clock: ServiceClock;
+}
 
 /** The grid of a client with no grid of its own and no tag group (a line protocol write without `rp`). */
 export const DEFAULT_GRID = 'default';
@@ -42,15 +55,15 @@ export class IngestService {
   /** Backfill writes go one at a time, each behind the live writes running when it starts. */
   private backfillTail: Promise<unknown> = Promise.resolve();
 
-  constructor(private readonly ctx: ServiceContext) {
-    const settings = ctx.config.ingest;
-    this.clients = new IngestClients(ctx.db);
-    this.limiter = new SlidingWindowLimiter(settings.rateLimitPerMinute, 60_000, ctx.tokens.clock.now);
+  constructor(private readonly o: IngestOptions) {
+    const { settings } = o;
+    this.clients = new IngestClients(o.clients);
+    this.limiter = new SlidingWindowLimiter(settings.rateLimitPerMinute, 60_000, o.clock.now);
     this.credentials = new IngestCredentials(
-      ctx.tokens.withCache(settings.tokenCacheSeconds, settings.tokenCacheMaxEntries),
-      ctx.accounts,
-      ctx.passwordLogin,
-      ctx.tokens.clock,
+      o.credentials.cached(settings.tokenCacheSeconds, settings.tokenCacheMaxEntries),
+      o.accounts,
+      o.passwords,
+      o.clock,
       settings.tokenCacheSeconds,
       settings.tokenCacheMaxEntries,
     );
@@ -66,7 +79,7 @@ export class IngestService {
     if (!this.limiter.take(client.clientId)) {
       counters.rateLimited++;
       counters.rejectedRequests++;
-      throw new ServiceError('RATE_LIMITED', `ingest client ${JSON.stringify(client.clientId)} is over ingest.rateLimitPerMinute (${this.ctx.config.ingest.rateLimitPerMinute} requests a minute)`, { headers: {
+      throw new ServiceError('RATE_LIMITED', `ingest client ${JSON.stringify(client.clientId)} is over ingest.rateLimitPerMinute (${this.o.settings.rateLimitPerMinute} requests a minute)`, { headers: {
         'retry-after': String(this.limiter.retryAfterSeconds(client.clientId)),
       } });
     }
@@ -82,8 +95,7 @@ export class IngestService {
 
   /** Counters of the clients whose unit the caller can reach (every client for admins). */
   visibleStats(req: Request): IngestCounters[] {
-    const grant = AccessGrant.of(this.ctx.db, this.ctx.entities.registry, req.user!);
-    return this.stats.list((scope) => this.ctx.storage.access.canAccess(grant, scope));
+    return this.stats.list((scope) => this.o.collections.reachesUnit(req.grant, scope));
   }
 
   private async store(req: Request, ingest: IngestRequest, scope: { organization: string; site: string; unit: string; grid: string }): Promise<WriteResult> {
@@ -92,7 +104,7 @@ export class IngestService {
     if (encoding !== 'identity' && encoding !== 'gzip' && encoding !== '') {
       throw new ServiceError('UNSUPPORTED_MEDIA_TYPE', `Content-Encoding ${JSON.stringify(encoding)} is not supported (gzip or none)`);
     }
-    const settings = this.ctx.config.ingest;
+    const settings = this.o.settings;
     const options: WriteOptions = {
       defaultScope: scope,
       rows: true,
@@ -102,8 +114,7 @@ export class IngestService {
       ...(ingest.precision ? { lineProtocol: { precision: ingest.precision, nowMs: Date.now() } } : {}),
     };
     const contentType = ingest.precision ? LINE_PROTOCOL : (req.headers['content-type'] ?? 'application/json').toLowerCase();
-    const grant = AccessGrant.of(this.ctx.db, this.ctx.entities.registry, req.user!);
-    const write = () => this.ctx.storage.write(grant, req.rawBody!, contentType, 'fast', req.signal, options);
+    const write = () => this.o.writer.write(req.grant, req.rawBody!, contentType, 'fast', req.signal, options);
     return ingest.backfill ? this.behindLive(write) : this.live(write);
   }
 

@@ -3,28 +3,15 @@
 // reports progress and its outcome as it goes, so an operator can see what the service is doing
 // and what it did. Jobs are rows of `process_jobs` in the metadata store; a running job is also
 // kept in memory, so restoring the metadata store (which replaces the table) does not lose it
-// (rewriteRunning). Finished jobs are deleted after processLog.retentionDays.
+// (it subscribes to the store's `replaced` event). Finished jobs are deleted after processLog.retentionDays.
 
 import crypto from 'node:crypto';
 import type { ServiceClock } from '../clock.js';
 import type { Logger } from '../log.js';
-import type { Db } from '../meta/database.js';
+import type { MetaEvents } from '../meta/events.js';
+import type { JobFilter, JobKind, JobRecord, ProcessJobsTable } from '../meta/tables/process-jobs.js';
 
-export const JOB_KINDS = ['backup', 'restore', 'seal', 'purge', 'backfill'] as const;
-export type JobKind = (typeof JOB_KINDS)[number];
-export const JOB_STATUSES = ['running', 'done', 'failed'] as const;
-export type JobStatus = (typeof JOB_STATUSES)[number];
-
-export interface JobRecord {
-  id: string;
-  kind: JobKind;
-  status: JobStatus;
-  started_ms: number;
-  finished_ms: number | null;
-  progress: number;
-  message: string;
-  error: string | null;
-}
+export { JOB_KINDS, JOB_STATUSES, type JobFilter, type JobKind, type JobRecord, type JobStatus } from '../meta/tables/process-jobs.js';
 
 /** A running job, as the work that owns it sees it. */
 export interface Job {
@@ -33,13 +20,6 @@ export interface Job {
   progress(fraction: number, message?: string): void;
   done(message: string): void;
   fail(error: string): void;
-}
-
-export interface JobFilter {
-  kind?: JobKind;
-  status?: JobStatus;
-  fromMs?: number;
-  limit: number;
 }
 
 /** Progress rows are written at most this often per job (the last one always). */
@@ -51,28 +31,23 @@ const RECENT_JOBS = 1000;
 export class JobLog {
   private readonly running = new Map<string, JobRecord>();
   private readonly recent = new Map<string, JobRecord>();
-  private readonly upsert;
   private purgeTimer: NodeJS.Timeout | null = null;
 
   constructor(
-    private readonly db: Db,
+    private readonly table: ProcessJobsTable,
     private readonly clock: ServiceClock,
     private readonly log: Logger,
     private readonly retentionDays: number,
+    events: MetaEvents,
   ) {
-    this.upsert = db.prepare(
-      `INSERT INTO process_jobs (id, kind, status, started_ms, finished_ms, progress, message, error)
-       VALUES (@id, @kind, @status, @started_ms, @finished_ms, @progress, @message, @error)
-       ON CONFLICT(id) DO UPDATE SET status = excluded.status, finished_ms = excluded.finished_ms,
-         progress = excluded.progress, message = excluded.message, error = excluded.error`,
-    );
+    events.replaced.subscribe((tables) => {
+      if (tables.has('process_jobs')) this.rewriteAfterRestore();
+    });
   }
 
   /** Jobs left `running` by a process that ended are failed; the purge of old jobs is scheduled. */
   start(): void {
-    const orphans = this.db
-      .prepare("UPDATE process_jobs SET status = 'failed', finished_ms = ?, error = 'the service stopped before this job finished' WHERE status = 'running'")
-      .run(this.clock.now()).changes;
+    const orphans = this.table.failOrphans(this.clock.now());
     if (orphans > 0) this.log.warn({ jobs: orphans }, 'process log: jobs of a previous run marked failed');
     this.purge();
     this.purgeTimer = setInterval(() => this.purge(), 3_600_000);
@@ -125,28 +100,11 @@ export class JobLog {
   }
 
   list(filter: JobFilter): { jobs: JobRecord[]; total_count: number } {
-    const where: string[] = [];
-    const params: unknown[] = [];
-    if (filter.kind) {
-      where.push('kind = ?');
-      params.push(filter.kind);
-    }
-    if (filter.status) {
-      where.push('status = ?');
-      params.push(filter.status);
-    }
-    if (filter.fromMs !== undefined) {
-      where.push('started_ms >= ?');
-      params.push(filter.fromMs);
-    }
-    const clause = where.length > 0 ? `WHERE ${where.join(' AND ')}` : '';
-    const total = this.db.prepare(`SELECT count(*) FROM process_jobs ${clause}`).pluck().get(...params) as number;
-    const jobs = this.db.prepare(`SELECT * FROM process_jobs ${clause} ORDER BY started_ms DESC, rowid DESC LIMIT ?`).all(...params, filter.limit) as JobRecord[];
-    return { jobs, total_count: total };
+    return this.table.list(filter);
   }
 
   get(id: string): JobRecord | null {
-    return (this.db.prepare('SELECT * FROM process_jobs WHERE id = ?').get(id) as JobRecord | undefined) ?? null;
+    return this.table.get(id);
   }
 
   /**
@@ -154,17 +112,14 @@ export class JobLog {
    * (the restored table is older), and jobs the backup caught running, which are not running
    * here, are marked failed.
    */
-  rewriteAfterRestore(): void {
+  private rewriteAfterRestore(): void {
     for (const record of this.recent.values()) this.write(record);
-    const ids = JSON.stringify([...this.running.keys()]);
-    this.db
-      .prepare("UPDATE process_jobs SET status = 'failed', finished_ms = ?, error = 'restored from a backup taken while this job ran' WHERE status = 'running' AND id NOT IN (SELECT value FROM json_each(?))")
-      .run(this.clock.now(), ids);
+    this.table.failRestoredRunning(this.clock.now(), [...this.running.keys()]);
   }
 
   private write(record: JobRecord): void {
     try {
-      this.upsert.run(record);
+      this.table.write(record);
     } catch (err) {
       // The process log must never fail the work it describes (a restore replacing the table, a full disk).
       this.log.warn({ err: String(err), job: record.id }, 'process log: job row not written');
@@ -174,7 +129,7 @@ export class JobLog {
   private purge(): void {
     if (this.retentionDays <= 0) return;
     const cutoff = this.clock.now() - this.retentionDays * 86_400_000;
-    const removed = this.db.prepare("DELETE FROM process_jobs WHERE status <> 'running' AND finished_ms < ?").run(cutoff).changes;
+    const removed = this.table.deleteFinishedBefore(cutoff);
     if (removed > 0) this.log.info({ removed, retentionDays: this.retentionDays }, 'process log purge');
   }
 }

@@ -12,15 +12,13 @@
 // or revoked token, or a password change, closes the socket with 1008).
 
 import type uWS from 'uWebSockets.js';
-import type { TokenService } from '../auth/tokens.js';
-import type { Claims } from '../http/caller.js';
+import type { TokenVerifier } from '../auth/api.js';
 import type { Config } from '../config.js';
+import type { Claims } from '../http/caller.js';
 import type { SocketData, WebSocketEndpoint } from '../http/server.js';
 import type { Logger } from '../log.js';
-import { AccessGrant } from '../meta/access-grant.js';
-import type { Db } from '../meta/database.js';
-import type { Registry } from '../meta/registry.js';
-import type { StorageService } from '../storage/service.js';
+import type { AccessGrant } from '../meta/access-grant.js';
+import type { Collections, LiveFeed } from '../storage/api.js';
 import { Format1Writer } from '../../native-free-codecs/result-binary.js';
 import { collectionId as idOf, parseCollectionId } from '../../shared/scope-path.js';
 import type { LivePoints } from '../../shared/protocol.js';
@@ -55,10 +53,10 @@ interface SocketState {
 }
 
 export interface LiveHubOptions {
-  db: Db;
-  registry: Registry;
-  tokens: TokenService;
-  storage: StorageService;
+  grantOf(claims: Claims): AccessGrant;
+  tokens: TokenVerifier;
+  feed: LiveFeed;
+  collections: Collections;
   settings: Config['ws'];
   log: Logger;
 }
@@ -70,7 +68,7 @@ export class LiveHub {
   private readonly decoder = new TextDecoder('utf-8', { fatal: true });
 
   constructor(private readonly o: LiveHubOptions) {
-    o.storage.liveListener = (points) => this.onPoints(points);
+    o.feed.points.subscribe((points) => this.onPoints(points));
   }
 
   endpoint(): WebSocketEndpoint {
@@ -99,7 +97,7 @@ export class LiveHub {
   }
 
   private grantOf(claims: Claims): AccessGrant {
-    return AccessGrant.of(this.o.db, this.o.registry, claims);
+    return this.o.grantOf(claims);
   }
 
   private recheckToken(socket: Socket): void {
@@ -169,7 +167,7 @@ export class LiveHub {
       return fail(`${(err as Error).message}`);
     }
     // One answer for absent and out-of-grant: another tenant learns nothing of what exists.
-    if (!this.o.storage.hasCollection(collectionId) || !this.o.storage.canReach(state.grant, collectionId)) {
+    if (!this.o.collections.exists(collectionId) || !this.o.collections.canReach(state.grant, collectionId)) {
       return fail(`unknown collection ${collectionId} (none by that scope within your grant)`);
     }
     const previous = state.subscriptions.get(id);
@@ -186,7 +184,7 @@ export class LiveHub {
       subs.add(sub);
     }
     try {
-      await this.o.storage.watchLive(collectionId, [...byTag.keys()]);
+      await this.o.feed.watch(collectionId, [...byTag.keys()]);
     } catch (err) {
       state.subscriptions.delete(id);
       this.drop(sub);
@@ -212,7 +210,7 @@ export class LiveHub {
     }
     if (byTag.size === 0) this.watched.delete(sub.collectionId);
     if (changed) {
-      this.o.storage.watchLive(sub.collectionId, [...byTag.keys()]).catch((err) => this.o.log.warn({ err: String(err), collection: sub.collectionId }, 'live watch could not be updated'));
+      this.o.feed.watch(sub.collectionId, [...byTag.keys()]).catch((err) => this.o.log.warn({ err: String(err), collection: sub.collectionId }, 'live watch could not be updated'));
     }
   }
 

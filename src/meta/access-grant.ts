@@ -19,7 +19,7 @@
 // write that sets a foreign key must name a parent inside the grant.
 
 import type { Claims } from '../http/caller.js';
-import type { Db } from './database.js';
+import type { Hierarchy } from './tables/hierarchy.js';
 import type { EntityDef, Registry } from './registry.js';
 import { ident } from './schema.js';
 
@@ -51,15 +51,21 @@ export class AccessGrant {
   private constructor(
     private readonly registry: Registry,
     claims: Pick<Claims, 'sub' | 'role' | 'orgs_id' | 'sites_id' | 'units_id'>,
-    db: Db | null,
+    hierarchy: Hierarchy | null,
   ) {
     this.isAdmin = claims.role === 'admin';
     this.subject = claims.sub;
-    this.sets = this.isAdmin || !db ? null : expandGrant(db, claims);
+    this.sets = this.isAdmin || !hierarchy ? null : expandGrant(hierarchy, claims);
   }
 
-  static of(db: Db, registry: Registry, claims: Pick<Claims, 'sub' | 'role' | 'orgs_id' | 'sites_id' | 'units_id'>): AccessGrant {
-    return new AccessGrant(registry, claims, db);
+  /** The grant of `claims`, expanded through the hierarchy as it is now (MetaStore.grantOf is the usual way in). */
+  static of(hierarchy: Hierarchy, registry: Registry, claims: Pick<Claims, 'sub' | 'role' | 'orgs_id' | 'sites_id' | 'units_id'>): AccessGrant {
+    return new AccessGrant(registry, claims, hierarchy);
+  }
+
+  /** Everything, for the service's own work (a replicated write, a notification the monitor sends): `subject` names who acts. */
+  static everything(registry: Registry, subject: string): AccessGrant {
+    return new AccessGrant(registry, { sub: subject, role: 'admin', orgs_id: [], sites_id: [], units_id: [] }, null);
   }
 
   /** Units inside the grant (orgs and sites expanded); null for admins, who reach everything. */
@@ -173,19 +179,13 @@ function ids(values: readonly string[]): number[] {
 }
 
 /** Expands the claims down the hierarchy (and up, for reading) into id sets, as JSON arrays for json_each. */
-function expandGrant(db: Db, claims: Pick<Claims, 'orgs_id' | 'sites_id' | 'units_id'>) {
-  const orgs = ids(claims.orgs_id);
-  const column = (sql: string, param: number[]) =>
-    (db.prepare(sql).pluck().all(JSON.stringify(param)) as Array<number | null>).filter((v): v is number => v !== null);
-  const sites = [...new Set([...ids(claims.sites_id), ...column('SELECT id FROM sites WHERE orgsId IN (SELECT value FROM json_each(?))', orgs)])];
-  const units = [...new Set([...ids(claims.units_id), ...column('SELECT id FROM units WHERE siteId IN (SELECT value FROM json_each(?))', sites)])];
-  const readSites = [...new Set([...sites, ...column('SELECT siteId FROM units WHERE id IN (SELECT value FROM json_each(?))', units)])];
-  const readOrgs = [...new Set([...orgs, ...column('SELECT orgsId FROM sites WHERE id IN (SELECT value FROM json_each(?))', readSites)])];
+function expandGrant(hierarchy: Hierarchy, claims: Pick<Claims, 'orgs_id' | 'sites_id' | 'units_id'>) {
+  const sets = hierarchy.expand({ orgs: ids(claims.orgs_id), sites: ids(claims.sites_id), units: ids(claims.units_id) });
   return {
-    orgs: JSON.stringify(orgs),
-    sites: JSON.stringify(sites),
-    units: JSON.stringify(units),
-    readOrgs: JSON.stringify(readOrgs),
-    readSites: JSON.stringify(readSites),
+    orgs: JSON.stringify(sets.orgs),
+    sites: JSON.stringify(sets.sites),
+    units: JSON.stringify(sets.units),
+    readOrgs: JSON.stringify(sets.readOrgs),
+    readSites: JSON.stringify(sets.readSites),
   };
 }

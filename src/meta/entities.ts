@@ -1,5 +1,5 @@
 // The entity store: generic CRUD over every registry table, with row scoping
-// applied to every statement and the per-entity rules (rules.ts) applied to
+// applied to every statement and the per-entity rules (entity-rules.ts) applied to
 // every write. All writes run in one SQLite transaction each, so a request
 // that fails half-way (a 403 found after the insert, a duplicate in a bulk
 // create) leaves nothing behind; work that must wait for the commit (moving
@@ -10,7 +10,7 @@ import { ServiceError, badRequest, conflict, forbidden, notFound } from '../../s
 import type { Db } from './database.js';
 import { compileOrder, compileWhere, type Filter, type Where } from './filter.js';
 import type { EntityDef, Registry, Relation } from './registry.js';
-import { MASK, rulesFor, type EntityRules, type WriteContext } from './rules.js';
+import { builtInRules, MASK, type EntityRules, type WriteContext } from './entity-rules.js';
 import { ident } from './schema.js';
 import type { AccessGrant, GrantSql } from './access-grant.js';
 import { parseId, parseMeta, pickFields, splitEntity, toWire, type RowRecord, type SplitEntity } from './wire.js';
@@ -58,6 +58,7 @@ interface WriteBatch {
 
 export class EntityStore {
   private readonly hooks: EntityHooks[] = [];
+  private readonly addedRules = new Map<string, EntityRules>();
   /** The write transaction in progress, if any. */
   private writing: WriteBatch | null = null;
   /** Committed writes whose deferred jobs have not run yet. */
@@ -74,13 +75,32 @@ export class EntityStore {
   /** A stored row as callers see it: the wire form, secrets of the table's rules masked. */
   private wire(def: EntityDef, row: RowRecord): Record<string, unknown> {
     const out = toWire(def, row);
-    const masked = rulesFor(def.table).maskedFields;
+    const masked = this.rulesOf(def.table).maskedFields;
     if (masked) for (const field of masked) if (out[field] !== undefined && out[field] !== null && out[field] !== '') out[field] = MASK;
     return out;
   }
 
   addHooks(hooks: EntityHooks): void {
     this.hooks.push(hooks);
+  }
+
+  /** Rules of a table that need state the built-in ones cannot hold (the connector's key for `connections`). */
+  addRules(table: string, rules: EntityRules): void {
+    if (this.addedRules.has(table)) throw new Error(`the rules of ${table} are given twice`);
+    this.addedRules.set(table, rules);
+  }
+
+  private rulesOf(table: string): EntityRules {
+    return this.addedRules.get(table) ?? builtInRules(table);
+  }
+
+  /**
+   * The stored meta_data of row `rawId`, secrets as stored (not masked), once the caller is shown
+   * to read it: for the one module that unseals a table's secrets (the connector's connections).
+   */
+  storedMeta(def: EntityDef, grant: AccessGrant, rawId: unknown): Record<string, unknown> {
+    const row = this.readable(def, grant, parseId(def, rawId));
+    return parseMeta(row.meta_data);
   }
 
   /** For hooks: runs `job` after the current write commits (dropped if it rolls back). */
@@ -184,7 +204,7 @@ export class EntityStore {
     const row = this.rowById(def, id);
     if (!row) return false;
     if (!this.allowed(def, grant, 'read', id)) {
-      if (rulesFor(def.table).invisibleIsAbsent) return false;
+      if (this.rulesOf(def.table).invisibleIsAbsent) return false;
       throw forbidden(`${def.urlNames[0]} ${id} is outside your access grant`);
     }
     return true;
@@ -275,7 +295,7 @@ export class EntityStore {
 
   private insertOne(def: EntityDef, grant: AccessGrant, body: unknown, injected?: Record<string, unknown>): Entity {
     const split = splitEntity(def, injected ? { ...(body as object), ...injected } : body);
-    const rules = rulesFor(def.table);
+    const rules = this.rulesOf(def.table);
     const ctx = writeContext(split, true, this.now());
     if (rules.adminCreatesOnly && !grant.isAdmin) throw forbidden(`only an admin can create ${def.urlNames[0]}`);
     this.checkAdminOnlyFields(rules, grant, split, null);
@@ -314,7 +334,7 @@ export class EntityStore {
       if (this.hidden(def, grant, id)) throw notFound('item not found');
       throw forbidden(`${def.urlNames[0]} ${id} is outside your access grant`);
     }
-    const rules = rulesFor(def.table);
+    const rules = this.rulesOf(def.table);
     const ctx = writeContext(split, false, this.now());
     const currentMeta = parseMeta(row.meta_data);
     this.checkAdminOnlyFields(rules, grant, split, currentMeta);
@@ -452,7 +472,7 @@ export class EntityStore {
     const row = this.rowById(def, id, extra);
     if (!row) throw notFound('item not found');
     if (!this.allowed(def, grant, 'read', id)) {
-      if (rulesFor(def.table).invisibleIsAbsent) throw notFound('item not found');
+      if (this.rulesOf(def.table).invisibleIsAbsent) throw notFound('item not found');
       throw forbidden(`${def.urlNames[0]} ${id} is outside your access grant`);
     }
     return row;
@@ -460,7 +480,7 @@ export class EntityStore {
 
   /** A row the caller may not even see, of a table whose rules make such rows read as absent. */
   private hidden(def: EntityDef, grant: AccessGrant, id: number | string): boolean {
-    return rulesFor(def.table).invisibleIsAbsent === true && !this.allowed(def, grant, 'read', id);
+    return this.rulesOf(def.table).invisibleIsAbsent === true && !this.allowed(def, grant, 'read', id);
   }
 
   private allowed(def: EntityDef, grant: AccessGrant, access: 'read' | 'write', id: number | string): boolean {

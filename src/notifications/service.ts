@@ -1,45 +1,23 @@
 // Notifications: the one producer API (`notify`), the admin create route's checks, mark-read,
 // unread count, the live stream hub and the retention purge. Rows live in the `notifications`
 // entity table, so the generic entity routes and this module share one store, one visibility
-// rule (AccessGrant, applied by the store) and one set of field rules (meta/rules.ts).
+// rule (AccessGrant, applied by the store) and one set of field rules (meta/entity-rules.ts).
 
-import type { TokenService } from '../auth/tokens.js';
 import type { ServiceClock } from '../clock.js';
 import type { Config } from '../config.js';
-import type { JobLog } from '../jobs/job-log.js';
-import { badRequest } from '../../shared/errors.js';
+import type { Claims } from '../http/caller.js';
+import type { ProcessLog } from '../jobs/api.js';
 import type { Logger } from '../log.js';
-import { AccessGrant } from '../meta/access-grant.js';
-import type { Db } from '../meta/database.js';
-import type { Entity, EntityHooks, EntityStore } from '../meta/entities.js';
+import type { AccessGrant } from '../meta/access-grant.js';
+import type { Entity, EntityHooks } from '../meta/entities.js';
+import type { MetaStore } from '../meta/store.js';
 import type { EntityDef } from '../meta/registry.js';
-import { NOTIFICATION_SEVERITIES, NOTIFICATION_SOURCES } from '../meta/rules.js';
 import { parseId } from '../meta/wire.js';
-import type { Health } from '../subsystems.js';
+import { badRequest } from '../../shared/errors.js';
+import type { NotificationInput } from './api.js';
 import { StreamHub } from './stream-hub.js';
 
-export type NotificationSeverity = (typeof NOTIFICATION_SEVERITIES)[number];
-export type NotificationSource = (typeof NOTIFICATION_SOURCES)[number];
-
-/** What a producer (the monitor, backups, the connector) gives `notify`. */
-export interface NotificationInput {
-  severity: NotificationSeverity;
-  source: NotificationSource;
-  title: string;
-  body: string;
-  /** Recipient email; absent or null: a broadcast. */
-  userId?: string | null;
-  orgsId?: number | null;
-  sitesId?: number | null;
-  unitsId?: number | null;
-  link?: string | null;
-  redirect?: boolean;
-  payload?: Record<string, unknown> | null;
-  sourceRef?: string | null;
-  expiresAt?: number | null;
-}
-
-const SCOPE_PARENTS: ReadonlyArray<[column: string, table: string, noun: string]> = [
+const SCOPE_PARENTS: ReadonlyArray<[column: string, table: 'orgs' | 'sites' | 'units', noun: string]> = [
   ['orgsId', 'orgs', 'org'],
   ['sitesId', 'sites', 'site'],
   ['unitsId', 'units', 'unit'],
@@ -49,14 +27,14 @@ const HIERARCHY = new Set(['orgs', 'sites', 'units']);
 const PURGE_BATCH = 1000;
 
 export interface NotificationServiceOptions {
-  db: Db;
-  entities: EntityStore;
-  tokens: TokenService;
+  meta: MetaStore;
+  /** The claims of a stream's token (checked again while the stream lives). */
+  verifyToken(token: string): Claims;
   clock: ServiceClock;
   log: Logger;
   settings: Config['notifications'];
   /** The process log: each purge is a job there. */
-  jobs: JobLog;
+  jobs: ProcessLog;
 }
 
 export class NotificationService {
@@ -69,17 +47,28 @@ export class NotificationService {
   private purging: Promise<void> | null = null;
 
   constructor(private readonly o: NotificationServiceOptions) {
-    const { registry } = o.entities;
-    this.def = registry.table('notifications');
-    this.system = AccessGrant.of(o.db, registry, { sub: 'system', role: 'admin', orgs_id: [], sites_id: [], units_id: [] });
-    this.hub = new StreamHub({ db: o.db, registry, tokens: o.tokens, clock: o.clock, log: o.log, settings: o.settings });
-    o.entities.addHooks(this.entityHooks());
+    const { meta } = o;
+    this.def = meta.registry.table('notifications');
+    this.system = meta.grantAll('system');
+    this.hub = new StreamHub({ tables: meta.notifications, def: this.def, grantOf: (claims) => meta.grantOf(claims), verifyToken: o.verifyToken, clock: o.clock, log: o.log, settings: o.settings });
+    // What changes the store outside the entity store: streams end and replay from a replaced
+    // store, grants follow a replicated hierarchy, replicated notifications reach the streams.
+    meta.events.replacing.subscribe(() => this.hub.storeReplaced());
+    meta.events.tablesChanged.subscribe((change) => {
+      if ([...HIERARCHY].some((t) => change.tables.has(t))) this.hub.hierarchyChanged();
+      for (const id of change.inserted.get('notifications') ?? []) {
+        try {
+          this.hub.publish(meta.entities.get(this.def, this.system, id));
+        } catch {
+          // deleted again in the same batch
+        }
+      }
+    });
   }
 
   start(): void {
     // Unread counts and the purge read these columns.
-    this.o.db.exec('CREATE INDEX IF NOT EXISTS notifications_readAt ON notifications ("readAt")');
-    this.o.db.exec('CREATE INDEX IF NOT EXISTS notifications_expiresAt ON notifications ("expiresAt") WHERE "expiresAt" IS NOT NULL');
+    this.o.meta.notifications.ensureIndexes();
     this.hub.start();
     const { retention_days: days, retention_interval_seconds: interval } = this.o.settings;
     if (days > 0) {
@@ -95,16 +84,17 @@ export class NotificationService {
     await this.purging;
   }
 
-  health(): Health {
-    return { status: 'ok' };
-  }
-
   /**
    * The producer API: stores a notification (checked by the same rules as an admin's create)
    * and fans it out to the connected streams in the same step. Throws 400 naming a bad field.
    */
   notify(input: NotificationInput): Entity {
-    return this.o.entities.create(this.def, this.system, input);
+    return this.o.meta.entities.create(this.def, this.system, input);
+  }
+
+  /** The same notification for each admin by name (what concerns everyone and no unit: a failed backup). */
+  notifyAdmins(input: Omit<NotificationInput, 'userId' | 'orgsId' | 'sitesId' | 'unitsId'>): void {
+    for (const email of this.o.meta.accounts.adminEmails()) this.notify({ ...input, userId: email });
   }
 
   /**
@@ -117,24 +107,23 @@ export class NotificationService {
     for (const [column, table, noun] of SCOPE_PARENTS) {
       const value = fields[column];
       if (value === null || value === undefined) continue;
-      const id = parseId(this.o.entities.registry.table(table), value, column);
-      if (!this.o.db.prepare(`SELECT 1 FROM ${table} WHERE id = ?`).get(id)) throw badRequest(`${column}: there is no ${noun} with id ${id}`);
+      const id = parseId(this.o.meta.registry.table(table), value, column) as number;
+      if (!this.o.meta.hierarchy.has(table, id)) throw badRequest(`${column}: there is no ${noun} with id ${id}`);
       fields[column] = id;
     }
-    return this.o.entities.create(this.def, grant, fields);
+    return this.o.meta.entities.create(this.def, grant, fields);
   }
 
   /** POST /{id}/read: sets readAt once; 404 when the row is absent or not the caller's to see. */
   markRead(grant: AccessGrant, rawId: unknown): { id: string; readAt: number } {
     const id = parseId(this.def, rawId);
-    this.o.entities.get(this.def, grant, id); // 404 absent or invisible
-    this.o.db.prepare('UPDATE notifications SET "readAt" = ? WHERE id = ? AND "readAt" IS NULL').run(this.o.clock.now(), id);
-    const readAt = this.o.db.prepare('SELECT "readAt" FROM notifications WHERE id = ?').pluck().get(id) as number;
+    this.o.meta.entities.get(this.def, grant, id); // 404 absent or invisible
+    const readAt = this.o.meta.notifications.read(id as number, this.o.clock.now());
     return { id: String(id), readAt };
   }
 
   unreadCount(grant: AccessGrant): number {
-    return this.o.entities.count(this.def, grant, { readAt: null });
+    return this.o.meta.entities.count(this.def, grant, { readAt: null });
   }
 
   /**
@@ -154,9 +143,9 @@ export class NotificationService {
     const cutoff = now - days * 86_400_000;
     const job = this.o.jobs.begin('purge', `notification purge: expired rows, and read rows older than ${days} days`);
     try {
-      const expired = await this.deleteInBatches('"expiresAt" IS NOT NULL AND "expiresAt" <= ?', [now]);
+      const expired = await this.deleteInBatches(() => this.o.meta.notifications.expiredIds(now, PURGE_BATCH));
       job.progress(0.5);
-      const old = await this.deleteInBatches('"readAt" IS NOT NULL AND "createdAt" < ?', [cutoff]);
+      const old = await this.deleteInBatches(() => this.o.meta.notifications.readIdsBefore(cutoff, PURGE_BATCH));
       this.o.log.info(
         { removed: expired + old, expired, readOlderThanRetention: old, retentionDays: days, ms: Math.round(performance.now() - began) },
         'notification purge',
@@ -168,13 +157,12 @@ export class NotificationService {
     }
   }
 
-  private async deleteInBatches(condition: string, params: unknown[]): Promise<number> {
-    const select = this.o.db.prepare(`SELECT id FROM notifications WHERE ${condition} LIMIT ${PURGE_BATCH}`).pluck();
+  private async deleteInBatches(next: () => number[]): Promise<number> {
     let removed = 0;
     for (;;) {
-      const ids = select.all(...params) as number[];
+      const ids = next();
       if (ids.length === 0) return removed;
-      removed += this.o.entities.deleteWhere(this.def, this.system, { id: { inq: ids } });
+      removed += this.o.meta.entities.deleteWhere(this.def, this.system, { id: { inq: ids } });
       await new Promise<void>((resolve) => setImmediate(resolve)); // let requests in between batches
     }
   }
@@ -184,13 +172,14 @@ export class NotificationService {
     if (value === null || value === undefined) return null;
     const numeric = typeof value === 'number' || (typeof value === 'string' && /^[0-9]+$/.test(value));
     if (!numeric) return value;
-    const id = parseId(this.o.entities.registry.table('users'), value, 'userId');
-    const email = this.o.db.prepare('SELECT email FROM users WHERE id = ?').pluck().get(id) as string | undefined;
+    const id = parseId(this.o.meta.registry.table('users'), value, 'userId') as number;
+    const email = this.o.meta.accounts.emailOf(id);
     if (email === undefined) throw badRequest(`userId: there is no user with id ${id}`);
     return email;
   }
 
-  private entityHooks(): EntityHooks {
+  /** New rows reach the streams once their write commits; hierarchy changes refresh the streams' grants. */
+  entityHooks(): EntityHooks {
     return {
       afterCreate: (def, entity) => {
         if (def.table === 'notifications') this.created.push(entity);

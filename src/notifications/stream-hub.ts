@@ -11,17 +11,17 @@
 // notifications.streamQueueBytes) is replayed what it did not get, by Last-Event-ID or, on a
 // fresh connect, as undelivered.
 
-import type { TokenService } from '../auth/tokens.js';
 import type { Claims } from '../http/caller.js';
 import type { ServiceClock } from '../clock.js';
 import type { Config } from '../config.js';
 import type { ResponseStream } from '../http/route.js';
 import type { Logger } from '../log.js';
-import { AccessGrant, type NotificationAudienceFields } from '../meta/access-grant.js';
-import type { Db } from '../meta/database.js';
+import type { AccessGrant, NotificationAudienceFields } from '../meta/access-grant.js';
 import type { Entity } from '../meta/entities.js';
-import type { EntityDef, Registry } from '../meta/registry.js';
-import { toWire, type RowRecord } from '../meta/wire.js';
+import type { EntityDef } from '../meta/registry.js';
+import type { NotificationTables } from '../meta/tables/notifications.js';
+import { toWire } from '../meta/wire.js';
+import { Signal } from '../signal.js';
 import { DeliveredRanges, type Ranges } from './delivered-ranges.js';
 import { KEEPALIVE, notificationEvent, refusedStream, replayCompleteEvent, STREAM_OPENING } from './sse.js';
 
@@ -152,9 +152,13 @@ interface RecipientState {
 }
 
 export interface StreamHubOptions {
-  db: Db;
-  registry: Registry;
-  tokens: TokenService;
+  tables: NotificationTables;
+  /** The `notifications` entity table. */
+  def: EntityDef;
+  /** What an account may reach now. */
+  grantOf(claims: Claims): AccessGrant;
+  /** The claims of a stream's token, checked again while it lives; throws a 401 once it no longer holds. */
+  verifyToken(token: string): Claims;
   clock: ServiceClock;
   log: Logger;
   settings: Config['notifications'];
@@ -167,8 +171,8 @@ export interface DeliveryMarks {
 }
 
 export class StreamHub {
-  /** Set on a node of a cluster: called with the marks just written down. */
-  forward: ((marks: DeliveryMarks) => void) | null = null;
+  /** The delivery marks just written down (a cluster's secondary sends them on to the leader). */
+  readonly marksWritten = new Signal<[marks: DeliveryMarks]>();
   private readonly streams = new Set<NotificationStream>();
   private readonly recipients = new Map<string, RecipientState>();
   private readonly def: EntityDef;
@@ -185,23 +189,8 @@ export class StreamHub {
   private pending: Entity[] = [];
   private batch: { rows: FanOutRow[]; now: number; streams: NotificationStream[]; next: number } | null = null;
   private fanOutTimer: NodeJS.Immediate | null = null;
-  private readonly maxId: () => number;
-  private readonly loadRanges: (recipient: string) => string | undefined;
-  private readonly saveRanges: (recipient: string, ranges: string, at: number) => void;
-  private readonly setDelivered: (at: number, id: number) => void;
-
   constructor(private readonly o: StreamHubOptions) {
-    this.def = o.registry.table('notifications');
-    const maxId = o.db.prepare('SELECT max(id) FROM notifications').pluck();
-    this.maxId = () => (maxId.get() as number | null) ?? 0;
-    const load = o.db.prepare('SELECT ranges FROM notification_deliveries WHERE recipient = ?').pluck();
-    this.loadRanges = (recipient) => load.get(recipient) as string | undefined;
-    const save = o.db.prepare(
-      'INSERT INTO notification_deliveries (recipient, ranges, updated_at) VALUES (?, ?, ?) ON CONFLICT (recipient) DO UPDATE SET ranges = excluded.ranges, updated_at = excluded.updated_at',
-    );
-    this.saveRanges = (recipient, ranges, at) => void save.run(recipient, ranges, at);
-    const delivered = o.db.prepare('UPDATE notifications SET deliveredAt = ? WHERE id = ? AND deliveredAt IS NULL');
-    this.setDelivered = (at, id) => void delivered.run(at, id);
+    this.def = o.def;
   }
 
   get streamCount(): number {
@@ -285,7 +274,7 @@ export class StreamHub {
       // One synchronous step from the replay query to being registered for live rows.
       const now = this.o.clock.now();
       const grant = this.grantOf(request.claims);
-      const maxId = this.maxId();
+      const maxId = this.o.tables.maxId();
       const start = request.lastEventId !== null ? request.lastEventId + 1 : 1;
       const rows = this.replayRows(grant, now, maxId, request.lastEventId === null ? recipientState.ranges : null, start);
       stream.liveFrom = maxId + 1;
@@ -376,10 +365,7 @@ export class StreamHub {
 
   /** The visible rows to replay: after Last-Event-ID, or (ranges given) those not yet delivered to the recipient. */
   private replayRows(grant: AccessGrant, now: number, maxId: number, ranges: DeliveredRanges | null, start: number): Entity[] {
-    const visible = grant.predicate(this.def, 'read', now);
-    const select = this.o.db.prepare(
-      `SELECT * FROM notifications WHERE id BETWEEN ? AND ? AND ("expiresAt" IS NULL OR "expiresAt" > ?) AND ${visible.sql} ORDER BY id LIMIT ?`,
-    );
+    const select = this.o.tables.visibleRows(this.def, grant, now);
     // The id gaps the recipient has not had, in order (the whole span with Last-Event-ID).
     const gaps: Array<[number, number]> = [];
     let from = start;
@@ -393,7 +379,7 @@ export class StreamHub {
     const rows: Entity[] = [];
     for (const [lo, hi] of gaps) {
       if (lo > hi) continue;
-      const found = select.all(lo, hi, now, ...visible.params, REPLAY_LIMIT - rows.length) as RowRecord[];
+      const found = select(lo, hi, REPLAY_LIMIT - rows.length);
       for (const row of found) rows.push(toWire(this.def, row));
       if (rows.length >= REPLAY_LIMIT) break;
     }
@@ -411,7 +397,7 @@ export class StreamHub {
     if (at - stream.checkedAt >= RECHECK_MS) {
       stream.checkedAt = at;
       try {
-        stream.claims = this.o.tokens.verifyHeader(stream.token);
+        stream.claims = this.o.verifyToken(stream.token);
       } catch (err) {
         this.o.log.info({ user: stream.recipient, reason: (err as Error).message }, 'notification stream ended: its token no longer holds');
         stream.end();
@@ -424,7 +410,7 @@ export class StreamHub {
   private grantOf(claims: Claims): AccessGrant {
     let audience = this.audiences.get(claims);
     if (!audience || audience.version !== this.hierarchyVersion) {
-      audience = { version: this.hierarchyVersion, grant: AccessGrant.of(this.o.db, this.o.registry, claims) };
+      audience = { version: this.hierarchyVersion, grant: this.o.grantOf(claims) };
       this.audiences.set(claims, audience);
     }
     return audience.grant;
@@ -439,7 +425,7 @@ export class StreamHub {
   private acquire(recipient: string): RecipientState {
     let state = this.recipients.get(recipient);
     if (!state) {
-      const stored = this.loadRanges(recipient);
+      const stored = this.o.tables.rangesOf(recipient);
       state = { ranges: stored === undefined ? new DeliveredRanges() : DeliveredRanges.parse(stored), streams: 0, dirty: false };
       this.recipients.set(recipient, state);
     }
@@ -451,7 +437,7 @@ export class StreamHub {
     const state = this.recipients.get(recipient);
     if (!state) return;
     if (--state.streams > 0) return;
-    if (state.dirty) this.saveRanges(recipient, JSON.stringify(state.ranges), this.o.clock.now());
+    if (state.dirty) this.o.tables.setRanges(recipient, JSON.stringify(state.ranges), this.o.clock.now());
     this.recipients.delete(recipient);
   }
 
@@ -465,13 +451,13 @@ export class StreamHub {
     if (dirty.length === 0) return;
     const at = this.o.clock.now();
     try {
-      this.o.db.transaction(() => {
+      this.o.tables.transaction(() => {
         for (const [recipient, state] of dirty) {
-          this.saveRanges(recipient, JSON.stringify(state.ranges), at);
+          this.o.tables.setRanges(recipient, JSON.stringify(state.ranges), at);
           state.dirty = false;
         }
-      })();
-      this.forward?.({ ranges: dirty.map(([recipient, state]) => ({ recipient, ranges: state.ranges.toJSON() })), delivered: [] });
+      });
+      if (this.marksWritten.observed) this.marksWritten.emit({ ranges: dirty.map(([recipient, state]) => ({ recipient, ranges: state.ranges.toJSON() })), delivered: [] });
     } catch (err) {
       this.o.log.error({ err: String(err) }, 'could not record which notifications were delivered; they may be replayed again');
     }
@@ -484,17 +470,17 @@ export class StreamHub {
    */
   mergeMarks(marks: DeliveryMarks): void {
     const at = this.o.clock.now();
-    this.o.db.transaction(() => {
+    this.o.tables.transaction(() => {
       for (const { recipient, ranges } of marks.ranges) {
         const open = this.recipients.get(recipient);
-        const target = open?.ranges ?? DeliveredRanges.parse(this.loadRanges(recipient) ?? '[]');
+        const target = open?.ranges ?? DeliveredRanges.parse(this.o.tables.rangesOf(recipient) ?? '[]');
         let changed = false;
         for (const [lo, hi] of ranges) changed = target.add(lo, hi) || changed;
         if (open) open.dirty ||= changed;
-        else if (changed) this.saveRanges(recipient, JSON.stringify(target), at);
+        else if (changed) this.o.tables.setRanges(recipient, JSON.stringify(target), at);
       }
-      for (const [id, deliveredAt] of marks.delivered) this.setDelivered(deliveredAt, id);
-    })();
+      for (const [id, deliveredAt] of marks.delivered) this.o.tables.setDelivered(id, deliveredAt);
+    });
   }
 
   private markDelivered(id: number, at: number): void {
@@ -509,10 +495,10 @@ export class StreamHub {
     const batch = this.deliveredNow;
     this.deliveredNow = new Map();
     try {
-      this.o.db.transaction(() => {
-        for (const [id, at] of batch) this.setDelivered(at, id);
-      })();
-      this.forward?.({ ranges: [], delivered: [...batch] });
+      this.o.tables.transaction(() => {
+        for (const [id, at] of batch) this.o.tables.setDelivered(id, at);
+      });
+      if (this.marksWritten.observed) this.marksWritten.emit({ ranges: [], delivered: [...batch] });
     } catch (err) {
       this.o.log.error({ err: String(err) }, 'could not set deliveredAt of delivered notifications');
     }

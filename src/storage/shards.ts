@@ -36,19 +36,19 @@ import {
   type StorageWorkerData,
   type TaskOf,
   type TaskReply,
-  type WireError,
   type WriteFrameHeader,
   type WriteOutcome,
   type WriteReply,
 } from '../../shared/protocol.js';
 import { shardOf } from '../../shared/shard-hash.js';
+import type { Signal } from '../signal.js';
 
 const WORKER_FILE = fileURLToPath(new URL('../../workers/storage-worker.js', import.meta.url));
 
 export interface ShardPoolOptions {
   count: number;
-  /** A worker that replaced a failed one answers: state the main thread keeps in workers (live watches) goes again. */
-  onWorkerRestarted?: (shardIndex: number) => void;
+  /** Emitted when a worker that replaced a failed one answers: state the main thread keeps in workers (live watches) goes again. */
+  workerRestarted: Signal<[shardIndex: number]>;
   dataDir: string;
   requestRingBytes: number;
   resultRingBytes: number;
@@ -156,7 +156,7 @@ export class Shard {
         void this.pool.run({ op: OP.PING }).then(
           () => {
             this.restarting = false;
-            opts.onWorkerRestarted?.(index);
+            opts.workerRestarted.emit(index);
           },
           () => {},
         ),
@@ -188,7 +188,7 @@ export class Shard {
   /** Runs a task and gives back what its opcode answers; a worker-side error becomes an ServiceError. */
   async call<T extends StorageTask>(task: T, signal?: AbortSignal): Promise<ReplyOf<T['op']>> {
     const reply = await this.run(task, signal);
-    if (!reply.ok) throw fromWire(reply.error);
+    if (!reply.ok) throw ServiceError.fromWire(reply.error);
     // piscina carries any task's reply; the worker's handler table answers T's opcode with ReplyOf<T['op']>.
     return reply.value as ReplyOf<T['op']>;
   }
@@ -238,7 +238,7 @@ export class Shard {
     }
     this.drain();
     const answer = await reply;
-    if (!answer.ok) throw fromWire(answer.error);
+    if (!answer.ok) throw ServiceError.fromWire(answer.error);
     return answer.value;
   }
 
@@ -436,8 +436,4 @@ export class ShardPool {
   async close(): Promise<void> {
     await Promise.all(this.shards.map((s) => s.close()));
   }
-}
-
-export function fromWire(error: WireError): ServiceError {
-  return ServiceError.fromWire(error);
 }

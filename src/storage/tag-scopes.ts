@@ -1,6 +1,7 @@
 // The tag-to-scope map, main-thread side: learned from every write that names
 // its scope (the worker reports tags new to a collection) and from tagmeta
-// rows whose dataTagId names a storage tag. Persisted in the metadata store;
+// rows whose dataTagId names a storage tag. Persisted in the metadata store
+// (meta/tables/tag-scopes.ts);
 // workers read the same table and are told of changes through a version slot.
 //
 // A tag belongs to one collection, the first it was written to or bound to:
@@ -10,26 +11,18 @@
 // block its scope-less writes and reads. A binding whose collection is gone
 // is free again.
 
-import type { Db } from '../meta/database.js';
+import type { TagScopesTable } from '../meta/tables/tag-scopes.js';
 
 export class TagScopes {
-  private readonly upsert;
-  private readonly lookup;
-
-  /** `exists` tells whether a collection id is still in the catalog. */
+  /** `changed` tells the workers to read the map again; `exists` whether a collection id is still in the catalog. */
   constructor(
-    private readonly db: Db,
+    private readonly table: TagScopesTable,
     private readonly changed: () => void,
     private readonly exists: (collectionId: string) => boolean = () => true,
-  ) {
-    this.upsert = db.prepare<[string, string, number]>(
-      'INSERT INTO tag_scopes (tag, collection, learned_at) VALUES (?, ?, ?) ON CONFLICT(tag) DO UPDATE SET collection = excluded.collection, learned_at = excluded.learned_at',
-    );
-    this.lookup = db.prepare<[string], string>('SELECT collection FROM tag_scopes WHERE tag = ?').pluck();
-  }
+  ) {}
 
   collectionOf(tag: string): string | null {
-    return this.lookup.get(tag) ?? null;
+    return this.table.collectionOf(tag);
   }
 
   /** Records that `tags` live in `collectionId`, for each tag no other existing collection owns. */
@@ -37,14 +30,14 @@ export class TagScopes {
     if (tags.length === 0) return;
     const now = Date.now();
     let changed = false;
-    this.db.transaction(() => {
+    this.table.transaction(() => {
       for (const tag of tags) {
         const owner = this.collectionOf(tag);
         if (owner === collectionId || (owner !== null && this.exists(owner))) continue;
-        this.upsert.run(tag, collectionId, now);
+        this.table.bind(tag, collectionId, now);
         changed = true;
       }
-    })();
+    });
     if (changed) this.changed();
   }
 
@@ -57,7 +50,7 @@ export class TagScopes {
     const owner = this.collectionOf(tag);
     if (owner === collectionId) return { owner: null, changed: false };
     if (owner !== null && this.exists(owner)) return { owner, changed: false };
-    this.upsert.run(tag, collectionId, Date.now());
+    this.table.bind(tag, collectionId, Date.now());
     return { owner: null, changed: true };
   }
 
@@ -67,10 +60,10 @@ export class TagScopes {
 
   /** After a folder move: the tags of one collection follow it to its new id. */
   renameCollection(oldId: string, newId: string): void {
-    if (this.db.prepare('UPDATE tag_scopes SET collection = ? WHERE collection = ?').run(newId, oldId).changes > 0) this.changed();
+    if (this.table.renameCollection(oldId, newId) > 0) this.changed();
   }
 
   removeCollection(collectionId: string): void {
-    if (this.db.prepare('DELETE FROM tag_scopes WHERE collection = ?').run(collectionId).changes > 0) this.changed();
+    if (this.table.removeCollection(collectionId) > 0) this.changed();
   }
 }

@@ -10,15 +10,18 @@ import path from 'node:path';
 import { after, describe, test } from 'node:test';
 import { ChangeLog } from '../../src/cluster/change-log.js';
 import { openMetadataDb, type Db } from '../../src/meta/database.js';
+import { MetaEvents } from '../../src/meta/events.js';
 import { Registry } from '../../src/meta/registry.js';
 import { syncEntitySchema } from '../../src/meta/schema.js';
+import { WholeStore } from '../../src/meta/whole-store.js';
 import { decodeFrames, encodeFrames } from '../../native-free-codecs/replication-frames.js';
 
 function store(): { db: Db; log: ChangeLog; dir: string } {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'change-log-'));
   const db = openMetadataDb(dir);
-  syncEntitySchema(db, new Registry());
-  const log = new ChangeLog(db);
+  const registry = new Registry();
+  syncEntitySchema(db, registry);
+  const log = new ChangeLog(db, new WholeStore(db, registry, new MetaEvents()));
   log.installTriggers();
   return { db, log, dir };
 }
@@ -104,7 +107,7 @@ describe('cluster: the replication log', () => {
     assert.deepEqual(log.read(0, 10, 1 << 20).map((e) => [e.seq, e.kind, e.body]), [[1, 'write', Buffer.from('one')], [2, 'void', null], [3, 'collection', null]], 'the refused write keeps its seq, as a no-op');
     const third = log.appendPending('write', '{}', Buffer.from('three'));
     // The process dies here: the next start finds the entry still pending.
-    const reopened = new ChangeLog(db);
+    const reopened = new ChangeLog(db, new WholeStore(db, new Registry(), new MetaEvents()));
     assert.deepEqual(reopened.leftPending().map((e) => [e.id, e.seq, e.body]), [[third, 4, Buffer.from('three')]]);
     assert.equal(reopened.read(3, 10, 1 << 20).length, 0);
     reopened.commit(third);

@@ -10,7 +10,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { TokenService } from '../../src/auth/tokens.js';
-import { AccountStore } from '../../src/auth/users.js';
+import { AccountStore } from '../../src/auth/accounts.js';
+import { AccountsTable } from '../../src/meta/tables/accounts.js';
 import { ensureCertificates } from '../../src/http/certificates.js';
 import type { RouteDef } from '../../src/http/route.js';
 import type { Claims } from '../../src/http/caller.js';
@@ -62,7 +63,7 @@ describe('HttpServer route options', () => {
     db = openMetadataDb(dataDir);
     syncEntitySchema(db, new Registry());
     const secret = Buffer.alloc(48, 7);
-    const accounts = new AccountStore(db, secret);
+    const accounts = new AccountStore(new AccountsTable(db), secret);
     accounts.create('reader@plant.test', 'not-a-hash', 'reader', 'read-write');
     const tokens = new TokenService(secret, 3600, 60, 100, accounts);
     token = tokens.sign(accounts.current('reader@plant.test')!);

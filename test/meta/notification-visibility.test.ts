@@ -8,6 +8,7 @@ import Database from 'better-sqlite3';
 import { AccessGrant, type NotificationAudienceFields } from '../../src/meta/access-grant.js';
 import { Registry } from '../../src/meta/registry.js';
 import { syncEntitySchema } from '../../src/meta/schema.js';
+import { Hierarchy } from '../../src/meta/tables/hierarchy.js';
 import { prng } from '../support/prng.js';
 
 test('in-memory and SQL notification visibility agree on random rows and grants', () => {
@@ -48,7 +49,7 @@ test('in-memory and SQL notification visibility agree on random rows and grants'
   for (const sub of users) {
     for (const g of grants) {
       for (const role of ['read-write', 'admin'] as const) {
-        const grant = AccessGrant.of(db, registry, { sub, role, ...g });
+        const grant = AccessGrant.of(new Hierarchy(db), registry, { sub, role, ...g });
         const p = grant.predicate(def, 'read', now);
         const bySql = new Set(db.prepare(`SELECT id FROM notifications WHERE ${p.sql}`).pluck().all(...p.params) as number[]);
         for (const row of rows) {
@@ -71,8 +72,8 @@ test('visibility examples: addressee, most specific scope, system-wide, expiry',
   db.prepare('INSERT INTO units (id, siteId) VALUES (100, 10), (200, 20)').run();
   const now = 1_000;
   const none = { userId: null, orgsId: null, sitesId: null, unitsId: null, expiresAt: null };
-  const unitUser = AccessGrant.of(db, registry, { sub: 'u@x.test', role: 'read-write', orgs_id: [], sites_id: [], units_id: ['100'] });
-  const orgUser = AccessGrant.of(db, registry, { sub: 'o@x.test', role: 'read-write', orgs_id: ['1'], sites_id: [], units_id: [] });
+  const unitUser = AccessGrant.of(new Hierarchy(db), registry, { sub: 'u@x.test', role: 'read-write', orgs_id: [], sites_id: [], units_id: ['100'] });
+  const orgUser = AccessGrant.of(new Hierarchy(db), registry, { sub: 'o@x.test', role: 'read-write', orgs_id: ['1'], sites_id: [], units_id: [] });
   assert.equal(unitUser.seesNotification(none, now), true, 'system-wide');
   assert.equal(unitUser.seesNotification({ ...none, unitsId: 100 }, now), true);
   assert.equal(unitUser.seesNotification({ ...none, orgsId: 1, sitesId: 10, unitsId: 100 }, now), true, 'the unit decides, parents are context');

@@ -1,0 +1,41 @@
+// Backups and restores of the metadata store and the time series, their schedule, and the
+// admin routes; while a restore runs, other mutating requests answer 503 (its request gate).
+
+import { definePlugin, provide } from '../host/plugin.js';
+import { PROCESS_LOG } from '../jobs/api.js';
+import { NOTIFY } from '../notifications/api.js';
+import { STORE_MAINTENANCE } from '../storage/api.js';
+import { ServiceError } from '../../shared/errors.js';
+import { mutates } from '../http/route.js';
+import { TIMESERIES_SNAPSHOTS } from './api.js';
+import { backupRoutes } from './routes.js';
+import { BackupService } from './service.js';
+
+export const backupPlugin = definePlugin({
+  name: 'backup',
+  settings: (config) => ({
+    dataDir: config.dataDir,
+    maxRestoreBytes: config.backup.maxRestoreBytes,
+    restoreStepDelayMs: config.debug.restoreStepDelayMs,
+    openRoutes: config.compat.openMonitorAndBackup,
+  }),
+  needs: { maintenance: STORE_MAINTENANCE, notify: NOTIFY, jobs: PROCESS_LOG },
+  provides: [TIMESERIES_SNAPSHOTS],
+  create({ settings, needs, meta, clock, log }) {
+    const backups = new BackupService({ settings, store: meta.wholeStore, ...needs, clock, log });
+    if (settings.openRoutes) log.warn('compat.openMonitorAndBackup is on: the monitor and backup routes answer without a token');
+    return {
+      provide: [provide(TIMESERIES_SNAPSHOTS, backups)],
+      routes: backupRoutes(backups, settings.openRoutes),
+      // A restore replaces a store under everyone's feet: other changes wait for it.
+      admit(route) {
+        if (!mutates(route) || route.maintenanceExempt) return null;
+        const restoring = backups.maintenanceReason();
+        return restoring ? new ServiceError('UNAVAILABLE', restoring, { headers: { 'retry-after': '5' } }) : null;
+      },
+      start: () => backups.start(),
+      stop: () => backups.stop(),
+      health: () => backups.health(),
+    };
+  },
+});

@@ -1,0 +1,87 @@
+// /api/admin/backup/* (SPEC "Backup", WIRE.md part 2 "Backup"): status, list, config, run, and
+// the two restores. Admin only unless compat.openMonitorAndBackup (as the legacy build had it).
+
+import type { Route } from '../host/plugin.js';
+import { S } from '../http/compile.js';
+import type { JsonSchema } from '../http/route.js';
+import type { BackupService } from './service.js';
+
+const RESULT: JsonSchema = {
+  type: ['object', 'null'],
+  properties: { ok: S.boolean(), file_name: { type: ['string', 'null'] }, error: { type: ['string', 'null'] }, at_ms: S.integer(), duration_ms: S.integer() },
+};
+const FILE_INFO: JsonSchema = S.object(
+  { file_name: S.string(), kind: S.string(), size_bytes: S.integer(), created_ms: S.integer(), sha256: S.string(), collections: S.integer(), points: S.integer() },
+  ['file_name', 'kind', 'size_bytes', 'created_ms', 'sha256'],
+);
+const CONFIG: JsonSchema = S.object({ enabled: S.boolean(), interval_hours: { type: 'number' }, directory: S.string(), keep_sqlite: S.integer(), keep_timeseries: S.integer() });
+const RESTORED: JsonSchema = S.object({
+  success: S.boolean(), message: S.string(), job_id: S.string(), file_name: S.string(),
+  restored: { type: 'object', properties: { kind: S.string(), tables: S.integer(), rows: S.integer(), collections: S.integer(), points: S.integer() } },
+});
+
+/** `open`: compat.openMonitorAndBackup, the routes answer without a token. */
+export function backupRoutes(backups: BackupService, open: boolean): Route[] {
+  const tag = 'Backup';
+  const auth = open ? 'public' : 'admin';
+  const who = (user: { sub: string } | null) => user?.sub ?? 'an unauthenticated caller (compat.openMonitorAndBackup)';
+  const base = { auth, tag, maintenanceExempt: true } as const;
+  const fileBody = S.object({ file_name: S.string() }, ['file_name']);
+  return [
+    {
+      ...base, method: 'GET', path: '/api/admin/backup/status',
+      summary: 'Whether a backup runs, the last results, the next scheduled one',
+      responses: {
+        200: {
+          description: 'state',
+          schema: S.object({ running: S.boolean(), last_backup_ms: { type: ['integer', 'null'] }, next_backup_ms: { type: ['integer', 'null'] }, last_sqlite: RESULT, last_timeseries: RESULT }),
+        },
+      },
+      handler: () => ({ body: backups.status() }),
+    },
+    {
+      ...base, method: 'GET', path: '/api/admin/backup/list',
+      summary: 'Backups in the configured directory, newest first',
+      responses: { 200: { description: 'backups', schema: S.object({ sqlite_backups: S.array(FILE_INFO), timeseries_backups: S.array(FILE_INFO) }) } },
+      handler: async () => ({ body: await backups.list() }),
+    },
+    {
+      ...base, method: 'GET', path: '/api/admin/backup/config',
+      summary: 'The backup configuration',
+      responses: { 200: { description: 'config', schema: CONFIG } },
+      handler: () => ({ body: backups.config.get() }),
+    },
+    {
+      ...base, method: 'PUT', path: '/api/admin/backup/config',
+      summary: 'Change the backup configuration (omitted fields keep their values); applied at once',
+      description: '400 naming a bad or unknown field. Kept in the data dir (backup-config.json), not in the metadata store.',
+      body: { type: 'object', additionalProperties: true },
+      responses: { 200: { description: 'the new config', schema: S.object({ success: S.boolean(), config: CONFIG }) } },
+      handler: (req) => ({ body: { success: true, config: backups.updateConfig(req.body) } }),
+    },
+    {
+      ...base, method: 'POST', path: '/api/admin/backup/run',
+      summary: 'Start a backup now (sqlite, timeseries or all); answers its job id at once',
+      description: '409 while a backup or restore runs. Progress in the status and the process log.',
+      body: S.object({ kind: S.string({ enum: ['sqlite', 'timeseries', 'all'], default: 'all' }) }, [], { additionalProperties: false }),
+      responses: { 200: { description: 'started', schema: S.object({ success: S.boolean(), job_id: S.string() }) }, 409: { description: 'busy' } },
+      handler: (req) => ({ body: { success: true, job_id: backups.run((req.body as { kind: 'sqlite' | 'timeseries' | 'all' }).kind, who(req.user)) } }),
+    },
+    {
+      ...base, method: 'POST', path: '/api/admin/backup/restore/sqlite',
+      summary: 'Replace the metadata store by a sqlite backup; answers when done',
+      description: 'Verified first (checksum, integrity_check, schema version): a file that fails is 400 and nothing changes. Other mutating requests answer 503 meanwhile.',
+      body: fileBody,
+      responses: { 200: { description: 'restored', schema: RESTORED }, 400: { description: 'bad name or failed verification' }, 404: { description: 'no such backup' }, 409: { description: 'busy' } },
+      handler: async (req) => ({ body: await backups.restoreSqlite((req.body as { file_name: string }).file_name, who(req.user)) }),
+    },
+    {
+      ...base, method: 'POST', path: '/api/admin/backup/restore/timeseries',
+      summary: 'Replace the time-series store by a timeseries backup; answers when done',
+      description: 'Unpacked and verified against its manifest first: a file that fails is 400 and nothing changes. Writes and queries answer 503 during the swap; a crash mid-restore is finished or undone at the next start.',
+      body: fileBody,
+      responses: { 200: { description: 'restored', schema: RESTORED }, 400: { description: 'bad name or failed verification' }, 404: { description: 'no such backup' }, 409: { description: 'busy' } },
+      handler: async (req) => ({ body: await backups.restoreTimeseries((req.body as { file_name: string }).file_name, who(req.user)) }),
+    },
+  ];
+}

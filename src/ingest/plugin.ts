@@ -1,0 +1,19 @@
+// External ingest (WIRE.md part 2 "Ingest"): collectors write through their ingest client, in
+// any write format, rows, or InfluxDB line protocol (/ingest/v2 for Telegraf and the Influx
+// client libraries), with per-client rate limits and counters.
+
+import { ACCOUNTS, CREDENTIALS, PASSWORD_CHECK } from '../auth/api.js';
+import { definePlugin } from '../host/plugin.js';
+import { COLLECTIONS, POINT_WRITER } from '../storage/api.js';
+import { ingestRoutes } from './routes.js';
+import { IngestService } from './service.js';
+
+export const ingestPlugin = definePlugin({
+  name: 'ingest',
+  settings: (config) => config.ingest,
+  needs: { writer: POINT_WRITER, collections: COLLECTIONS, credentials: CREDENTIALS, passwords: PASSWORD_CHECK, accounts: ACCOUNTS },
+  create({ settings, needs, meta, clock }) {
+    const ingest = new IngestService({ settings, clients: meta.ingestClients, clock, ...needs });
+    return { routes: ingestRoutes(ingest, settings.maxBodyBytes) };
+  },
+});

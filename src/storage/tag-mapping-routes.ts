@@ -1,0 +1,170 @@
+// Tag mappings (custom handler, not the generic entity layer): CRUD under
+// /svcapi/tag_mappings, writes addressed by external spec, and queries that
+// answer keyed by external spec.
+
+import type { GrantedRequest as Request, Route } from '../host/plugin.js';
+import { S } from '../http/compile.js';
+import type { JsonSchema } from '../http/route.js';
+import { collectionOfMapping, type TagMapping, type TagMappingStore } from '../meta/tables/tag-mappings.js';
+import { AggregatorError, parseAggregators } from '../../shared/aggregator-spec.js';
+import { badRequest, forbidden } from '../../shared/errors.js';
+import type { SeriesRequest, WriteMode } from '../../shared/protocol.js';
+import type { QueryGroup } from './api.js';
+import type { CollectionDirectory } from './directory.js';
+import type { ShardGateway } from './gateway.js';
+import { checkBucketCount } from './query-spec.js';
+import { MSGPACK, SCOPE_FIELDS, wantsMsgpack } from './route-params.js';
+
+const MAPPING: JsonSchema = {
+  type: 'object',
+  description: 'external (the outside name of the point), tag (storage tag), organization, site, unit, grid; other fields are kept',
+  properties: Object.fromEntries(['id', 'external', 'tag', ...SCOPE_FIELDS].map((k) => [k, S.string()])),
+  additionalProperties: true,
+};
+const MAPPING_BODY: JsonSchema = {
+  ...MAPPING,
+  required: ['external', 'tag', ...SCOPE_FIELDS],
+};
+const TIME = S.integer({ minimum: 0, maximum: 9007199254740991 });
+const WRITE_BODY: JsonSchema = S.object(
+  {
+    data: { type: 'object', description: '{"<external spec>": [[ts, value], ...]}', additionalProperties: { type: 'array' } },
+    mode: S.string({ enum: ['sync', 'fast', 'buffered'], description: 'durability as /write (default), /write_fast or /write_buffered' }),
+  },
+  ['data'],
+);
+const QUERY_BODY: JsonSchema = S.object(
+  {
+    tags: S.array(S.string({ minLength: 1 }), { minItems: 1, maxItems: 10000, description: 'external specs' }),
+    start: TIME,
+    end: TIME,
+    aggregators: { type: 'array', items: { type: 'object' }, description: 'optional pipeline, as in POST fast_query' },
+    format: S.string({ enum: ['json', 'binary'], description: 'json (default): {external: [[ts, value], ...]}; binary: format 1 with external specs as names' }),
+  },
+  ['tags', 'start', 'end'],
+);
+const OUTCOME = S.object({ success: S.boolean(), points: S.integer(), error: S.string() }, ['success']);
+
+export function tagMappingRoutes(mappings: TagMappingStore, directory: CollectionDirectory, gateway: ShardGateway): Route[] {
+  const tag = 'Tag mappings';
+  const id = { params: S.object({ id: S.string({ pattern: '^[0-9]+$' }) }, ['id']) };
+
+  /** Non-admins may only map into (and use mappings of) collections they can reach. */
+  const checkAccess = (req: Request, list: TagMapping[]) => {
+    for (const m of list) if (!directory.reachesUnit(req.grant, m)) throw forbidden(`mapping "${m.external}" points outside your access grant`);
+  };
+
+  return [
+    {
+      method: 'GET', path: '/svcapi/tag_mappings', auth: 'jwt', tag,
+      summary: 'List mappings (optional exact filters: external, tag, organization, site, unit, grid)',
+      query: S.object(Object.fromEntries(['external', 'tag', ...SCOPE_FIELDS].map((k) => [k, S.string()]))),
+      responses: { 200: { description: 'mappings', schema: S.array(MAPPING) } },
+      handler: (req) => {
+        return { body: mappings.list(req.query as Record<string, string>).filter((m) => directory.reachesUnit(req.grant, m)) };
+      },
+    },
+    {
+      method: 'POST', path: '/svcapi/tag_mappings', auth: 'jwt', tag, summary: 'Create a mapping (409 DUPLICATE when the external spec is mapped)',
+      body: MAPPING_BODY, responses: { 200: { description: 'mapping', schema: MAPPING } },
+      handler: (req) => {
+        checkAccess(req, [req.body as TagMapping]);
+        return { body: mappings.create(req.body) };
+      },
+    },
+    {
+      method: 'POST', path: '/svcapi/tag_mappings/bulk', auth: 'jwt', tag, summary: 'Create several mappings (all or nothing)',
+      body: { type: 'array', items: MAPPING_BODY }, responses: { 200: { description: 'mappings', schema: S.array(MAPPING) } },
+      handler: (req) => {
+        checkAccess(req, req.body as TagMapping[]);
+        return { body: mappings.createMany(req.body) };
+      },
+    },
+    {
+      ...id, method: 'GET', path: '/svcapi/tag_mappings/{id}', auth: 'jwt', tag, summary: 'One mapping',
+      responses: { 200: { description: 'mapping', schema: MAPPING }, 404: { description: 'item not found' } },
+      handler: (req) => {
+        const m = mappings.get(req.params.id);
+        checkAccess(req, [m]);
+        return { body: m };
+      },
+    },
+    {
+      ...id, method: 'PUT', path: '/svcapi/tag_mappings/{id}', auth: 'jwt', tag, summary: 'Change a mapping (fields merge)',
+      body: MAPPING, responses: { 200: { description: 'mapping', schema: MAPPING }, 404: { description: 'item not found' } },
+      handler: (req) => {
+        const current = mappings.get(req.params.id);
+        checkAccess(req, [current, { ...current, ...(req.body as object) } as TagMapping]);
+        return { body: mappings.update(req.params.id, req.body) };
+      },
+    },
+    {
+      ...id, method: 'DELETE', path: '/svcapi/tag_mappings/{id}', auth: 'jwt', tag, summary: 'Delete a mapping',
+      responses: { 200: { description: 'count', schema: S.object({ count: S.integer() }, ['count']) } },
+      handler: (req) => {
+        checkAccess(req, [mappings.get(req.params.id)]);
+        return { body: { count: mappings.delete(req.params.id) } };
+      },
+    },
+    {
+      method: 'POST', path: '/svcapi/write_tag_mapping', auth: 'jwt', tag,
+      summary: 'Write points addressed by external spec: {data: {"<external>": [[ts, value], ...]}, mode?}',
+      description: 'Each external spec is resolved through the mappings (an unmapped one refuses the whole request, 400 naming it), then the points are written to their collections like /write. All or nothing per collection.',
+      body: WRITE_BODY, responses: { 200: { description: '{success, points} or {success: false, error}', schema: OUTCOME } },
+      handler: async (req) => {
+        const body = req.body as { data: Record<string, unknown[]>; mode?: WriteMode };
+        const resolved = mappings.resolve(Object.keys(body.data));
+        const byCollection = new Map<string, { scope: TagMapping; tags: Record<string, unknown[]> }>();
+        for (const [external, points] of Object.entries(body.data)) {
+          const m = resolved.get(external)!;
+          const key = collectionOfMapping(m);
+          let entry = byCollection.get(key);
+          if (!entry) byCollection.set(key, (entry = { scope: m, tags: {} }));
+          entry.tags[m.tag] = [...(entry.tags[m.tag] ?? []), ...points];
+        }
+        let points = 0;
+        for (const { scope, tags } of byCollection.values()) {
+          const bytes = Buffer.from(JSON.stringify({ organization: scope.organization, site: scope.site, unit: scope.unit, grid: scope.grid, tags }));
+          const result = await gateway.write(req.grant, bytes, 'application/json', body.mode ?? 'sync', req.signal);
+          if (!result.success) return { body: result };
+          points += result.points;
+        }
+        return { body: { success: true, points } };
+      },
+    },
+    {
+      method: 'POST', path: '/svcapi/fast_query_tag_mapping', auth: 'jwt', tag, mutates: false,
+      summary: 'Query by external spec: {tags: [...], start, end, aggregators?, format?: "json" | "binary"}',
+      description: 'Answers the JSON map keyed by external spec, or binary format 1 (names are the external specs) when format is "binary".',
+      body: QUERY_BODY, responses: { 200: { description: 'JSON map or binary format 1', contentType: 'application/json' } },
+      handler: (req) => {
+        const body = req.body as { tags: string[]; start: number; end: number; aggregators?: unknown; format?: 'json' | 'binary' };
+        if (body.end < body.start) throw badRequest('body field end must not be before start');
+        let pipeline;
+        try {
+          pipeline = parseAggregators(body.aggregators, 'aggregators');
+          checkBucketCount(pipeline, body.start, body.end);
+        } catch (err) {
+          if (err instanceof AggregatorError) throw badRequest(err.message);
+          throw err;
+        }
+        const resolved = mappings.resolve([...new Set(body.tags)]);
+        checkAccess(req, [...resolved.values()]);
+        const groups = new Map<string, SeriesRequest[]>();
+        for (const [external, m] of resolved) {
+          const key = collectionOfMapping(m);
+          let series = groups.get(key);
+          if (!series) groups.set(key, (series = []));
+          series.push({ tag: m.tag, pipeline, label: external });
+        }
+        const list: QueryGroup[] = [...groups].map(([collectionId, series]) => ({ collectionId, series }));
+        for (const g of list) directory.get(req.grant, g.collectionId);
+        const format = body.format === 'binary' ? 'binary1' : wantsMsgpack(req) ? 'msgpack' : 'json';
+        return {
+          contentType: format === 'json' ? 'application/json; charset=utf-8' : format === 'msgpack' ? MSGPACK : 'application/octet-stream',
+          stream: (out) => gateway.query(list, body.start, body.end, format, out, req.signal),
+        };
+      },
+    },
+  ];
+}
