@@ -8,7 +8,6 @@ import { performance } from 'node:perf_hooks';
 import { randomBytes } from 'node:crypto';
 import uWS from 'uWebSockets.js';
 import { unpack } from 'msgpackr';
-import type { TokenService } from '../auth/tokens.js';
 import type { Claims } from './caller.js';
 import { redactQuery, type Logger } from '../log.js';
 import { checkDecodedBodyDepth, checkJsonBodyDepth } from './body-guard.js';
