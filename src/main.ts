@@ -9,7 +9,6 @@ import net from 'node:net';
 import { CREDENTIALS } from './auth/api.js';
 import { authPlugin } from './auth/plugin.js';
 import { backupPlugin } from './backup/plugin.js';
-import { recoverInterruptedRestore } from './backup/restore-marker.js';
 import { ServiceClock } from './clock.js';
 import { clusterPlugin } from './cluster/plugin.js';
 import { ConfigError, loadConfig, type Config } from './config.js';
@@ -80,9 +79,6 @@ export async function startService(config: Config, log: Logger, env: Environment
     await checkPortFree(config.server.host, config.server.port);
     lock ??= claimDataDir(config.dataDir, log);
     const tls = ensureCertificates(config.dataDir, config.tls, log);
-    // A restore a crash interrupted is finished or undone before the storage workers open the ts folder.
-    const recovered = recoverInterruptedRestore(config.dataDir);
-    if (recovered) log.warn({ dataDir: config.dataDir }, recovered);
     const clock = new ServiceClock();
     const meta = MetaStore.open({ dataDir: config.dataDir, maxListRows: config.meta.maxListRows, regexpBudgetSteps: config.meta.regexpBudgetSteps }, clock, log);
     cleanups.push(() => meta.close());

@@ -93,3 +93,99 @@ test('shared/ring.ts, which both threads use, and everything it imports use no N
   const { offending } = impureImports([ring], ['native-free-codecs', 'shared']);
   assert.deepEqual(offending, []);
 });
+
+// ---- the main thread's shape (README "Layout", "How to add a subsystem") ----------------------
+
+/** Infrastructure folders of src/, lowest first; each may import only the ones before it. */
+const INFRASTRUCTURE = ['http', 'meta', 'host'] as const;
+/** Files allowed to prepare SQL on the metadata store outside src/meta/, and why. */
+const SQL_OUTSIDE_META: Record<string, string> = {
+  [path.join('src', 'cluster', 'change-log.ts')]: "the cluster's replication log: its own tables, and the triggers that record every replicated table",
+  [path.join('src', 'data-dir.ts')]: "the data dir's lock: an exclusive transaction on a file of its own (service.lock), not the metadata store",
+};
+
+/** The first folder under src/ of a file, or 'kernel' for src/*.ts (main.ts is 'main'). */
+function layerOf(file: string): string {
+  const parts = file.split(path.sep);
+  if (parts.length === 2) return parts[1] === 'main.ts' ? 'main' : 'kernel';
+  return parts[1]!;
+}
+
+const subsystems = (fs.readdirSync(path.join(root, 'src'), { withFileTypes: true }) as fs.Dirent[])
+  .filter((d) => d.isDirectory() && !(INFRASTRUCTURE as readonly string[]).includes(d.name) && fs.existsSync(path.join(root, 'src', d.name, 'plugin.ts')))
+  .map((d) => d.name)
+  .sort();
+
+/** Relative imports of src/ files that stay in src/, as [importer, imported file]. */
+function srcImports(): Array<[string, string]> {
+  return sources('src').flatMap((file) =>
+    importsOf(file)
+      .filter((s) => s.startsWith('.'))
+      .map((s) => [file, resolve(file, s)] as [string, string])
+      .filter(([, target]) => target.startsWith(`src${path.sep}`)),
+  );
+}
+
+test('every folder of src/ is infrastructure or a subsystem with a plugin, and main.ts lists every plugin', () => {
+  const folders = (fs.readdirSync(path.join(root, 'src'), { withFileTypes: true }) as fs.Dirent[]).filter((d) => d.isDirectory()).map((d) => d.name).sort();
+  assert.deepEqual(folders.filter((f) => !subsystems.includes(f) && !(INFRASTRUCTURE as readonly string[]).includes(f)), []);
+  assert.ok(subsystems.length >= 14, `the subsystems: ${subsystems.join(', ')}`);
+  const main = importsOf(path.join('src', 'main.ts')).map((s) => resolve(path.join('src', 'main.ts'), s));
+  assert.deepEqual(subsystems.filter((s) => !main.includes(path.join('src', s, 'plugin.ts'))), [], 'a plugin main.ts does not list');
+});
+
+test('the import graph of src/ runs one way: kernel, http, meta, host, subsystems, main', () => {
+  const rank = (layer: string) => (layer === 'kernel' ? 0 : layer === 'main' ? 5 : (INFRASTRUCTURE as readonly string[]).includes(layer) ? 1 + INFRASTRUCTURE.indexOf(layer as never) : 4);
+  const offending = srcImports()
+    .filter(([from, to]) => {
+      const a = layerOf(from);
+      const b = layerOf(to);
+      if (a === b) return false;
+      return rank(b) > rank(a) || (rank(a) === rank(b) && rank(a) !== 4);
+    })
+    .map(([from, to]) => `${from} -> ${to}`);
+  assert.deepEqual(offending, []);
+});
+
+test('a subsystem reaches another only through the interfaces that one declares (its api.ts); only main.ts imports plugins', () => {
+  const offending = srcImports()
+    .filter(([from, to]) => {
+      const a = layerOf(from);
+      const b = layerOf(to);
+      if (!subsystems.includes(b) || a === b) return false;
+      if (a === 'main') return path.basename(to) !== 'plugin.ts' && path.basename(to) !== 'api.ts';
+      return path.basename(to) !== 'api.ts';
+    })
+    .map(([from, to]) => `${from} -> ${to}`);
+  assert.deepEqual(offending, []);
+});
+
+test('no import cycle anywhere in the sources of both threads', () => {
+  const files = ['src', 'shared', 'workers', 'native-free-codecs', 'client'].flatMap(sources);
+  const graph = new Map(files.map((f) => [f, importsOf(f).filter((s) => s.startsWith('.')).map((s) => resolve(f, s))]));
+  const state = new Map<string, 'open' | 'done'>();
+  const cycles: string[] = [];
+  const visit = (file: string, trail: string[]) => {
+    const seen = state.get(file);
+    if (seen === 'done') return;
+    if (seen === 'open') {
+      cycles.push([...trail.slice(trail.indexOf(file)), file].join(' -> '));
+      return;
+    }
+    state.set(file, 'open');
+    for (const next of graph.get(file) ?? []) if (graph.has(next)) visit(next, [...trail, file]);
+    state.set(file, 'done');
+  };
+  for (const file of files) visit(file, []);
+  assert.deepEqual(cycles, []);
+});
+
+test('only meta/ prepares SQL on the metadata store (and the documented exceptions)', () => {
+  const offending = sources('src')
+    .filter((file) => !file.startsWith(path.join('src', 'meta') + path.sep) && !(file in SQL_OUTSIDE_META))
+    .filter((file) => /\.prepare\s*[<(]|\.pragma\s*\(/.test(fs.readFileSync(path.join(root, file), 'utf8')));
+  assert.deepEqual(offending, []);
+  // The connection itself reaches no one else: outside meta/, only the exceptions import the database module or the driver.
+  const holders = sources('src').filter((file) => !file.startsWith(path.join('src', 'meta') + path.sep) && importsOf(file).some((s) => s === 'better-sqlite3' || (s.startsWith('.') && resolve(file, s) === path.join('src', 'meta', 'database.ts'))));
+  assert.deepEqual(holders.sort(), Object.keys(SQL_OUTSIDE_META).sort());
+});

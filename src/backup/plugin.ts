@@ -8,6 +8,7 @@ import { STORE_MAINTENANCE } from '../storage/api.js';
 import { ServiceError } from '../../shared/errors.js';
 import { mutates } from '../http/route.js';
 import { TIMESERIES_SNAPSHOTS } from './api.js';
+import { recoverInterruptedRestore } from './restore-marker.js';
 import { backupRoutes } from './routes.js';
 import { BackupService } from './service.js';
 
@@ -22,6 +23,10 @@ export const backupPlugin = definePlugin({
   needs: { maintenance: STORE_MAINTENANCE, notify: NOTIFY, jobs: PROCESS_LOG },
   provides: [TIMESERIES_SNAPSHOTS],
   create({ settings, needs, meta, clock, log }) {
+    // Every plugin is built before any starts: a restore a crash interrupted is finished or undone
+    // here, before the storage workers open the ts folder.
+    const recovered = recoverInterruptedRestore(settings.dataDir);
+    if (recovered) log.warn({ dataDir: settings.dataDir }, recovered);
     const backups = new BackupService({ settings, store: meta.wholeStore, ...needs, clock, log });
     if (settings.openRoutes) log.warn('compat.openMonitorAndBackup is on: the monitor and backup routes answer without a token');
     return {
