@@ -68,8 +68,9 @@ export async function startService(config: Config, log: Logger, env: Environment
   // What can fail is checked before anything is made: a start that cannot go on leaves no CA,
   // admin password or store behind in a new data dir.
   PluginHost.check(PLUGINS, config, env);
-  // An existing data dir is locked first (its holder is the clearer message); a new one is made only once the port is known free.
-  let lock: DataDirLock | null = fs.existsSync(config.dataDir) ? claimDataDir(config.dataDir, log) : null;
+  // A data dir in use is locked first (its holder is the clearer message); a new or empty one is
+  // touched only once the port is known to be free.
+  let lock: DataDirLock | null = holdsAnything(config.dataDir) ? claimDataDir(config.dataDir, log) : null;
   const cleanups: Array<() => void | Promise<void>> = [];
   const undo = async () => {
     for (const cleanup of cleanups.reverse()) await cleanup();
@@ -130,6 +131,15 @@ export async function startService(config: Config, log: Logger, env: Environment
   } catch (err) {
     await undo();
     throw err;
+  }
+}
+
+/** Whether `dir` exists with something in it (a data dir that may be another process's). */
+function holdsAnything(dir: string): boolean {
+  try {
+    return fs.readdirSync(dir).length > 0;
+  } catch {
+    return false;
   }
 }
 

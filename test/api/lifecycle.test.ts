@@ -53,6 +53,11 @@ describe('one instance per data dir and per port', () => {
       try {
         const samePort = runMain({ HISTORIAN_DATA_DIR: otherDir, HISTORIAN_PORT: String(svc.port) });
         assertOneLineFailure(samePort, new RegExp(`cannot listen on \\*:${svc.port}: the port is in use`));
+        // What could fail was checked before anything was made: no CA, admin password, store or lock left behind.
+        assert.deepEqual(fs.readdirSync(otherDir), []);
+        const newDir = path.join(otherDir, 'never-made');
+        assertOneLineFailure(runMain({ HISTORIAN_DATA_DIR: newDir, HISTORIAN_PORT: String(svc.port) }), /the port is in use/);
+        assert.equal(fs.existsSync(newDir), false, 'a data dir that did not exist is not made');
       } finally {
         fs.rmSync(otherDir, { recursive: true, force: true });
       }

@@ -503,3 +503,25 @@ describe('compat.openMonitorAndBackup', () => {
     }
   });
 });
+
+describe('a running monitor with nothing to evaluate yet', () => {
+  test('ticks all the same: tick_number and last_snapshot_ms advance while a collection is monitored without rules', async () => {
+    const svc = await startService();
+    try {
+      const admin = await svc.adminToken();
+      const plant = new Plant(() => svc, () => admin);
+      await plant.collection(ACME);
+      const call = (method: string, url: string, body?: unknown) => plant.call(admin, method, url, body);
+      assert.equal((await call('PUT', `${M}/collections/${enc(collectionIdOf(ACME))}/enable`, {})).status, 200);
+      const began = Date.now();
+      let status = (await call('GET', `${M}/status`)).body;
+      assert.equal(status.rule_count, 0);
+      await waitFor(async () => (status = (await call('GET', `${M}/status`)).body).tick_number >= 2, 'the monitor ticks without rules');
+      assert.ok(status.last_snapshot_ms >= began - DEFAULT_TICK_MS, `last_snapshot_ms ${status.last_snapshot_ms} is recent`);
+      const summary = (await call('GET', `${M}/alarm/summary`)).body;
+      assert.ok(summary.tick_number >= 2, 'the summary shows the same liveness');
+    } finally {
+      await svc.dispose();
+    }
+  });
+});
