@@ -213,5 +213,3 @@ function writeEightDigits(view: DataView, p: number, n: number): number {
   view.setUint32(p + 4, QUADS[n - high * 10000], true);
   return p + 8;
 }
-
-export const JSON_BYTES = { QUOTE, COMMA, COLON, OPEN, CLOSE, OPEN_OBJECT: 0x7b, CLOSE_OBJECT: 0x7d } as const;

@@ -79,7 +79,6 @@ export const unauthorized = (message = 'missing or invalid token') => new Servic
 export const forbidden = (message = 'access denied') => new ServiceError('FORBIDDEN', message);
 export const notFound = (message = 'not found') => new ServiceError('NOT_FOUND', message);
 export const conflict = (message: string) => new ServiceError('CONFLICT', message);
-export const unavailable = (message: string, headers?: Record<string, string>) => new ServiceError('UNAVAILABLE', message, { headers });
 export const internal = (message: string) => new ServiceError('INTERNAL', message);
 
 /** A Node system error (fs, os): it carries a syscall name and an errno code. */

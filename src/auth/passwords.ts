@@ -28,10 +28,6 @@ export async function hashPassword(password: string, cost: number): Promise<stri
   return ['scrypt', cost, BLOCK_SIZE, PARALLELISM, salt.toString('base64'), hash.toString('base64')].join('$');
 }
 
-export function isPasswordHash(value: unknown): boolean {
-  return typeof value === 'string' && value.startsWith('scrypt$') && value.split('$').length === 6;
-}
-
 /** Constant-time comparison; a malformed stored hash never matches. */
 export async function verifyPassword(password: string, stored: string): Promise<boolean> {
   const parts = stored.split('$');

@@ -41,13 +41,6 @@ export interface AttachmentRecord {
   created_ms: number;
 }
 
-/** What a download reads: the content's file and size. */
-export interface StoredContent {
-  sha256: string;
-  size: number;
-  contentType: string;
-}
-
 const KEY_SEGMENT = /^[A-Za-z0-9._-]+$/;
 export const MAX_KEY_BYTES = 1024;
 const MAX_NAME_LENGTH = 255;
