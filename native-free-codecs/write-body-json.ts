@@ -1,7 +1,7 @@
 /**
  * The JSON write-body decoder (write-body.ts has the shapes and rules): a byte-level scanner that
  * fills one PointBatch with no per-point objects, strings or arrays. Its hot loop is tuned
- * against bench/points-decoder.ts (comments below say which choices were measured).
+ * against bench/write-body-decoders.ts (comments below say which choices were measured).
  * Pure TypeScript: runs in a browser.
  */
 
@@ -169,7 +169,7 @@ class JsonScanner extends BatchBuilder {
       return;
     }
     // The output arrays and count live in locals for the loop (written back on grow and at the
-    // end); with the one-compare ws() below, about 15% more points/s in bench/points-decoder.ts.
+    // end); with the one-compare ws() below, about 15% more points/s in bench/write-body-decoders.ts.
     let ts = this.timestamps;
     let vs = this.values;
     let n = this.count;
@@ -328,7 +328,7 @@ class JsonScanner extends BatchBuilder {
     const b = this.b;
     let p = this.p;
     let c = b[p];
-    // One compare for the usual non-space byte (see the readPoints note on bench/points-decoder.ts).
+    // One compare for the usual non-space byte (see the readPoints note on bench/write-body-decoders.ts).
     while (c <= SPACE && (c === SPACE || c === LF || c === CR || c === TAB)) c = b[++p];
     this.p = p;
     return c;

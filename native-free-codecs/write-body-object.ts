@@ -33,7 +33,7 @@ function describe(x: unknown): string {
 /**
  * A decoded timestamp as a number, or NaN when it is not an accepted timestamp. (One `let`
  * and one return: written with early returns, decodeWriteObject ran 20% slower, measured
- * with bench/points-decoder.ts's body.)
+ * with bench/write-body-decoders.ts's body.)
  */
 function objectTimestamp(x: unknown, minTimestampMs: number): number {
   let t = NaN;

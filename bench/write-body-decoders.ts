@@ -6,7 +6,7 @@
  * random walks with 2 decimals, integer counters and 0/1 states. The binary and msgpack rows
  * carry the same points.
  *
- *   npx tsc -b && node dist/bench/points-decoder.js [seconds per row, default 2]
+ *   npx tsc -b && node dist/bench/write-body-decoders.js [seconds per row, default 2]
  */
 import { pack, unpack } from 'msgpackr';
 import {
