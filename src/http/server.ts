@@ -52,8 +52,6 @@ export interface RequestLimits extends BodyLimits {
 /** uWS's LIBUS_LISTEN_EXCLUSIVE_PORT: no SO_REUSEPORT. */
 const LISTEN_EXCLUSIVE_PORT = 1;
 
-const METHODS = new Set<string>(['GET', 'POST', 'PUT', 'PATCH', 'DELETE']);
-
 type RouteMatch<G> = Extract<Match<CompiledRoute<G>>, { kind: 'found' }>;
 
 export class HttpServer<G> {
@@ -127,13 +125,12 @@ export class HttpServer<G> {
 
   /** The route of the request's method and path, or a 404, or a 405 naming the methods the path has. */
   private routeOf(ex: Exchange): RouteMatch<G> {
-    // HEAD is the GET without its body.
-    const lookup = ex.head ? 'GET' : ex.method;
-    const match = METHODS.has(lookup) ? this.router.match(lookup, ex.path) : this.router.match('GET', ex.path);
+    // HEAD is the GET without its body. A method no route is declared with (OPTIONS, TRACE) is
+    // found nowhere: the router answers with every method the path has, or not-found.
+    const match = this.router.match(ex.head ? 'GET' : ex.method, ex.path);
     if (match.kind === 'not-found') throw new ServiceError('NOT_FOUND', `no route for ${ex.path}`);
-    if (match.kind === 'method-not-allowed' || !METHODS.has(lookup)) {
-      const allowed = match.kind === 'method-not-allowed' ? match.allow : ['GET' as const];
-      const allow = allowed.includes('GET') ? [...allowed, 'HEAD'] : allowed;
+    if (match.kind === 'method-not-allowed') {
+      const allow = match.allow.includes('GET') ? ['GET', 'HEAD', ...match.allow.filter((method) => method !== 'GET')] : match.allow;
       throw new ServiceError('METHOD_NOT_ALLOWED', `method ${ex.method} not allowed on ${ex.path}`, { headers: { allow: allow.join(', ') } });
     }
     return match;
