@@ -1,6 +1,7 @@
 // The one WebSocket endpoint (live data): the upgrade after the endpoint's own credential check
 // (a refusal is a 401, or a 503 while the server shuts down), the request log line of the
-// upgrade, and the close of every open socket at shutdown (1001, going away).
+// upgrade (with a request id, returned as `x-request-id` on the 101 or the refusal, like every
+// other request's), and the close of every open socket at shutdown (1001, going away).
 
 import { performance } from 'node:perf_hooks';
 import type uWS from 'uWebSockets.js';
@@ -8,6 +9,7 @@ import type { Logger } from '../log.js';
 import { ServiceError } from '../../shared/errors.js';
 import type { Claims } from './caller.js';
 import { readableAddress } from './address.js';
+import { nextRequestId } from './exchange.js';
 
 /** What a WebSocket endpoint provides; the server does the upgrade, the refusal (401), and the close at shutdown (1001). */
 export interface WebSocketEndpoint {
@@ -47,15 +49,16 @@ export function mountWebSocket(app: uWS.TemplatedApp, endpoint: WebSocketEndpoin
     closeOnBackpressureLimit: 0,
     upgrade: (res, req, context) => {
       const started = performance.now();
+      const id = nextRequestId();
       const headers: Record<string, string> = {};
       req.forEach((key, value) => (headers[key] = value));
       const query = new URLSearchParams(req.getQuery() ?? '');
       const remote = readableAddress(Buffer.from(res.getRemoteAddressAsText()).toString());
       const path = req.getUrl();
       const finish = (status: number, user: string | null) =>
-        log.info({ method: 'GET', path: `${path}${query.has('access_token') ? '?access_token=[redacted]' : ''}`, status, ms: Math.round((performance.now() - started) * 1000) / 1000, remote, user }, 'request');
+        log.info({ method: 'GET', path: `${path}${query.has('access_token') ? '?access_token=[redacted]' : ''}`, status, ms: Math.round((performance.now() - started) * 1000) / 1000, remote, user, requestId: id }, 'request');
       if (isDraining()) {
-        res.writeStatus('503 Service Unavailable').writeHeader('content-type', 'application/json').end(JSON.stringify({ error: 'server is shutting down' }));
+        res.writeStatus('503 Service Unavailable').writeHeader('content-type', 'application/json').writeHeader('x-request-id', id).end(JSON.stringify({ error: 'server is shutting down' }));
         return finish(503, null);
       }
       let claims: Claims;
@@ -63,10 +66,12 @@ export function mountWebSocket(app: uWS.TemplatedApp, endpoint: WebSocketEndpoin
         claims = endpoint.authenticate(headers, query);
       } catch (err) {
         const e = err instanceof ServiceError ? err : new ServiceError('UNAUTHORIZED', 'missing or invalid token');
-        res.writeStatus(`${e.status} ${e.status === 401 ? 'Unauthorized' : 'Error'}`).writeHeader('content-type', 'application/json').end(JSON.stringify({ error: e.message }));
+        res.writeStatus(`${e.status} ${e.status === 401 ? 'Unauthorized' : 'Error'}`).writeHeader('content-type', 'application/json').writeHeader('x-request-id', id).end(JSON.stringify({ error: e.message }));
         return finish(e.status, null);
       }
       const data: SocketData = { claims, authorization: headers.authorization ?? `Bearer ${query.get('access_token') ?? ''}`, remote, closed: false };
+      // uWS writes one status line only: the 101 written here stands, and `upgrade` adds its own headers after ours.
+      res.writeStatus('101 Switching Protocols').writeHeader('x-request-id', id);
       res.upgrade(data, headers['sec-websocket-key'] ?? '', headers['sec-websocket-protocol'] ?? '', headers['sec-websocket-extensions'] ?? '', context);
       finish(101, claims.sub);
     },
