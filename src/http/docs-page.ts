@@ -1,7 +1,9 @@
 // The HTML documentation page: one self-contained file that renders the
 // OpenAPI document in the browser. Plants often run without internet access,
 // so the page loads nothing from elsewhere (a meta CSP enforces that), and it
-// builds the DOM with textContent only, so route texts cannot inject markup.
+// builds the DOM with text nodes only, so route texts cannot inject markup: the
+// little Markdown it renders (headings, tables, `code` spans) becomes elements
+// the script creates itself, their text still text nodes.
 
 import { createHash } from 'node:crypto';
 
@@ -25,6 +27,7 @@ details.op > summary { cursor: pointer; padding: 6px 10px; display: flex; gap: 1
 .method { display: inline-block; min-width: 58px; text-align: center; font-weight: 700; font-size: 12px; color: #fff; border-radius: 3px; padding: 2px 0; }
 .GET { background: #2f6fb5; } .POST { background: #2e8a4f; } .PUT { background: #b27b16; } .PATCH { background: #7a52b3; } .DELETE { background: #b8392f; }
 .path { font-family: ui-monospace, monospace; font-weight: 600; }
+code { font-family: ui-monospace, monospace; font-size: 92%; background: #eceff3; border-radius: 3px; padding: 0 3px; }
 .muted { color: #5c6670; }
 .text { white-space: pre-line; }
 pre { background: #f0f2f5; padding: 8px; overflow: auto; max-height: 360px; margin: 4px 0; }
@@ -59,7 +62,24 @@ const SCRIPT = String.raw`
     return schema;
   }
 
-  // Just enough markdown for the info text: headings, tables, paragraphs.
+  // Code spans: a run of backticks (written \x60 here) up to the next run as long; the text
+  // between, one space trimmed off each side if both have one, becomes a code element.
+  var CODE_SPAN = /(?<!\x60)(\x60+)(?!\x60)([\s\S]*?[^\x60])\1(?!\x60)/g;
+  function inline(text) {
+    var source = String(text == null ? '' : text), parts = [], last = 0, m;
+    CODE_SPAN.lastIndex = 0;
+    while ((m = CODE_SPAN.exec(source)) !== null) {
+      var code = m[2];
+      if (code.length > 2 && code.charAt(0) === ' ' && code.charAt(code.length - 1) === ' ' && code.trim()) code = code.slice(1, -1);
+      if (m.index > last) parts.push(source.slice(last, m.index));
+      parts.push(el('code', {}, [code]));
+      last = CODE_SPAN.lastIndex;
+    }
+    if (last < source.length) parts.push(source.slice(last));
+    return parts;
+  }
+
+  // Just enough markdown for the info text: headings, tables, paragraphs, code spans.
   function markdown(text) {
     var box = el('div'), table = null;
     String(text || '').split('\n').forEach(function (line) {
@@ -67,12 +87,12 @@ const SCRIPT = String.raw`
         var cells = line.slice(1, line.lastIndexOf('|')).split(/(?<!\\)\|/).map(function (c) { return c.trim().replace(/\\\|/g, '|'); });
         if (cells.every(function (c) { return /^-+$/.test(c); })) return;
         if (!table) { table = el('table'); box.appendChild(table); }
-        table.appendChild(el('tr', {}, cells.map(function (c) { return el(table.rows.length ? 'td' : 'th', {}, [c]); })));
+        table.appendChild(el('tr', {}, cells.map(function (c) { return el(table.rows.length ? 'td' : 'th', {}, inline(c)); })));
         return;
       }
       table = null;
-      if (/^#+ /.test(line)) box.appendChild(el('h3', {}, [line.replace(/^#+ /, '')]));
-      else if (line.trim()) box.appendChild(el('p', {}, [line]));
+      if (/^#+ /.test(line)) box.appendChild(el('h3', {}, inline(line.replace(/^#+ /, ''))));
+      else if (line.trim()) box.appendChild(el('p', {}, inline(line)));
     });
     return box;
   }
@@ -106,7 +126,7 @@ const SCRIPT = String.raw`
     groups[tag].forEach(function (route) {
       var details = el('details', { 'class': 'op' }, [el('summary', {}, [
         el('span', { 'class': 'method ' + route.method }, [route.method]),
-        el('span', { 'class': 'path' }, [route.path]), el('span', { 'class': 'muted' }, [route.op.summary || '']),
+        el('span', { 'class': 'path' }, [route.path]), el('span', { 'class': 'muted' }, inline(route.op.summary)),
       ])]);
       // Panels are built on first open; large route tables stay quick to load.
       details.addEventListener('toggle', function () {
@@ -126,26 +146,26 @@ const SCRIPT = String.raw`
 
   function panel(route) {
     var op = route.op, box = el('div', { 'class': 'body' });
-    if (op.description) box.appendChild(el('p', { 'class': 'text' }, [op.description]));
+    if (op.description) box.appendChild(el('p', { 'class': 'text' }, inline(op.description)));
     var params = op.parameters || [];
     if (params.length) {
       box.appendChild(el('h4', {}, ['Parameters']));
       box.appendChild(el('table', {}, [el('tr', {}, [el('th', {}, ['Name']), el('th', {}, ['In']), el('th', {}, ['Required']), el('th', {}, ['Schema'])])].concat(
         params.map(function (p) {
           return el('tr', {}, [el('td', {}, [p.name]), el('td', {}, [p.in]), el('td', {}, [p.required ? 'yes' : 'no']),
-            el('td', {}, [p.description ? el('div', {}, [p.description]) : null, pretty(p.schema)])]);
+            el('td', {}, [p.description ? el('div', {}, inline(p.description)) : null, pretty(p.schema)])]);
         }))));
     }
     var content = op.requestBody ? op.requestBody.content : {};
     if (op.requestBody) {
       box.appendChild(el('h4', {}, ['Request body']));
-      if (op.requestBody.description) box.appendChild(el('p', { 'class': 'text' }, [op.requestBody.description]));
+      if (op.requestBody.description) box.appendChild(el('p', { 'class': 'text' }, inline(op.requestBody.description)));
       Object.keys(content).forEach(function (type) { box.appendChild(el('div', { 'class': 'muted' }, [type])); box.appendChild(pretty(resolve(content[type].schema))); });
     }
     box.appendChild(el('h4', {}, ['Responses']));
     Object.keys(op.responses).forEach(function (status) {
       var res = op.responses[status];
-      box.appendChild(el('div', {}, [el('strong', {}, [status + ' ']), res.description]));
+      box.appendChild(el('div', {}, [el('strong', {}, [status + ' '])].concat(inline(res.description))));
       Object.keys(res.content || {}).forEach(function (type) {
         box.appendChild(el('div', { 'class': 'muted' }, [type]));
         if (res.content[type].schema) box.appendChild(pretty(resolve(res.content[type].schema)));

@@ -1,8 +1,9 @@
 // Path matching over the route table. Paths are split into segments and held
 // in a tree: a literal segment beats a `{param}` segment at the same depth, and
 // matching backtracks, so `/svcapi/units/count` and `/svcapi/units/{id}` can
-// live side by side. A path that exists with other methods is reported so the
-// server can answer 405 with an Allow header instead of 404. A last segment `{name+}` takes the
+// live side by side. A path that exists with other methods (or with a method no route is
+// declared with, such as OPTIONS) is reported with the methods of every template it matches, so
+// the server can answer 405 with an Allow header instead of 404. A last segment `{name+}` takes the
 // rest of the path (one segment or more, as sent, not decoded): a route that forwards whatever
 // lies below a prefix (/svcapi/adk/{path+}). It is tried after literal and parameter children.
 
@@ -22,6 +23,9 @@ export type Match<T> =
   | { kind: 'not-found' };
 
 const newNode = <T>(): Node<T> => ({ literal: new Map(), param: null, tail: null, handlers: new Map() });
+
+/** The order of the methods of a 405's Allow. */
+const METHOD_ORDER: readonly HttpMethod[] = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'];
 
 export class Router<T> {
   private readonly root: Node<T> = newNode();
@@ -61,10 +65,28 @@ export class Router<T> {
     const node = this.walk(this.root, segments, 0, names, values, method);
     if (!node) return { kind: 'not-found' };
     const value = (node as { handlers: Map<HttpMethod, T> }).handlers.get(method as HttpMethod);
-    if (value === undefined) return { kind: 'method-not-allowed', allow: [...node.handlers.keys()] };
+    if (value === undefined) return { kind: 'method-not-allowed', allow: this.allowed(segments) };
     const params: Record<string, string> = {};
     for (let i = 0; i < names.length; i++) params[names[i]] = values[i];
     return { kind: 'found', value, params };
+  }
+
+  /** The methods of every template `segments` match (a 405 only, never on the way to a handler). */
+  private allowed(segments: string[]): HttpMethod[] {
+    const methods = new Set<HttpMethod>();
+    this.collectMethods(this.root, segments, 0, methods);
+    return METHOD_ORDER.filter((method) => methods.has(method));
+  }
+
+  private collectMethods(node: Node<T>, segments: string[], depth: number, into: Set<HttpMethod>): void {
+    if (depth === segments.length) {
+      for (const method of node.handlers.keys()) into.add(method);
+      return;
+    }
+    const literal = node.literal.get(segments[depth]);
+    if (literal) this.collectMethods(literal, segments, depth + 1, into);
+    if (node.param && decodeSegment(segments[depth]) !== null) this.collectMethods(node.param.node, segments, depth + 1, into);
+    if (node.tail) for (const method of node.tail.node.handlers.keys()) into.add(method);
   }
 
   /**

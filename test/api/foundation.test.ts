@@ -80,6 +80,35 @@ describe('service foundation', () => {
     assert.match(wrongMethod.body.error, /DELETE/);
   });
 
+  test('a method no route has (OPTIONS, TRACE) is 405 with an Allow naming every method of the path', async () => {
+    const doc = parseYaml((await svc.get('/svcapi/openapi.yaml')).text) as { paths: Record<string, Record<string, unknown>> };
+    const methodsOf = (p: string) => Object.keys(doc.paths[p] ?? {}).map((m) => m.toUpperCase()).sort();
+    assert.deepEqual(methodsOf('/svcapi/tag_mappings'), ['GET', 'POST'], 'the path this test is about has GET and POST');
+    assert.deepEqual(methodsOf('/svcapi/login'), ['POST']);
+    for (const method of ['OPTIONS', 'TRACE']) {
+      const both = await svc.request(method, '/svcapi/tag_mappings');
+      assert.equal(both.status, 405, method);
+      assert.equal(both.headers.allow, 'GET, HEAD, POST', method);
+      assert.match(both.body.error, new RegExp(method));
+      const postOnly = await svc.request(method, '/svcapi/login');
+      assert.equal(postOnly.status, 405, method);
+      assert.equal(postOnly.headers.allow, 'POST', method);
+      assert.equal((await svc.request(method, '/svcapi/no-such-route')).status, 404, method);
+    }
+    // A known method the path lacks names them all too.
+    const put = await svc.request('PUT', '/svcapi/tag_mappings', { body: {} });
+    assert.equal(put.status, 405);
+    assert.equal(put.headers.allow, 'GET, HEAD, POST');
+    // Every documented operation's method is in the Allow of its path; HEAD wherever GET is.
+    for (const [p, ops] of Object.entries(doc.paths)) {
+      const res = await svc.request('OPTIONS', p.replace(/\{[^}]+\}/g, 'x'));
+      assert.equal(res.status, 405, p);
+      const allow = String(res.headers.allow).split(', ');
+      for (const m of Object.keys(ops)) assert.ok(allow.includes(m.toUpperCase()), `${m.toUpperCase()} ${p} is in the Allow ${res.headers.allow}`);
+      assert.equal(allow.includes('HEAD'), allow.includes('GET'), `${p}: HEAD with GET (${res.headers.allow})`);
+    }
+  });
+
   test('routes the contract lists as unmounted answer 404, with or without a token, whatever the method', async () => {
     const admin = await svc.adminToken();
     for (const [method, p] of UNMOUNTED) {

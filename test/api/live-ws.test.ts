@@ -10,7 +10,7 @@ import { after, before, describe, test } from 'node:test';
 import WebSocket from 'ws';
 import { decodeFormat1 } from '../../native-free-codecs/result-binary.js';
 import { waitFor } from '../support/wait-for.js';
-import { startService, type TestService } from './harness.js';
+import { ADMIN_EMAIL, startService, type TestService } from './harness.js';
 
 const T0 = 1_700_000_000_000;
 const SCOPE = { organization: 'acme', site: 'north', unit: 'boiler', grid: 'g1' };
@@ -150,6 +150,50 @@ describe('live data over WebSocket', () => {
     await assert.rejects(Client.open(svc, '', 'query'), (err: Error & { status?: number }) => err.status === 401);
     await waitFor(() => svc.logLines.some((l) => l.includes('/svcapi/ws?access_token=[redacted]')), 'the upgrades are logged');
     assert.ok(!svc.logLines.some((l) => l.includes(admin)), 'the access_token of the upgrades is not in the log');
+  });
+
+  test('an upgrade, accepted or refused, has a request id like any request: in its log line and as x-request-id', async () => {
+    /** The head of the server's answer to an upgrade: the 101, or the refusal. */
+    const upgrade = (token: string) =>
+      new Promise<{ status: number; headers: Record<string, string | string[] | undefined> }>((resolve, reject) => {
+        const ws = new WebSocket(`wss://localhost:${svc.port}/svcapi/ws?access_token=${encodeURIComponent(token)}`, { ca: svc.ca });
+        ws.once('upgrade', (res) => {
+          resolve({ status: res.statusCode!, headers: res.headers });
+          ws.once('open', () => ws.close());
+        });
+        ws.once('unexpected-response', (req, res) => {
+          resolve({ status: res.statusCode!, headers: res.headers });
+          req.destroy();
+        });
+        ws.once('error', reject);
+      });
+    const requestLine = async (id: string) => {
+      await waitFor(() => svc.logs().some((l) => l.msg === 'request' && l.requestId === id), `the log line of request ${id}`);
+      return svc.logs().find((l) => l.msg === 'request' && l.requestId === id)!;
+    };
+    const plain = await svc.get('/ingest/health');
+    const idForm = /^([0-9a-f]{8})-[0-9a-z]+$/;
+    const prefix = idForm.exec(String(plain.headers['x-request-id']))![1];
+
+    const accepted = await upgrade(admin);
+    assert.equal(accepted.status, 101);
+    const acceptedId = String(accepted.headers['x-request-id']);
+    assert.equal(idForm.exec(acceptedId)?.[1], prefix, `${acceptedId} is made like ${plain.headers['x-request-id']}`);
+    const acceptedLine = await requestLine(acceptedId);
+    assert.equal(acceptedLine.status, 101);
+    assert.equal(acceptedLine.path, '/svcapi/ws?access_token=[redacted]');
+    assert.equal(acceptedLine.user, ADMIN_EMAIL);
+
+    const refused = await upgrade('not-a-token');
+    assert.equal(refused.status, 401);
+    const refusedId = String(refused.headers['x-request-id']);
+    assert.equal(idForm.exec(refusedId)?.[1], prefix);
+    assert.notEqual(refusedId, acceptedId);
+    const refusedLine = await requestLine(refusedId);
+    assert.equal(refusedLine.status, 401);
+    assert.equal(refusedLine.path, '/svcapi/ws?access_token=[redacted]');
+
+    assert.ok(!svc.logLines.some((l) => l.includes(admin) || l.includes('not-a-token')), 'no access_token reaches a log line');
   });
 
   test('unsubscribe stops the points', async () => {

@@ -55,3 +55,17 @@ test('a last segment {name+} takes the rest of the path as sent, after literal a
   assert.throws(() => r.add('GET', '/a/{rest+}/b', 'x'), /must be the last segment/);
   assert.throws(() => r.add('PUT', '/svcapi/adk/{other+}', 'x'), /clashes/);
 });
+
+test('the allowed methods of a path are those of every template it matches, in a fixed order; a method no route has is told them too', () => {
+  const r = new Router<string>();
+  r.add('DELETE', '/svcapi/units/{id}', 'delete');
+  r.add('GET', '/svcapi/units/count', 'count');
+  r.add('POST', '/svcapi/units/{id}', 'update');
+  r.add('GET', '/svcapi/tags', 'list');
+  r.add('POST', '/svcapi/tags', 'create');
+  assert.deepEqual(r.match('PUT', '/svcapi/units/count'), { kind: 'method-not-allowed', allow: ['GET', 'POST', 'DELETE'] });
+  assert.deepEqual(r.match('PUT', '/svcapi/units/7'), { kind: 'method-not-allowed', allow: ['POST', 'DELETE'] });
+  assert.deepEqual(r.match('OPTIONS', '/svcapi/tags'), { kind: 'method-not-allowed', allow: ['GET', 'POST'] });
+  assert.deepEqual(r.match('PROPFIND', '/svcapi/units/count'), { kind: 'method-not-allowed', allow: ['GET', 'POST', 'DELETE'] });
+  assert.deepEqual(r.match('OPTIONS', '/svcapi/nothing'), { kind: 'not-found' });
+});
