@@ -99,6 +99,9 @@ test('shared/ring.ts, which both threads use, and everything it imports use no N
 /** Infrastructure folders of src/, lowest first; each may import only the ones before it. */
 const INFRASTRUCTURE = ['http', 'meta', 'host'] as const;
 /** Files allowed to prepare SQL on the metadata store outside src/meta/, and why. */
+/** Files over the size bound, because each is one engine that reads best whole. */
+const LONG_ENGINES = [path.join('src', 'meta', 'filter.ts'), path.join('src', 'meta', 'linear-regexp.ts')];
+const MAX_LINES = 600;
 const SQL_OUTSIDE_META: Record<string, string> = {
   [path.join('src', 'cluster', 'change-log.ts')]: "the cluster's replication log: its own tables, and the triggers that record every replicated table",
   [path.join('src', 'data-dir.ts')]: "the data dir's lock: an exclusive transaction on a file of its own (service.lock), not the metadata store",
@@ -188,4 +191,13 @@ test('only meta/ prepares SQL on the metadata store (and the documented exceptio
   // The connection itself reaches no one else: outside meta/, only the exceptions import the database module or the driver.
   const holders = sources('src').filter((file) => !file.startsWith(path.join('src', 'meta') + path.sep) && importsOf(file).some((s) => s === 'better-sqlite3' || (s.startsWith('.') && resolve(file, s) === path.join('src', 'meta', 'database.ts'))));
   assert.deepEqual(holders.sort(), Object.keys(SQL_OUTSIDE_META).sort());
+});
+
+test(`no main-thread file is longer than ${MAX_LINES} lines (one-engine files aside)`, () => {
+  const long = sources('src')
+    .filter((file) => !LONG_ENGINES.includes(file))
+    .map((file) => [file, fs.readFileSync(path.join(root, file), 'utf8').split('\n').length] as const)
+    .filter(([, lines]) => lines > MAX_LINES)
+    .map(([file, lines]) => `${file}: ${lines} lines`);
+  assert.deepEqual(long, []);
 });

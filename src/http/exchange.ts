@@ -8,7 +8,6 @@ import { randomBytes } from 'node:crypto';
 import type uWS from 'uWebSockets.js';
 import { redactQuery, type Logger } from '../log.js';
 import { ServiceError } from '../../shared/errors.js';
-import type { BodyReader } from './body-reader.js';
 import type { CompiledRoute } from './compile.js';
 import { toErrorReply, type ErrorShape } from './errors.js';
 import type { Reply } from './route.js';
@@ -77,7 +76,8 @@ export class Exchanges<G> {
 
   constructor(
     private readonly log: Logger,
-    private readonly bodies: BodyReader,
+    /** Where a lent body buffer goes back (the body reader's pool). */
+    private readonly bodies: { giveBack(ex: Exchange): void },
     streamStallTimeoutMs: number,
   ) {
     this.stalls = new StallWatch(streamStallTimeoutMs, (stream) =>
