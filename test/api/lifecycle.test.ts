@@ -137,6 +137,8 @@ describe('stopping', () => {
     npm.stdout!.on('data', (c: Buffer) => (out += c.toString()));
     npm.stderr!.on('data', (c: Buffer) => (out += c.toString()));
     const exited = new Promise<number | null>((resolve) => npm.once('exit', (code) => resolve(code)));
+    // Both pipes end once every process writing them (npm and the server it started) has gone: then all they wrote has been read.
+    const drained = Promise.all([npm.stdout!, npm.stderr!].map((pipe) => new Promise((resolve) => pipe.once('close', resolve))));
     try {
       const listening = () => out.split('\n').find((l) => l.includes('"msg":"listening"'));
       await waitFor(() => listening() !== undefined, 'the listening line', { timeoutMs: 60_000 });
@@ -146,6 +148,7 @@ describe('stopping', () => {
       npm.kill('SIGTERM');
       await exited;
       await waitFor(() => !alive(serverPid), 'the server process to end', { timeoutMs: 20_000 });
+      await drained;
       assert.match(out, /"msg":"stopped"/, 'it shut down cleanly, not killed');
     } finally {
       npm.kill('SIGKILL');
