@@ -9,17 +9,13 @@
 // from the last timestamp). With on_delay_ms 0, a value written since the previous tick beyond a
 // limit opens an event even when the last value is back inside: the spike is not missed.
 
+import type { RuleColumns } from '../meta/tables/alarms.js';
+
 export type AlarmKind = 'high' | 'low' | 'stale';
 export type Phase = 'normal' | 'pending_on' | 'active' | 'pending_off';
 
-export interface RuleLimits {
-  limHi: number | null;
-  limLo: number | null;
-  deadband: number;
-  on_delay_ms: number;
-  off_delay_ms: number;
-  stale_after_ms: number | null;
-}
+/** What a rule compares against: its limits, deadband, delays and staleness, as stored (meta/tables/alarms.ts). */
+export type RuleLimits = Pick<RuleColumns, 'limHi' | 'limLo' | 'deadband' | 'on_delay_ms' | 'off_delay_ms' | 'stale_after_ms'>;
 
 export interface RuleState {
   phase: Phase;
