@@ -14,6 +14,8 @@ export class NotificationTables {
   private readonly delivered;
   private readonly markRead;
   private readonly readAtOf;
+  private readonly expired;
+  private readonly readBefore;
 
   constructor(private readonly db: Db) {
     this.maxIdOf = db.prepare<[], number | null>('SELECT max(id) FROM notifications').pluck();
@@ -24,6 +26,8 @@ export class NotificationTables {
     this.delivered = db.prepare<[number, number]>('UPDATE notifications SET deliveredAt = ? WHERE id = ? AND deliveredAt IS NULL');
     this.markRead = db.prepare<[number, number]>('UPDATE notifications SET "readAt" = ? WHERE id = ? AND "readAt" IS NULL');
     this.readAtOf = db.prepare<[number], number>('SELECT "readAt" FROM notifications WHERE id = ?').pluck();
+    this.expired = db.prepare<[number, number], number>('SELECT id FROM notifications WHERE "expiresAt" IS NOT NULL AND "expiresAt" <= ? LIMIT ?').pluck();
+    this.readBefore = db.prepare<[number, number], number>('SELECT id FROM notifications WHERE "readAt" IS NOT NULL AND "createdAt" < ? LIMIT ?').pluck();
   }
 
   /** Runs `work` in one transaction. */
@@ -73,11 +77,11 @@ export class NotificationTables {
 
   /** Ids of up to `limit` rows that expired by `now` (the purge deletes them through the entity store). */
   expiredIds(now: number, limit: number): number[] {
-    return this.db.prepare('SELECT id FROM notifications WHERE "expiresAt" IS NOT NULL AND "expiresAt" <= ? LIMIT ?').pluck().all(now, limit) as number[];
+    return this.expired.all(now, limit);
   }
 
   /** Ids of up to `limit` read rows created before `cutoff`. */
   readIdsBefore(cutoff: number, limit: number): number[] {
-    return this.db.prepare('SELECT id FROM notifications WHERE "readAt" IS NOT NULL AND "createdAt" < ? LIMIT ?').pluck().all(cutoff, limit) as number[];
+    return this.readBefore.all(cutoff, limit);
   }
 }
