@@ -23,6 +23,9 @@ import type { StoreGate } from './store-gate.js';
 
 export type WriteRecorder = (body: Uint8Array, contentType: string, mode: WriteMode, options: WriteOptions) => RecordedWrite;
 
+/** What a write records when nobody records writes (a single node): shared, so a write allocates nothing for it. */
+const NOT_RECORDED: readonly RecordedWrite[] = Object.freeze([]);
+
 export interface GatewaySettings {
   autoCreateCollections: boolean;
   queryTimeoutMs: number;
@@ -81,7 +84,7 @@ export class ShardGateway implements PointWriter, MonitorSampler, LiveFeed {
     this.gate.refuseWhileRestoring();
     await this.gate.enter();
     // Recorded (the body copied) before it is stored; the pooled body buffer goes back only later.
-    const recorded = options.replicated ? [] : this.recorders.map((record) => record(body, contentType, mode, options));
+    const recorded = options.replicated || this.recorders.length === 0 ? NOT_RECORDED : this.recorders.map((record) => record(body, contentType, mode, options));
     let result: WriteResult;
     try {
       result = await this.writeNow(grant, body, contentType, mode, options);
