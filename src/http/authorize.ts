@@ -7,8 +7,8 @@ import { ServiceError } from '../../shared/errors.js';
 import type { Claims } from './caller.js';
 import { mutates, type RouteDef } from './route.js';
 
-/** How a bearer credential is checked (ServerOptions.verifyToken). */
-export interface TokenVerifier {
+/** How the server checks a bearer credential (given to it by whoever runs it: auth/ does the checking). */
+export interface BearerCheck {
   /** The claims of an `Authorization` header (a bearer token, or a bare one), or throws a 401. */
   verifyToken(authorization: string | undefined): Claims;
 }
@@ -19,7 +19,7 @@ export function authorize<G>(
   headers: Record<string, string>,
   query: Record<string, unknown>,
   from: { remote: string; path: string },
-  tokens: TokenVerifier,
+  tokens: BearerCheck,
 ): Claims | null | Promise<Claims> {
   if (def.auth === 'public') return null;
   if (def.authenticate) {

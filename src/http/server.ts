@@ -11,7 +11,7 @@
 import uWS from 'uWebSockets.js';
 import type { Claims } from './caller.js';
 import type { Logger } from '../log.js';
-import { authorize } from './authorize.js';
+import { authorize, type BearerCheck } from './authorize.js';
 import { BodyReader, decodeBody, type BodyLimits } from './body-reader.js';
 import { check, compileRoute, type CompiledRoute } from './compile.js';
 import { ServiceError } from '../../shared/errors.js';
@@ -24,10 +24,8 @@ import { mountWebSocket, type WebSocketEndpoint } from './web-socket.js';
 
 export type { SocketData, WebSocketEndpoint } from './web-socket.js';
 
-export interface ServerOptions<G> {
+export interface ServerOptions<G> extends BearerCheck {
   routes: readonly RouteDef<G>[];
-  /** The claims of an `Authorization` header (a bearer token, or a bare one), or throws a 401. */
-  verifyToken(authorization: string | undefined): Claims;
   /** What a caller may reach, made once per request that asks (Request.grant). */
   grantOf(user: Claims): G;
   log: Logger;
