@@ -22,6 +22,7 @@
 // always a prefix: its position is one high-water seq per epoch (`cluster_epochs`).
 
 import type { Db } from '../meta/database.js';
+import { quoteName as q } from '../meta/schema.js';
 import type { TableShape, WholeStore } from '../meta/whole-store.js';
 
 export type { TableShape };
@@ -50,7 +51,6 @@ const LOCAL_TABLES = new Set(['process_jobs', 'shadow_writes_applied', 'cluster_
 /** SQLite caps a function's arguments (127 by default); longer column lists go in chunks. */
 const ARGS_PER_CHUNK = 100;
 
-const q = (name: string) => `"${name.replace(/"/g, '""')}"`;
 const literal = (text: string) => `'${text.replace(/'/g, "''")}'`;
 
 

@@ -14,6 +14,11 @@ const SQL_TYPE: Record<ColumnKind, string> = {
   fk: 'INTEGER', text: 'TEXT', integer: 'INTEGER', boolean: 'INTEGER', json: 'TEXT', secret: 'TEXT',
 };
 
+/** Any table or column name as a quoted SQL identifier (names read from the schema itself: a copy's, a peer's). */
+export function quoteName(name: string): string {
+  return `"${name.replace(/"/g, '""')}"`;
+}
+
 /** Registry names are trusted, but still checked before they are used as identifiers. */
 export function ident(name: string): string {
   if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name)) throw new Error(`bad identifier ${name}`);

@@ -10,7 +10,7 @@ import { migrate, type Db } from './database.js';
 import type { MetaEvents } from './events.js';
 import { MIGRATIONS } from './migrations.js';
 import type { Registry } from './registry.js';
-import { syncEntitySchema } from './schema.js';
+import { quoteName as q, syncEntitySchema } from './schema.js';
 
 /** A table as replication sees it: its columns and its primary key (['rowid'] when it has none). */
 export interface TableShape {
@@ -36,7 +36,6 @@ export interface RowChange {
  */
 const NODE_BOOKKEEPING = new Set(['cluster_log', 'cluster_epochs', 'cluster_peers', 'cluster_term', 'shadow_writes_applied']);
 
-const q = (name: string) => `"${name.replace(/"/g, '""')}"`;
 
 /** Why a backup's copy cannot be restored (its message says it, for a 400). */
 export class UnsoundCopyError extends Error {

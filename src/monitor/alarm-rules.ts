@@ -133,3 +133,8 @@ export function ruleView(rule: StoredRule): AlarmRule {
   const { origin: _origin, state: _state, ...view } = rule;
   return view;
 }
+
+/** A finite number as it is, anything else (NaN from a sample, a missing limit) as null. */
+export function numberOrNull(value: unknown): number | null {
+  return typeof value === 'number' && Number.isFinite(value) ? value : null;
+}

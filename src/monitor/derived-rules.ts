@@ -7,7 +7,7 @@
 import type { Entity, EntityHooks } from '../meta/entities.js';
 import type { AlarmTables } from '../meta/tables/alarms.js';
 import type { Collections } from '../storage/api.js';
-import { ruleOfRow } from './alarm-rules.js';
+import { numberOrNull, ruleOfRow } from './alarm-rules.js';
 import type { TickScheduler } from './scheduler.js';
 import type { MonitorService } from './service.js';
 
@@ -68,10 +68,6 @@ export function derivedRuleHooks(monitor: MonitorService, tables: AlarmTables, c
       scheduler.rebuild(ids);
     },
   };
-}
-
-function numberOrNull(value: unknown): number | null {
-  return typeof value === 'number' && Number.isFinite(value) ? value : null;
 }
 
 function hasLimits(entity: Entity): boolean {

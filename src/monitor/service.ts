@@ -14,7 +14,7 @@ import type { Notify } from '../notifications/api.js';
 import type { Collections, MonitorSampler } from '../storage/api.js';
 import { badRequest, conflict, notFound } from '../../shared/errors.js';
 import { MONITOR_SAMPLE_STRIDE } from '../../shared/protocol.js';
-import { newRuleId, ruleFromBody, ruleOfRow, ruleView, type AlarmRule, type StoredRule } from './alarm-rules.js';
+import { newRuleId, numberOrNull, ruleFromBody, ruleOfRow, ruleView, type AlarmRule, type StoredRule } from './alarm-rules.js';
 import type { AlarmKind } from './evaluate.js';
 import type { TickScheduler, Transition } from './scheduler.js';
 
@@ -333,10 +333,6 @@ export class MonitorService {
     if (!grant.isAdmin) filter.collections = this.o.tables.eventCollections().filter(this.reach(grant));
     return filter;
   }
-}
-
-function numberOrNull(value: unknown): number | null {
-  return typeof value === 'number' && Number.isFinite(value) ? value : null;
 }
 
 /** At most `max` UTF-8 bytes, cut on a character boundary. */
