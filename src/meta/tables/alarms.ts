@@ -70,6 +70,7 @@ export class AlarmTables {
   private readonly enabledRulesOf;
   private readonly enabledRateOf;
   private readonly resolveEvent;
+  private readonly addEvent;
 
   constructor(private readonly db: Db) {
     this.saveState = db.prepare<[string, string | null, number | null, string | null, string]>('UPDATE monitor_rules SET phase = ?, kind = ?, since_ms = ?, event_id = ? WHERE id = ?');
@@ -77,6 +78,7 @@ export class AlarmTables {
     this.enabledRulesOf = db.prepare<[string], RuleRow>('SELECT * FROM monitor_rules WHERE enabled = 1 AND collection_id = ?');
     this.enabledRateOf = db.prepare<[string], number>('SELECT tick_rate_ms FROM monitor_collections WHERE enabled = 1 AND collection_id = ?').pluck();
     this.resolveEvent = db.prepare<[number, string]>("UPDATE monitor_events SET status = 'resolved', resolved_ms = ? WHERE id = ? AND status <> 'resolved'");
+    this.addEvent = db.prepare(`INSERT INTO monitor_events (${EVENT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, 'active', ?, ?, ?, ?, NULL, NULL, NULL, ?)`);
   }
 
   /** Runs `work` in one transaction (or inside the caller's). */
@@ -264,9 +266,7 @@ export class AlarmTables {
   }
 
   insertEvent(event: Omit<AlarmEvent, 'status' | 'resolved_ms' | 'acked_ms' | 'acked_by'>): void {
-    this.db
-      .prepare(`INSERT INTO monitor_events (${EVENT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, 'active', ?, ?, ?, ?, NULL, NULL, NULL, ?)`)
-      .run(event.id, event.rule_id, event.collection_id, event.tag, event.tag_index, event.kind, event.severity, event.value, event.limit, event.started_ms, event.message);
+    this.addEvent.run(event.id, event.rule_id, event.collection_id, event.tag, event.tag_index, event.kind, event.severity, event.value, event.limit, event.started_ms, event.message);
   }
 
   /** Acknowledges an active event (nothing for one in another state). */
