@@ -98,13 +98,11 @@ export class ClusterService {
   private peerPoll: NodeJS.Timeout | null = null;
   private trimTimer: NodeJS.Timeout | null = null;
   private resyncing = false;
-  private readonly config: { cluster: ClusterOptions['settings']; dataDir: string };
   private readonly log: Logger;
   /** The log of applied and accepted entries (shadow writes are idempotent through it, on any node). */
   readonly changes: ChangeLog;
 
   constructor(private readonly o: ClusterOptions) {
-    this.config = { cluster: o.settings, dataDir: o.settings.dataDir };
     this.log = o.log;
     this.highestEpoch = this.readState().highestEpoch;
     this.changes = new ChangeLog(o.meta.db, o.meta.wholeStore);
@@ -138,11 +136,11 @@ export class ClusterService {
   }
 
   get enabled(): boolean {
-    return this.config.cluster.enabled;
+    return this.o.settings.enabled;
   }
 
   get nodeId(): string {
-    return this.config.cluster.nodeId || 'single';
+    return this.o.settings.nodeId || 'single';
   }
 
   /** Whether this node may accept mutations now. */
@@ -158,7 +156,7 @@ export class ClusterService {
 
   /** Logs one of this node's own writes before it is stored: committed once stored (what an awaiting write waits for), voided when refused. */
   private recordWrite(body: Uint8Array, contentType: string, mode: WriteMode, options: WriteOptions): RecordedWrite {
-    const c = this.config.cluster;
+    const c = this.o.settings;
     const { awaitReplica: _awaitReplica, replicated: _replicated, ...o } = options;
     const meta: WriteEntryMeta = { ct: contentType, mode, o };
     const id = this.changes.appendPending('write', JSON.stringify(meta), body);
@@ -197,9 +195,9 @@ export class ClusterService {
   }
 
   status(): ClusterStatus {
-    if (!this.enabled) return { node_id: this.nodeId, role: 'leader', leader: this.config.cluster.advertiseUrl || null, epoch: 0, peers: [] };
+    if (!this.enabled) return { node_id: this.nodeId, role: 'leader', leader: this.o.settings.advertiseUrl || null, epoch: 0, peers: [] };
     const leads = this.isLeader();
-    return { node_id: this.nodeId, role: leads ? 'leader' : 'secondary', leader: leads ? this.config.cluster.advertiseUrl : this.leaderUrl, epoch: leads ? this.epoch : this.highestEpoch, peers: leads ? this.replicator?.status() ?? [] : [] };
+    return { node_id: this.nodeId, role: leads ? 'leader' : 'secondary', leader: leads ? this.o.settings.advertiseUrl : this.leaderUrl, epoch: leads ? this.epoch : this.highestEpoch, peers: leads ? this.replicator?.status() ?? [] : [] };
   }
 
   health(): Health {
@@ -210,13 +208,13 @@ export class ClusterService {
 
   async start(): Promise<void> {
     if (!this.enabled) return;
-    const c = this.config.cluster;
+    const c = this.o.settings;
     if (!c.nodeId) throw new Error('cluster.nodeId is required when cluster.enabled is true');
     if (!c.advertiseUrl) throw new Error('cluster.advertiseUrl is required when cluster.enabled is true');
     if (c.etcd.endpoints.length === 0) throw new Error('cluster.etcd.endpoints is required when cluster.enabled is true');
     // What a snapshot a crash interrupted left behind.
-    for (const name of fs.readdirSync(this.config.dataDir)) {
-      if (name.startsWith('cluster-snapshot-')) fs.rmSync(path.join(this.config.dataDir, name), { recursive: true, force: true });
+    for (const name of fs.readdirSync(this.o.settings.dataDir)) {
+      if (name.startsWith('cluster-snapshot-')) fs.rmSync(path.join(this.o.settings.dataDir, name), { recursive: true, force: true });
     }
     this.changes.installTriggers();
     this.changes.stopRecording(); // until elected
@@ -253,12 +251,12 @@ export class ClusterService {
   /** This node in etcd's node list, on its own lease (re-made when it is lost). */
   private register(): void {
     if (this.stopped) return;
-    const lease = this.etcd!.lease(this.config.cluster.electionTtlSeconds, { autoKeepAlive: true });
+    const lease = this.etcd!.lease(this.o.settings.electionTtlSeconds, { autoKeepAlive: true });
     this.registration = lease;
     lease.on('lost', () => {
       if (this.registration === lease) setTimeout(() => this.register(), 1000).unref();
     });
-    lease.put(`${NODES_PREFIX}${this.nodeId}`).value(this.config.cluster.advertiseUrl).exec().catch((err) => {
+    lease.put(`${NODES_PREFIX}${this.nodeId}`).value(this.o.settings.advertiseUrl).exec().catch((err) => {
       this.log.warn({ err: String(err) }, 'cluster: cannot register this node in etcd yet; retrying');
       void lease.revoke().catch(() => {});
       if (this.registration === lease) setTimeout(() => this.register(), 1000).unref();
@@ -290,7 +288,7 @@ export class ClusterService {
   }
 
   private trim(): void {
-    const c = this.config.cluster;
+    const c = this.o.settings;
     try {
       const removed = this.changes.trim(c.queueMaxBytes, c.queueMaxAgeHours * 3_600_000);
       if (removed > 0) this.log.info({ removed }, 'cluster: trimmed the replication log');
@@ -306,7 +304,7 @@ export class ClusterService {
    * stays within 3 × TTL.
    */
   private async takeOver(epoch: number): Promise<void> {
-    const ttlMs = this.config.cluster.electionTtlSeconds * 1000;
+    const ttlMs = this.o.settings.electionTtlSeconds * 1000;
     let peers: PeerInfo[] = [];
     try {
       peers = await this.registeredPeers();
@@ -347,7 +345,7 @@ export class ClusterService {
   }
 
   private async resync(leader: string): Promise<void> {
-    const dir = snapshotDir(this.config.dataDir, 'in');
+    const dir = snapshotDir(this.o.settings.dataDir, 'in');
     const began = Date.now();
     this.log.warn({ leader }, 'cluster: this node is behind what the leader\'s log keeps; taking a full snapshot of the leader');
     try {
@@ -425,8 +423,8 @@ export class ClusterService {
 
   private runCampaign(): void {
     if (this.stopped) return;
-    const ttlMs = this.config.cluster.electionTtlSeconds * 1000;
-    const campaign = this.election!.campaign(this.config.cluster.advertiseUrl);
+    const ttlMs = this.o.settings.electionTtlSeconds * 1000;
+    const campaign = this.election!.campaign(this.o.settings.advertiseUrl);
     this.campaign = campaign;
     // etcd3 keeps the campaign's lease and key revision private; the fencing needs both.
     const internals = campaign as unknown as CampaignInternals;
@@ -467,7 +465,7 @@ export class ClusterService {
       const answer = await internals.lease.keepaliveOnce();
       if (!(Number(answer.TTL) > 0)) throw new Error('the lease has expired');
       const leader = await this.election!.leader();
-      if (leader !== this.config.cluster.advertiseUrl) throw new Error(`etcd names ${leader ?? 'nobody'} as the leader`);
+      if (leader !== this.o.settings.advertiseUrl) throw new Error(`etcd names ${leader ?? 'nobody'} as the leader`);
     } catch (err) {
       if (this.campaign !== campaign) return;
       this.log.warn({ err: String((err as Error)?.message ?? err) }, 'cluster: "elected" by a campaign etcd no longer holds; campaigning again');
@@ -489,7 +487,7 @@ export class ClusterService {
 
   private readState(): { highestEpoch: number } {
     try {
-      const state = JSON.parse(fs.readFileSync(path.join(this.config.dataDir, STATE_FILE), 'utf8')) as { highestEpoch?: unknown };
+      const state = JSON.parse(fs.readFileSync(path.join(this.o.settings.dataDir, STATE_FILE), 'utf8')) as { highestEpoch?: unknown };
       return { highestEpoch: typeof state.highestEpoch === 'number' ? state.highestEpoch : 0 };
     } catch {
       return { highestEpoch: 0 };
@@ -497,7 +495,7 @@ export class ClusterService {
   }
 
   private writeState(): void {
-    const file = path.join(this.config.dataDir, STATE_FILE);
+    const file = path.join(this.o.settings.dataDir, STATE_FILE);
     fs.writeFileSync(`${file}.tmp`, JSON.stringify({ highestEpoch: this.highestEpoch }), { mode: PRIVATE_FILE_MODE });
     fs.renameSync(`${file}.tmp`, file);
   }
