@@ -9,11 +9,22 @@ import { SCOPE_FIELDS, type ScopeFields as WriteScope } from '../shared/scope.js
 
 export type { WriteScope };
 
+/**
+ * A series' label set (WIRE.md part 3 "Series identity"): label names to values, names sorted.
+ * Line protocol gives `measurement`, `field` and the line's non-scope tags.
+ */
+export type SeriesLabels = Readonly<Record<string, string>>;
+
 export interface PointBatch {
   /** Scope fields present in the body. */
   scope: WriteScope;
   /** Distinct tag names in order of appearance. */
   tagNames: string[];
+  /**
+   * The label set of each tag (same index as tagNames; null or absent: no labels). Kept with the
+   * series when the write creates it, or when it was stored without labels before.
+   */
+  labels?: ReadonlyArray<SeriesLabels | null>;
   /** Length tagNames.length + 1: tag i's points are [tagStart[i], tagStart[i + 1]). */
   tagStart: Uint32Array;
   /** Epoch milliseconds; at least pointCount long. */

@@ -1,13 +1,14 @@
 /**
  * Parsed line protocol (line-protocol.ts) as the columnar PointBatch the store appends, one per
  * collection: each series' scope is its scope tags over the ingest client's scope, and each point
- * goes to the historian tag `<series name>.<field key>`, in the order the lines gave them.
+ * goes to the historian tag `<series name>.<field key>`, in the order the lines gave them. Each
+ * tag carries the labels the name flattens (lineLabels), which the store keeps with the series.
  * Pure TypeScript: runs in a browser.
  */
 
-import { SCOPE_FIELDS, type CollectionScope } from '../shared/scope.js';
+import { isScopeField, SCOPE_FIELDS, type CollectionScope } from '../shared/scope.js';
 import { lineTagName, type LineProtocolBatch } from './line-protocol.js';
-import type { PointBatch } from './point-batch.js';
+import type { PointBatch, SeriesLabels } from './point-batch.js';
 
 /** Series × field pairs up to which a table, not a Map, finds a point's tag. */
 const DENSE_PAIRS = 1 << 16;
@@ -22,7 +23,7 @@ export function linePointsByCollection(lines: LineProtocolBatch, base: Collectio
   const n = lines.pointCount;
   // Each series' collection (a handful of distinct scopes, usually one).
   const collectionOfSeries = new Int32Array(lines.series.length);
-  const collections: Array<{ scope: CollectionScope; tagNames: string[]; tagCounts: number[] }> = [];
+  const collections: Array<{ scope: CollectionScope; tagNames: string[]; tagLabels: SeriesLabels[]; tagCounts: number[] }> = [];
   const collectionByKey = new Map<string, number>();
   lines.series.forEach((series, s) => {
     const scope = { ...base };
@@ -32,7 +33,7 @@ export function linePointsByCollection(lines: LineProtocolBatch, base: Collectio
     if (c === undefined) {
       c = collections.length;
       collectionByKey.set(key, c);
-      collections.push({ scope, tagNames: [], tagCounts: [] });
+      collections.push({ scope, tagNames: [], tagLabels: [], tagCounts: [] });
     }
     collectionOfSeries[s] = c;
   });
@@ -53,6 +54,7 @@ export function linePointsByCollection(lines: LineProtocolBatch, base: Collectio
       if (table) table[key] = tag;
       else tagOfKey!.set(key, tag);
       collection.tagNames.push(lineTagName(lines, i));
+      collection.tagLabels.push(lineLabels(lines, i));
       collection.tagCounts.push(0);
     }
     collection.tagCounts[tag]++;
@@ -62,9 +64,13 @@ export function linePointsByCollection(lines: LineProtocolBatch, base: Collectio
   // measurement named `m,a=b`): merge them, so a name has one place in the batch.
   const builds = collections.map((c) => {
     const merged = new Map<string, number>();
-    const alias = c.tagNames.map((name) => {
+    const labels: SeriesLabels[] = [];
+    const alias = c.tagNames.map((name, t) => {
       let to = merged.get(name);
-      if (to === undefined) merged.set(name, (to = merged.size));
+      if (to === undefined) {
+        merged.set(name, (to = merged.size));
+        labels.push(c.tagLabels[t]); // the first series of a shared name gives its labels
+      }
       return to;
     });
     const names = [...merged.keys()];
@@ -73,7 +79,7 @@ export function linePointsByCollection(lines: LineProtocolBatch, base: Collectio
     const tagStart = new Uint32Array(names.length + 1);
     for (let t = 0; t < names.length; t++) tagStart[t + 1] = tagStart[t] + counts[t];
     const total = tagStart[names.length];
-    return { scope: c.scope, alias, names, tagStart, fill: tagStart.slice(0, names.length), timestamps: new Float64Array(total), values: new Float64Array(total) };
+    return { scope: c.scope, alias, names, labels, tagStart, fill: tagStart.slice(0, names.length), timestamps: new Float64Array(total), values: new Float64Array(total) };
   });
   for (let i = 0; i < n; i++) {
     const b = builds[collectionOfSeries[lines.pointSeries[i]]];
@@ -85,6 +91,24 @@ export function linePointsByCollection(lines: LineProtocolBatch, base: Collectio
     .filter((b) => b.names.length > 0)
     .map((b) => ({
       scope: b.scope,
-      batch: { scope: b.scope, tagNames: b.names, tagStart: b.tagStart, timestamps: b.timestamps, values: b.values, pointCount: b.timestamps.length },
+      batch: { scope: b.scope, tagNames: b.names, labels: b.labels, tagStart: b.tagStart, timestamps: b.timestamps, values: b.values, pointCount: b.timestamps.length },
     }));
+}
+
+/** Names a line protocol series keeps besides its tags; a line tag of the same name gives way to them. */
+export const MEASUREMENT_LABEL = 'measurement';
+export const FIELD_LABEL = 'field';
+
+/**
+ * The label set of point i's series (WIRE.md part 3 "Series identity"): its measurement, its
+ * field key and its non-scope line tags, names sorted.
+ */
+export function lineLabels(lines: LineProtocolBatch, i: number): SeriesLabels {
+  const series = lines.series[lines.pointSeries[i]];
+  const entries: Array<[string, string]> = [[MEASUREMENT_LABEL, series.measurement], [FIELD_LABEL, lines.fieldKeys[lines.pointField[i]]]];
+  for (const [key, value] of series.tags) {
+    if (key !== MEASUREMENT_LABEL && key !== FIELD_LABEL && !isScopeField(key)) entries.push([key, value]);
+  }
+  entries.sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
+  return Object.freeze(Object.fromEntries(entries));
 }

@@ -31,7 +31,7 @@
  * beyond the language).
  */
 
-export { WriteBodyError, type DecodeLimits, type PointBatch, type WriteScope } from './point-batch.js';
+export { WriteBodyError, type DecodeLimits, type PointBatch, type SeriesLabels, type WriteScope } from './point-batch.js';
 export { decodeJsonWriteBody } from './write-body-json.js';
 export { decodeRowsObject, decodeWriteObject, isRowsObject } from './write-body-object.js';
 export { decodeBinaryBatch, encodeBinaryBatch } from './write-body-hsw1.js';

@@ -9,6 +9,8 @@
 // neither side owns it.
 
 import type { Precision } from '../native-free-codecs/line-protocol.js';
+import type { SeriesLabels } from '../native-free-codecs/point-batch.js';
+export type { SeriesLabels };
 import type { ResultFormat } from '../native-free-codecs/result-envelope.js';
 import type { AggregatorSpec } from './aggregator-spec.js';
 import type { WireError } from './errors.js';
@@ -40,6 +42,8 @@ export const OP = {
   ATTACH: 19,
   /** The tags of a collection whose written points go back to the main thread (live data). */
   LIVE_WATCH: 20,
+  /** Series of some collections whose tag names match a glob, with labels and last values. */
+  LIST_SERIES: 21,
 } as const;
 
 /** One requested series: a tag and the aggregators to run on it, in order (empty: raw points). */
@@ -68,6 +72,8 @@ export interface StorageWorkerData {
   resultStallTimeoutMs: number;
   /** Bytes of materialised query series (pipelines, binary and msgpack results) a shard holds at once. */
   queryMemoryBytes: number;
+  /** storage.maxSeriesPerCollection. */
+  maxSeriesPerCollection: number;
   /** The log.level setting (pino level name): the worker writes no line below it. */
   logLevel: string;
   /** storage.minTimestampMs: writes with an earlier timestamp are refused. */
@@ -145,7 +151,18 @@ export type StorageTask =
   | { op: typeof OP.ATTACH }
   /** Replaces the live-watched tags of a collection (empty: none). */
   | { op: typeof OP.LIVE_WATCH; collectionId: string; tags: string[] }
+  /** `collections` in the order the listing gives them; at most `limit` series come back. */
+  | { op: typeof OP.LIST_SERIES; collections: string[]; glob: string; limit: number }
   | { op: typeof OP.PING };
+
+/** One series of a listing (WIRE.md part 3, `GET /svcapi/series`). */
+export interface SeriesListing {
+  collection: string;
+  tag: string;
+  labels?: SeriesLabels;
+  last_ms: number | null;
+  last_value: number | null;
+}
 
 /**
  * One collection of a monitor tick. The worker keeps, per watched tag, the extremes of what was
@@ -192,6 +209,8 @@ export interface WriteFrameHeader {
   allowedUnits: string[] | null;
   /** Set for points another shard decoded: an HSW1 body for this collection. */
   collectionId?: string;
+  /** With collectionId: the label set of each of the body's tags (HSW1 has no place for them). */
+  labels?: ReadonlyArray<SeriesLabels | null>;
   /** Ingest: the scope fields a body (or a line) does not name come from here, the ingest client's collection. */
   defaultScope?: CollectionScope;
   /** Ingest: rows (`{ts, values}` or an array of them) are a body shape too. */
@@ -260,7 +279,7 @@ export interface WriteOutcome {
   /** Collections created by this write (autoCreate). */
   created: CollectionRecord[];
   /** Points for collections owned by other shards, as HSW1 binary bodies, for the main thread to forward. */
-  forward: Array<{ collectionId: string; body: Uint8Array }>;
+  forward: Array<{ collectionId: string; body: Uint8Array; labels?: ReadonlyArray<SeriesLabels | null> }>;
   /** Line protocol bodies only. */
   lines?: LineCounts;
   /** Points of live-watched tags this write appended (not for backfills). */
@@ -322,6 +341,8 @@ interface ReplyValues {
   /** Collections opened. */
   [OP.ATTACH]: number;
   [OP.LIVE_WATCH]: null;
+  /** The first `limit` matching series, and how many match in all. */
+  [OP.LIST_SERIES]: { series: SeriesListing[]; total: number };
   [OP.PING]: null;
 }
 

@@ -49,6 +49,7 @@ export interface Config {
     readonly writeTimeoutMs: number;
     readonly queryTimeoutMs: number;
     readonly queryMemoryBytes: number;
+    readonly maxSeriesPerCollection: number;
   };
   readonly notifications: {
     readonly keepaliveSeconds: number;

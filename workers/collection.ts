@@ -3,8 +3,10 @@
  * the open day logs, which days are sealed (and their cached footers), and the last value of
  * every tag. Only the shard that owns the collection ever holds one of these.
  *
- * meta.json is the dictionary's log: it is rewritten (tmp, fsync, rename) before a block that
- * uses a new tag id is appended, so a block on disk always names a tag meta.json knows.
+ * The tag dictionary (each tag's name and optional label set) is meta.json as of its last
+ * compaction plus tags.log (tag-log.ts): a new series is a record appended to the log before a
+ * block that uses its id, so a block on disk always names a tag the dictionary knows. The log
+ * is compacted into meta.json at open and at seal.
  */
 
 import fs from 'node:fs';
@@ -18,9 +20,12 @@ import { SCOPE_FIELDS, type CollectionScope } from '../shared/scope.js';
 import { collectionDir, collectionId } from '../shared/scope-path.js';
 import { formatDay, parseDay } from './utc-day.js';
 import type { WorkerLog } from './worker-log.js';
+import { isLabels, readTagLog, TAG_LOG_FILE, TagLog, type TagLogRecord } from './tag-log.js';
+import type { SeriesLabels } from '../native-free-codecs/write-body.js';
 
 export const META_FILE = 'meta.json';
-export const META_VERSION = 1;
+/** Format 2 adds `labels`; format 1 (no labels) is still read. */
+export const META_VERSION = 2;
 export const MAX_TAG_NAME_BYTES = 256;
 
 const ACTIVE_OR_LATE = /^(active|late)-(\d{8,})\.log$/;
@@ -54,6 +59,8 @@ export class Collection {
   readonly scope: CollectionScope;
   readonly dir: string;
   readonly tagNames: string[];
+  /** Each tag's label set (same index as tagNames; undefined: none). */
+  readonly tagLabels: Array<SeriesLabels | undefined>;
   readonly active = new Map<number, DayLog>();
   readonly late = new Map<number, DayLog>();
   /** Sealed days and their file sizes. */
@@ -63,6 +70,10 @@ export class Collection {
   private record: CollectionRecord;
   private readonly tagIds = new Map<string, number>();
   /** Latest point per tag among active and late data (-Infinity: none). */
+  private readonly tagLog: TagLog;
+  /** Tag ids sorted by name, for listing; ids from `sortedCount` on are not merged in yet. */
+  private sortedIds = new Uint32Array(0);
+  private sortedCount = 0;
   private lastTs: Float64Array;
   private lastValues: Float64Array;
   /** Latest point per tag among sealed data, looked up on first use. */
@@ -70,12 +81,14 @@ export class Collection {
   private sealedLastTs: Float64Array;
   private sealedLastValues: Float64Array;
 
-  private constructor(dir: string, scope: CollectionScope, record: CollectionRecord, tagNames: string[]) {
+  private constructor(dir: string, scope: CollectionScope, record: CollectionRecord, tagNames: string[], tagLabels: Array<SeriesLabels | undefined>) {
     this.id = collectionId(scope);
     this.scope = scope;
     this.dir = dir;
     this.record = record;
     this.tagNames = tagNames;
+    this.tagLabels = tagLabels;
+    this.tagLog = new TagLog(path.join(dir, TAG_LOG_FILE), 0, 0);
     tagNames.forEach((name, i) => this.tagIds.set(name, i));
     const capacity = Math.max(16, tagNames.length);
     this.lastTs = new Float64Array(capacity).fill(-Infinity);
@@ -91,8 +104,8 @@ export class Collection {
     const base: CollectionRecord = { ...scope, createdAt: now, updatedAt: now };
     const record = mergeFields(base, extra);
     makeDirsDurably(dir);
-    const collection = new Collection(dir, scope, record, []);
-    collection.writeMeta(record, []);
+    const collection = new Collection(dir, scope, record, [], []);
+    collection.writeMeta(record);
     return collection;
   }
 
@@ -102,13 +115,23 @@ export class Collection {
    */
   static open(dataDir: string, scope: CollectionScope, files: OpenFiles, log: WorkerLog): CollectionOpenResult {
     const dir = collectionDir(dataDir, scope);
-    const { record, tags } = readMeta(path.join(dir, META_FILE), scope);
-    const collection = new Collection(dir, scope, record, tags);
+    const { record, tags, labels } = readMeta(path.join(dir, META_FILE), scope);
+    const logged = readTagLog(path.join(dir, TAG_LOG_FILE));
+    const applied = applyTagLog(tags, labels, logged.records);
+    const collection = new Collection(dir, scope, record, tags, labels);
+    if (applied < logged.records.length || logged.goodBytes < logged.fileBytes) {
+      log.warn({ event: 'tag-log-tail-cut', collection: collection.id, recordsKept: applied, bytesCut: logged.fileBytes - logged.goodBytes }, 'cut the damaged tail of the tag log');
+    }
+    // Compaction at open: meta.json takes the logged tags, the log starts empty.
+    if (logged.fileBytes > 0) {
+      collection.writeMeta(record);
+      collection.tagLog.reset();
+    }
 
     const logs: { kind: DayLogKind; day: number; name: string }[] = [];
     for (const name of fs.readdirSync(dir).sort()) {
       if (name.endsWith('.tmp')) {
-        // A seal or meta.json rewrite that crashed before its rename: the originals are intact.
+        // A seal, meta.json or tag log rewrite that crashed before its rename: the originals are intact.
         removeIfPresent(path.join(dir, name));
         log.info({ event: 'tmp-file-removed', collection: collection.id, file: name }, 'removed a temporary file left by a crash');
         continue;
@@ -131,7 +154,7 @@ export class Collection {
     for (const { kind, day, name } of logs) {
       const file = path.join(dir, name);
       try {
-        const opened = DayLog.open(file, day, kind, files, tags.length, collection.noteBlock);
+        const opened = DayLog.open(file, day, kind, files, collection.tagNames.length, collection.noteBlock);
         (kind === 'active' ? collection.active : collection.late).set(day, opened.log);
         blocks += opened.blocks;
         bytesCut += opened.bytesCut;
@@ -162,8 +185,9 @@ export class Collection {
   /** Merges fields into the record and rewrites meta.json (scope fields cannot change). */
   update(fields: Record<string, unknown>, now: number): CollectionRecord {
     const next = mergeFields({ ...this.record, updatedAt: Math.max(now, this.record.updatedAt) }, fields);
-    this.writeMeta(next, this.tagNames);
+    this.writeMeta(next);
     this.record = next;
+    if (this.tagLog.records > 0) this.tagLog.reset(); // meta.json has every tag now
     return this.getRecord();
   }
 
@@ -171,16 +195,89 @@ export class Collection {
     return this.tagIds.get(name) ?? -1;
   }
 
-  /** Adds tags to the dictionary: meta.json first, memory after (a failed write changes nothing). */
-  addTags(names: string[]): void {
-    if (names.length === 0) return;
-    const tags = this.tagNames.concat(names);
-    this.writeMeta(this.record, tags);
-    for (const name of names) {
+  /**
+   * Adds tags to the dictionary (with their labels, where given) and gives labels to existing
+   * tags that had none: the tag log first, memory after (a failed write changes nothing).
+   */
+  addTags(names: readonly string[], labels: ReadonlyArray<SeriesLabels | null | undefined> = [], relabel: ReadonlyArray<[number, SeriesLabels]> = []): void {
+    if (names.length === 0 && relabel.length === 0) return;
+    const records: TagLogRecord[] = names.map((name, i) => ({ kind: 'tag', id: this.tagNames.length + i, name, labels: labels[i] ?? null }));
+    for (const [id, set] of relabel) records.push({ kind: 'labels', id, labels: set });
+    this.tagLog.append(records);
+    names.forEach((name, i) => {
       this.tagIds.set(name, this.tagNames.length);
       this.tagNames.push(name);
-    }
+      this.tagLabels.push(labels[i] ?? undefined);
+    });
+    for (const [id, set] of relabel) this.tagLabels[id] = set;
     if (this.tagNames.length > this.lastTs.length) this.growTagArrays(this.tagNames.length);
+  }
+
+  /** Moves the tag log into meta.json (at seal: keeps the log short and the next open quick). */
+  compactTags(): void {
+    if (this.tagLog.records === 0) return;
+    this.writeMeta(this.record);
+    this.tagLog.reset();
+  }
+
+  /** Bytes of the tag log (what a backup copies of it; the file may hold no more than that that counts). */
+  get tagLogBytes(): number {
+    return this.tagLog.bytes;
+  }
+
+  /** Records in the tag log since the last compaction. */
+  get tagLogRecords(): number {
+    return this.tagLog.records;
+  }
+
+  get tagLogPath(): string {
+    return this.tagLog.path;
+  }
+
+  /** Closes the tag log's descriptor (the collection is being closed). */
+  close(): void {
+    this.tagLog.close();
+  }
+
+  /**
+   * Tag ids whose names `matches` accepts, in name order (UTF-16 code units), calling `take`
+   * for each until it returns false; the number matched (all of them, also past the last taken).
+   * Names with the literal `prefix` are found by binary search, the rest are not looked at.
+   */
+  listTags(prefix: string, matches: ((name: string) => boolean) | null, take: (id: number) => boolean): number {
+    const sorted = this.sortedTagIds();
+    const names = this.tagNames;
+    let count = 0;
+    let taking = true;
+    for (let k = prefix === '' ? 0 : lowerBound(sorted, names, prefix); k < sorted.length; k++) {
+      const id = sorted[k]!;
+      const name = names[id]!;
+      if (prefix !== '' && !name.startsWith(prefix)) break; // past the names with the prefix
+      if (matches !== null && !matches(name)) continue;
+      count++;
+      if (taking) taking = take(id);
+    }
+    return count;
+  }
+
+  /** The ids sorted by name; tags added since the last call are sorted and merged in. */
+  private sortedTagIds(): Uint32Array {
+    const total = this.tagNames.length;
+    if (this.sortedCount === total) return this.sortedIds;
+    const names = this.tagNames;
+    const byName = (a: number, b: number): number => (names[a]! < names[b]! ? -1 : names[a]! > names[b]! ? 1 : 0);
+    const fresh = Array.from({ length: total - this.sortedCount }, (_, i) => this.sortedCount + i).sort(byName);
+    const old = this.sortedIds;
+    const merged = new Uint32Array(total);
+    let i = 0;
+    let j = 0;
+    let k = 0;
+    while (i < old.length && j < fresh.length) merged[k++] = byName(old[i]!, fresh[j]!) <= 0 ? old[i++]! : fresh[j++]!;
+    while (i < old.length) merged[k++] = old[i++]!;
+    while (j < fresh.length) merged[k++] = fresh[j++]!;
+    this.sortedIds = merged;
+    this.sortedCount = total;
+    return merged;
   }
 
   logPath(kind: DayLogKind, day: number): string {
@@ -284,9 +381,14 @@ export class Collection {
     this.sealedLastValues = grow(this.sealedLastValues, (n) => new Float64Array(n));
   }
 
-  private writeMeta(record: CollectionRecord, tags: string[]): void {
-    const meta = { version: META_VERSION, collection: record, tags };
-    writeFileDurably(path.join(this.dir, META_FILE), `${JSON.stringify(meta, null, 1)}\n`);
+  /** meta.json with the record and the whole dictionary (labels as a sparse map by tag id). */
+  private writeMeta(record: CollectionRecord): void {
+    const labels: Record<string, SeriesLabels> = {};
+    this.tagLabels.forEach((set, id) => {
+      if (set !== undefined) labels[id] = set;
+    });
+    const meta = { version: META_VERSION, collection: record, tags: this.tagNames, labels };
+    writeFileDurably(path.join(this.dir, META_FILE), `${JSON.stringify(meta)}\n`);
   }
 }
 
@@ -317,14 +419,14 @@ function mergeFields(base: CollectionRecord, fields: Record<string, unknown>): C
   return JSON.parse(json) as CollectionRecord;
 }
 
-function readMeta(file: string, scope: CollectionScope): { record: CollectionRecord; tags: string[] } {
-  let meta: { version?: unknown; collection?: Record<string, unknown>; tags?: unknown };
+function readMeta(file: string, scope: CollectionScope): { record: CollectionRecord; tags: string[]; labels: Array<SeriesLabels | undefined> } {
+  let meta: { version?: unknown; collection?: Record<string, unknown>; tags?: unknown; labels?: unknown };
   try {
     meta = JSON.parse(fs.readFileSync(file, 'utf8')) as typeof meta;
   } catch (err) {
     throw internal(`${file}: cannot read: ${(err as Error).message}`);
   }
-  if (meta.version !== META_VERSION) throw internal(`${file}: meta version ${String(meta.version)} is not supported (this build reads ${META_VERSION})`);
+  if (meta.version !== 1 && meta.version !== META_VERSION) throw internal(`${file}: meta version ${String(meta.version)} is not supported (this build reads ${META_VERSION})`);
   const record = meta.collection;
   if (record === null || typeof record !== 'object') throw internal(`${file}: no collection record`);
   for (const field of SCOPE_FIELDS) {
@@ -334,5 +436,48 @@ function readMeta(file: string, scope: CollectionScope): { record: CollectionRec
   if (!Array.isArray(tags) || tags.some((t) => tagNameProblem(t) !== null) || new Set(tags).size !== tags.length) {
     throw internal(`${file}: tag dictionary is not a list of distinct tag names`);
   }
-  return { record: record as CollectionRecord, tags: tags as string[] };
+  const labels = new Array<SeriesLabels | undefined>(tags.length).fill(undefined);
+  if (meta.labels !== undefined) {
+    if (meta.labels === null || typeof meta.labels !== 'object' || Array.isArray(meta.labels)) throw internal(`${file}: labels is not a map of tag ids to label sets`);
+    for (const [key, set] of Object.entries(meta.labels)) {
+      const id = Number(key);
+      if (!Number.isInteger(id) || id < 0 || id >= tags.length || !isLabels(set)) throw internal(`${file}: labels of tag ${JSON.stringify(key)} are not a label set of a known tag`);
+      labels[id] = set;
+    }
+  }
+  return { record: record as CollectionRecord, tags: tags as string[], labels };
+}
+
+/**
+ * Applies tag log records to the dictionary read from meta.json (in place); returns how many
+ * records were good. Records of ids meta.json has already were compacted before a crash.
+ */
+function applyTagLog(tags: string[], labels: Array<SeriesLabels | undefined>, records: readonly TagLogRecord[]): number {
+  const known = new Set(tags);
+  for (let r = 0; r < records.length; r++) {
+    const record = records[r]!;
+    if (record.kind === 'labels') {
+      if (record.id >= tags.length) return r;
+      labels[record.id] = record.labels;
+      continue;
+    }
+    if (record.id < tags.length) continue;
+    if (record.id !== tags.length || tagNameProblem(record.name) !== null || known.has(record.name)) return r;
+    known.add(record.name);
+    tags.push(record.name);
+    labels.push(record.labels ?? undefined);
+  }
+  return records.length;
+}
+
+/** First position in `sorted` whose name is not below `key`. */
+function lowerBound(sorted: Uint32Array, names: readonly string[], key: string): number {
+  let lo = 0;
+  let hi = sorted.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (names[sorted[mid]!]! < key) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
 }

@@ -16,9 +16,11 @@
 
 import fs from 'node:fs';
 import path from 'node:path';
-import type { PointBatch } from '../native-free-codecs/write-body.js';
+import type { PointBatch, SeriesLabels } from '../native-free-codecs/write-body.js';
 import { Collection, META_FILE, tagNameProblem, type CollectionOpenResult } from './collection.js';
-import type { BackupMark, CollectionRecord } from '../shared/protocol.js';
+import { TAG_LOG_FILE } from './tag-log.js';
+import type { BackupMark, CollectionRecord, SeriesListing } from '../shared/protocol.js';
+import type { Glob } from '../shared/glob.js';
 import { PRIVATE_FILE_MODE } from '../shared/file-modes.js';
 import { BlockEncoder, OpenFiles, type DayLog } from './day-file.js';
 import { DayMerger } from './day-merge.js';
@@ -43,6 +45,8 @@ export interface ShardStoreOptions {
   maxOpenFiles?: number;
   /** Most sealed-file footers kept in memory at once (default 1024). */
   maxCachedFooters?: number;
+  /** storage.maxSeriesPerCollection: a write that would add more series to a collection is refused. */
+  maxSeriesPerCollection?: number;
 }
 
 export interface SealOptions {
@@ -73,6 +77,7 @@ export class ShardStore {
   /** Cached sealed footers, least recently used first. */
   private readonly footers = new Map<SealedIndex, Collection>();
   private readonly maxCachedFooters: number;
+  private readonly maxSeriesPerCollection: number;
   private readonly splitter = new DaySplitter();
   private readonly encoder = new BlockEncoder();
   private readonly merger = new DayMerger();
@@ -85,6 +90,7 @@ export class ShardStore {
     this.log = opts.log ?? silentLog;
     this.files = new OpenFiles(opts.maxOpenFiles ?? 256);
     this.maxCachedFooters = opts.maxCachedFooters ?? 1024;
+    this.maxSeriesPerCollection = opts.maxSeriesPerCollection ?? 1_000_000;
   }
 
   /**
@@ -161,15 +167,11 @@ export class ShardStore {
     return this.guard(() => {
       const collection = this.require(collectionId);
       validateBatch(batch);
-      const newTags: string[] = [];
-      const seen = new Set<string>();
-      for (let i = 0; i < batch.tagNames.length; i++) {
-        const name = batch.tagNames[i]!;
-        if (batch.tagStart[i + 1] === batch.tagStart[i] || seen.has(name)) continue;
-        seen.add(name);
-        if (collection.tagId(name) < 0) newTags.push(name);
+      const { newTags, newLabels, relabel } = this.seriesChanges(collection, batch);
+      if (collection.tagNames.length + newTags.length > this.maxSeriesPerCollection) {
+        throw badRequest(seriesLimitMessage(collection.id, newTags[this.maxSeriesPerCollection - collection.tagNames.length]!, this.maxSeriesPerCollection));
       }
-      collection.addTags(newTags);
+      collection.addTags(newTags, newLabels, relabel);
       if (batch.pointCount === 0) return { points: 0, newTags };
 
       const tagIds = batch.tagNames.map((name) => collection.tagId(name));
@@ -220,6 +222,49 @@ export class ShardStore {
       }
       return { points: batch.pointCount, newTags };
     });
+  }
+
+  /**
+   * The series a batch would add to a collection's dictionary (tags with points that it does not
+   * know, with their labels), and the known tags without labels the batch gives labels to.
+   */
+  seriesChanges(collection: Collection, batch: PointBatch): { newTags: string[]; newLabels: Array<SeriesLabels | null>; relabel: Array<[number, SeriesLabels]> } {
+    const newTags: string[] = [];
+    const newLabels: Array<SeriesLabels | null> = [];
+    const relabel: Array<[number, SeriesLabels]> = [];
+    const labels = batch.labels;
+    const seen = new Set<string>();
+    for (let i = 0; i < batch.tagNames.length; i++) {
+      const name = batch.tagNames[i]!;
+      if (batch.tagStart[i + 1] === batch.tagStart[i] || seen.has(name)) continue;
+      seen.add(name);
+      const id = collection.tagId(name);
+      const set = labels?.[i] ?? null;
+      if (id < 0) {
+        newTags.push(name);
+        newLabels.push(set);
+      } else if (set !== null && collection.tagLabels[id] === undefined) {
+        relabel.push([id, set]);
+      }
+    }
+    return { newTags, newLabels, relabel };
+  }
+
+  /**
+   * Why appending `batch` would pass storage.maxSeriesPerCollection, or null; for checking every
+   * collection of a request before any of it is written. Unknown collections have no series yet.
+   */
+  seriesLimitProblem(collectionId: string, batch: PointBatch): string | null {
+    const collection = this.find(collectionId);
+    const known = collection?.tagNames.length ?? 0;
+    if (known + batch.tagNames.length <= this.maxSeriesPerCollection) return null; // the common case: no lookups
+    let fresh = 0;
+    for (let i = 0; i < batch.tagNames.length; i++) {
+      const name = batch.tagNames[i]!;
+      if (batch.tagStart[i + 1] === batch.tagStart[i] || (collection && collection.tagId(name) >= 0)) continue;
+      if (known + ++fresh > this.maxSeriesPerCollection) return seriesLimitMessage(collectionId, name, this.maxSeriesPerCollection);
+    }
+    return null;
   }
 
   /** fdatasync of every day log written with 'fsync' durability since the last call. */
@@ -326,6 +371,31 @@ export class ShardStore {
     });
   }
 
+  /**
+   * The series of `collectionIds` (in that order; unknown ones are passed over) whose tag names
+   * match `glob`, each collection's in name order: the first `limit` with their labels and last
+   * points, and how many match in all.
+   */
+  listSeries(collectionIds: readonly string[], glob: Glob, limit: number): { series: SeriesListing[]; total: number } {
+    return this.guard(() => {
+      const series: SeriesListing[] = [];
+      let total = 0;
+      for (const id of collectionIds) {
+        const collection = this.find(id);
+        if (!collection) continue;
+        total += collection.listTags(glob.prefix, glob.matches, (tagId) => {
+          if (series.length >= limit) return false;
+          if (collection.needsSealedLast(tagId)) this.lookUpSealedLast(collection, tagId);
+          const last = collection.lastValue(tagId);
+          const labels = collection.tagLabels[tagId];
+          series.push({ collection: id, tag: collection.tagNames[tagId]!, ...(labels ? { labels } : {}), last_ms: last ? last[0] : null, last_value: last ? last[1] : null });
+          return series.length < limit;
+        });
+      }
+      return { series, total };
+    });
+  }
+
   /** [timestamp, value] of the tag's latest point (a tie goes to the later write), or null. */
   lastValue(collectionId: string, tag: string): [number, number] | null {
     return this.guard(() => {
@@ -350,6 +420,10 @@ export class ShardStore {
       const today = dayOf(opts.now);
       let sealedDays = 0;
       for (const collection of collections) {
+        // The tag log moves into meta.json at seal, but not at every seal pass of a collection
+        // that keeps adding series: only once the log is a fair share of the dictionary, so each
+        // rewrite of meta.json is paid for by as many new series (O(1) per series, amortised).
+        if (collection.tagLogRecords > Math.max(1000, collection.tagNames.length / 8)) collection.compactTags();
         for (const day of collection.days()) {
           const active = collection.active.get(day);
           const late = collection.late.get(day);
@@ -360,6 +434,7 @@ export class ShardStore {
           if (!due) continue;
           this.sealDay(collection, day);
           sealedDays++;
+          collection.compactTags();
         }
       }
       return { sealedDays };
@@ -377,6 +452,7 @@ export class ShardStore {
         this.files.forget(dayLog);
       }
       for (const index of collection.sealedIndexes.values()) this.footers.delete(index);
+      collection.close();
       this.collections.delete(id);
     });
   }
@@ -402,6 +478,7 @@ export class ShardStore {
           mark.files.push({ path: path.join(relativeDir, name), size, growing });
         };
         keep(META_FILE, fs.statSync(path.join(collection.dir, META_FILE)).size, false);
+        if (fs.existsSync(collection.tagLogPath)) keep(TAG_LOG_FILE, collection.tagLogBytes, true);
         let points = 0;
         let first = Infinity;
         let last = -Infinity;
@@ -630,11 +707,17 @@ export class ShardStore {
 }
 
 /** Checks the batch's shape, tag names and timestamps; throws BAD_REQUEST naming the problem. */
+/** The refusal of a write that would pass storage.maxSeriesPerCollection, naming the first series refused. */
+export function seriesLimitMessage(collectionId: string, firstRefused: string, max: number): string {
+  return `series ${JSON.stringify(firstRefused)} would pass storage.maxSeriesPerCollection (${max}) in collection ${collectionId}; nothing of this write was stored`;
+}
+
 function validateBatch(batch: PointBatch): void {
   const { tagNames, tagStart, timestamps, values, pointCount } = batch;
   if (!Number.isInteger(pointCount) || pointCount < 0 || pointCount > timestamps.length || pointCount > values.length) {
     throw badRequest(`batch pointCount ${pointCount} does not fit its arrays`);
   }
+  if (batch.labels !== undefined && batch.labels.length !== tagNames.length) throw badRequest('batch labels do not match its tags');
   if (tagStart.length < tagNames.length + 1 || tagStart[0] !== 0 || tagStart[tagNames.length] !== pointCount) {
     throw badRequest('batch tagStart does not cover its points');
   }

@@ -8,6 +8,7 @@
 //   query-runner.ts    queries: result fragments into the result ring, on the client's credit
 //   answers.ts         write answers on the result ring, and errors as they cross threads
 
+import { compileGlob } from '../shared/glob.js';
 import { workerData } from 'node:worker_threads';
 import { RingConsumer, RingProducer } from '../shared/ring.js';
 import { CONTROL_TAGMAP_VERSION, OP, type BufferStats, type ReplyOf, type StorageOp, type StorageTask, type StorageWorkerData, type TaskOf, type TaskReply } from '../shared/protocol.js';
@@ -33,6 +34,7 @@ const store = new ShardStore({
   dataDir: data.dataDir,
   owns: (id) => shardOf(id, data.shardCount) === data.shardIndex,
   log,
+  maxSeriesPerCollection: data.maxSeriesPerCollection,
 });
 const recovered = store.recover();
 log.info({ ...recovered }, 'shard recovered');
@@ -78,6 +80,7 @@ const handlers: { [Op in StorageOp]: (task: TaskOf<Op>) => ReplyOf<Op> | Promise
   [OP.UPDATE_COLLECTION]: (task) => store.updateCollection(task.id, task.fields),
   [OP.QUERY]: (task) => queries.query(task),
   [OP.QUERY_TABLE]: (task) => queries.queryTable(task),
+  [OP.LIST_SERIES]: (task) => store.listSeries(task.collections, compileGlob(task.glob), task.limit),
   [OP.LAST_VALUES]: (task) => task.tags.map((tag) => store.lastValue(task.collectionId, tag)),
   [OP.SEAL]: (task) => {
     flushBuffer();

@@ -24,6 +24,7 @@ export class WriteBuffer {
       batch: {
         scope: batch.scope,
         tagNames: batch.tagNames.slice(),
+        ...(batch.labels ? { labels: batch.labels.slice() } : {}),
         tagStart: batch.tagStart.slice(),
         timestamps: batch.timestamps.slice(0, n),
         values: batch.values.slice(0, n),

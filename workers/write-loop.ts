@@ -242,9 +242,13 @@ export class WriteLoop {
           return { ...outcome, refused: `collection ${collectionId} does not exist (create it first, or enable storage.autoCreateCollections)` };
         }
       }
+      for (const { collectionId, batch } of groups) {
+        const tooMany = this.isLocal(collectionId) ? this.opts.store.seriesLimitProblem(collectionId, batch) : null;
+        if (tooMany !== null) return { ...outcome, refused: outcome.lines ? `partial write: ${tooMany} dropped=${outcome.lines.accepted + outcome.lines.rejected}` : tooMany };
+      }
       for (const { collectionId, batch: part } of groups) {
         if (this.isLocal(collectionId)) this.appendLocal(collectionId, part, header, outcome);
-        else outcome.forward.push({ collectionId, body: toBinary(collectionId, part) });
+        else outcome.forward.push({ collectionId, body: toBinary(collectionId, part), ...(part.labels ? { labels: part.labels } : {}) });
       }
     }
     return outcome;
@@ -253,7 +257,10 @@ export class WriteLoop {
   /** Points another shard decoded (and the main thread forwarded), as an HSW1 body. */
   private writeDecoded(header: WriteFrameHeader, body: Uint8Array): WriteOutcome {
     const outcome: WriteOutcome = { points: 0, learned: [], created: [], forward: [] };
-    this.appendLocal(header.collectionId!, decodeBinaryBatch(body, this.opts.limits), header, outcome);
+    const batch = decodeBinaryBatch(body, this.opts.limits);
+    // The labels travel beside the HSW1 body, which has no place for them.
+    if (header.labels && header.labels.length === batch.tagNames.length) batch.labels = header.labels;
+    this.appendLocal(header.collectionId!, batch, header, outcome);
     return outcome;
   }
 
@@ -280,8 +287,7 @@ export class WriteLoop {
       }
       outcome.points += batch.pointCount;
       observe();
-      const known = new Set(this.opts.store.tagNames(collectionId));
-      const fresh = batch.tagNames.filter((t) => !known.has(t));
+      const fresh = batch.tagNames.filter((t) => this.opts.store.tagIndex(collectionId, t) < 0);
       if (fresh.length > 0) outcome.learned.push({ collectionId, tags: fresh });
       return;
     }

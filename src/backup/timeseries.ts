@@ -220,7 +220,7 @@ function isStorePath(entry: string): boolean {
   } catch {
     return false;
   }
-  return /^(meta\.json|(active|late)-\d{8,}\.log|sealed-\d{8,}\.hsd)$/.test(parts[5]);
+  return /^(meta\.json|tags\.log|(active|late)-\d{8,}\.log|sealed-\d{8,}\.hsd)$/.test(parts[5]);
 }
 
 /**

@@ -55,7 +55,8 @@ export function ingestRoutes(ingest: IngestService, maxBodyBytes: number): Route
   /** Answers a line protocol write: 204, or 400 partial write with the good lines written. */
   const lineReply = async (req: Request, clientId: string, tagGroup: string | null, v2: boolean): Promise<Reply> => {
     const result = await ingest.write(req, { clientId, tagGroup, backfill: false, precision: precisionOf(req.query.precision) });
-    if (!result.success) throw badRequest(result.error);
+    // Influx clients read their own error shapes: a body refused whole is answered like a partial write.
+    if (!result.success) return { status: 400, body: v2 ? { code: 'invalid', message: result.error } : { error: result.error } };
     const partial = result.lines?.partialError ?? null;
     if (partial !== null) return { status: 400, body: v2 ? { code: 'invalid', message: partial } : { error: partial } };
     return { status: 204 };

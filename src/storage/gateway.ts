@@ -12,7 +12,7 @@ import { Signal } from '../signal.js';
 import { resultHead, resultTail } from '../../native-free-codecs/result-envelope.js';
 import { peekScope } from '../../native-free-codecs/scope-peek.js';
 import { ServiceError } from '../../shared/errors.js';
-import { OP, type BufferStats, type LivePoints, type MonitorSample, type MonitorSampleRequest, type ResultFormat, type WriteFrameHeader, type WriteMode, type WriteOutcome } from '../../shared/protocol.js';
+import { OP, type BufferStats, type LivePoints, type MonitorSample, type MonitorSampleRequest, type SeriesListing, type ResultFormat, type WriteFrameHeader, type WriteMode, type WriteOutcome } from '../../shared/protocol.js';
 import { isCompleteScope } from '../../shared/scope.js';
 import { collectionId as idOf, parseCollectionId } from '../../shared/scope-path.js';
 import type { LiveFeed, MonitorSampler, PointWriter, QueryGroup, RecordedWrite, WriteOptions, WriteResult } from './api.js';
@@ -135,9 +135,9 @@ export class ShardGateway implements PointWriter, MonitorSampler, LiveFeed {
     if (outcome.refused) return { success: false, error: outcome.refused };
     this.absorb(outcome);
     let points = outcome.points;
-    for (const { collectionId, body } of outcome.forward) {
+    for (const { collectionId, body, labels } of outcome.forward) {
       const owner = this.shards.shardFor(collectionId);
-      const forwarded = await owner.write(body, { mode: header.mode, contentType: 'application/octet-stream', autoCreate: header.autoCreate, allowedUnits: null, collectionId, ...(header.backfill ? { backfill: true } : {}) });
+      const forwarded = await owner.write(body, { mode: header.mode, contentType: 'application/octet-stream', autoCreate: header.autoCreate, allowedUnits: null, collectionId, ...(labels ? { labels } : {}), ...(header.backfill ? { backfill: true } : {}) });
       if (forwarded.error) throw ServiceError.fromWire(forwarded.error);
       if (forwarded.refused) return { success: false, error: forwarded.refused };
       this.absorb(forwarded);
@@ -190,6 +190,29 @@ export class ShardGateway implements PointWriter, MonitorSampler, LiveFeed {
       signal,
       deadline,
     );
+  }
+
+  /**
+   * The series of one collection the caller may see (404 otherwise) or, with null, of every
+   * visible collection, whose tag names match `glob`: the first `limit`, ordered by collection
+   * then tag name, with their labels and last points, and how many match in all.
+   */
+  async listSeries(grant: AccessGrant, collectionId: string | null, glob: string, limit: number): Promise<{ series: SeriesListing[]; total: number; has_more: boolean }> {
+    this.gate.refuseWhileRestoring();
+    const ids = collectionId !== null ? [idOf(this.directory.get(grant, collectionId))] : this.directory.visible(grant).map((record) => idOf(record));
+    const byShard = new Map<Shard, string[]>();
+    for (const id of ids) {
+      const shard = this.shards.shardFor(id);
+      const list = byShard.get(shard);
+      if (list) list.push(id);
+      else byShard.set(shard, [id]);
+    }
+    const replies = await Promise.all([...byShard].map(([shard, collections]) => shard.call({ op: OP.LIST_SERIES, collections, glob, limit })));
+    const position = new Map(ids.map((id, i) => [id, i]));
+    // Each shard answered in collection order, name order within; a stable sort by collection merges them.
+    const series = replies.flatMap((r) => r.series).sort((a, b) => position.get(a.collection)! - position.get(b.collection)!).slice(0, limit);
+    const total = replies.reduce((n, r) => n + r.total, 0);
+    return { series, total, has_more: total > series.length };
   }
 
   async lastValues(groups: QueryGroup[]): Promise<Record<string, [number, number] | null>> {

@@ -15,6 +15,7 @@ import { DiskGuard } from './disk-guard.js';
 import { ShardGateway } from './gateway.js';
 import { Maintenance } from './maintenance.js';
 import { queryRoutes } from './query-routes.js';
+import { seriesRoutes } from './series-routes.js';
 import { RenameFollowing } from './rename-following.js';
 import { ShardPool } from './shards.js';
 import { StoreGate } from './store-gate.js';
@@ -41,6 +42,7 @@ export const storagePlugin = definePlugin({
       resultStallTimeoutMs: settings.resultStallTimeoutMs,
       writeTimeoutMs: settings.writeTimeoutMs,
       queryMemoryBytes: settings.queryMemoryBytes,
+      maxSeriesPerCollection: settings.maxSeriesPerCollection,
       workerYoungGenerationMb: 6,
       workerRestarted,
       log,
@@ -81,6 +83,7 @@ export const storagePlugin = definePlugin({
       routes: [
         ...collectionRoutes({ directory, gateway, shards, jobs: needs.jobs, flushIntervalMs: settings.flushIntervalMs, crashRoute: settings.crashRoute }),
         ...queryRoutes(directory, gateway),
+        ...seriesRoutes(gateway),
         ...tagMappingRoutes(meta.tagMappings, directory, gateway),
       ],
       entityHooks: following.entityHooks((job) => meta.entities.defer(job)),

@@ -58,6 +58,7 @@ export interface ShardPoolOptions {
   resultStallTimeoutMs: number;
   writeTimeoutMs: number;
   queryMemoryBytes: number;
+  maxSeriesPerCollection: number;
   workerYoungGenerationMb: number;
   log: Logger;
   /** log.level, for the workers' own lines. */
@@ -121,6 +122,7 @@ export class Shard {
       sealGraceMs: opts.sealGraceMs,
       resultStallTimeoutMs: opts.resultStallTimeoutMs,
       queryMemoryBytes: opts.queryMemoryBytes,
+      maxSeriesPerCollection: opts.maxSeriesPerCollection,
       logLevel: opts.logLevel,
       minTimestampMs: opts.minTimestampMs,
     };

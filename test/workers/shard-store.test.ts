@@ -241,9 +241,10 @@ describe('collections', () => {
     expectStorageError(() => store.updateCollection('not-an-id', { a: 1 }), 'BAD_REQUEST');
 
     const meta = JSON.parse(fs.readFileSync(path.join(dirOf(dataDir), 'meta.json'), 'utf8'));
-    assert.equal(meta.version, 1);
+    assert.equal(meta.version, 2);
     assert.equal(meta.collection.owner, 'ops');
     assert.deepEqual(meta.tags, []);
+    assert.deepEqual(meta.labels, {});
     store.close();
 
     const again = openStore(dataDir);

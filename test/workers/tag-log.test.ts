@@ -1,0 +1,192 @@
+// The tag dictionary's log (workers/tag-log.ts) on real files: a new series is an append, not a
+// rewrite of meta.json; labels come back after reopening; a torn or damaged tail is cut and the
+// records before it kept; compaction replaces the log by rename (a backup's hard link keeps its
+// bytes); meta.json of format 1 (no labels) still opens; and the series listing with globs.
+
+import { after, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import type { PointBatch, SeriesLabels } from '../../native-free-codecs/write-body.js';
+import { compileGlob } from '../../shared/glob.js';
+import type { CollectionScope } from '../../shared/scope.js';
+import { collectionDir } from '../../shared/scope-path.js';
+import { ShardStore } from '../../workers/shard-store.js';
+import { TAG_LOG_FILE } from '../../workers/tag-log.js';
+import { DAY_MS } from '../../workers/utc-day.js';
+
+const roots: string[] = [];
+after(() => {
+  for (const dir of roots) fs.rmSync(dir, { recursive: true, force: true });
+});
+
+const SCOPE: CollectionScope = { organization: 'acme', site: 'north', unit: 'boiler-1', grid: 'main' };
+const ID = 'acme/north/boiler-1/main';
+const T0 = Date.UTC(2024, 5, 1, 12);
+
+function fresh(maxSeriesPerCollection?: number): { dataDir: string; store: ShardStore; dir: string } {
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tag-log-'));
+  roots.push(dataDir);
+  const store = new ShardStore({ dataDir, owns: () => true, ...(maxSeriesPerCollection ? { maxSeriesPerCollection } : {}) });
+  store.recover();
+  store.createCollection(SCOPE);
+  return { dataDir, store, dir: collectionDir(dataDir, SCOPE) };
+}
+
+function reopen(dataDir: string): ShardStore {
+  const store = new ShardStore({ dataDir, owns: () => true });
+  store.recover();
+  return store;
+}
+
+/** One point per tag at `ts`, value = index; labels per tag where given. */
+function batchOf(tags: string[], ts: number, labels?: Array<SeriesLabels | null>): PointBatch {
+  const tagStart = Uint32Array.from({ length: tags.length + 1 }, (_, i) => i);
+  return {
+    scope: SCOPE,
+    tagNames: tags,
+    ...(labels ? { labels } : {}),
+    tagStart,
+    timestamps: new Float64Array(tags.length).fill(ts),
+    values: Float64Array.from(tags, (_, i) => i),
+    pointCount: tags.length,
+  };
+}
+
+const everything = compileGlob('*');
+const listed = (store: ShardStore, glob = everything) => store.listSeries([ID], glob, 1_000_000).series.map((s) => [s.tag, s.labels ?? null]);
+
+describe('tag dictionary log', () => {
+  test('a new series is appended to tags.log; meta.json is not rewritten', () => {
+    const { store, dir } = fresh();
+    store.append(ID, batchOf(['a'], T0), 'fsync');
+    const metaBefore = fs.statSync(path.join(dir, 'meta.json'));
+    const logBefore = fs.statSync(path.join(dir, TAG_LOG_FILE)).size;
+    store.append(ID, batchOf(['b', 'c'], T0, [{ measurement: 'm', field: 'f' }, null]), 'fsync');
+    const metaAfter = fs.statSync(path.join(dir, 'meta.json'));
+    assert.equal(metaAfter.ino, metaBefore.ino, 'meta.json was not replaced');
+    assert.equal(metaAfter.mtimeMs, metaBefore.mtimeMs);
+    assert.ok(fs.statSync(path.join(dir, TAG_LOG_FILE)).size > logBefore, 'the log grew');
+    const lines = fs.readFileSync(path.join(dir, TAG_LOG_FILE), 'utf8').trim().split('\n');
+    assert.equal(lines.length, 3);
+    assert.match(lines[1]!, /^[0-9a-f]{8} \[1,"b",\{"measurement":"m","field":"f"\}\]$/);
+    store.close();
+  });
+
+  test('labels and names come back after reopening; the log is compacted into meta.json at open', () => {
+    const { dataDir, store, dir } = fresh();
+    store.append(ID, batchOf(['x.f', 'y'], T0, [{ field: 'f', measurement: 'x' }, null]), 'fsync');
+    store.close();
+    const again = reopen(dataDir);
+    assert.deepEqual(listed(again), [['x.f', { field: 'f', measurement: 'x' }], ['y', null]]);
+    assert.equal(fs.statSync(path.join(dir, TAG_LOG_FILE)).size, 0, 'the log starts empty after compaction');
+    const meta = JSON.parse(fs.readFileSync(path.join(dir, 'meta.json'), 'utf8'));
+    assert.equal(meta.version, 2);
+    assert.deepEqual(meta.tags, ['x.f', 'y']);
+    assert.deepEqual(meta.labels, { 0: { field: 'f', measurement: 'x' } });
+    // A later label set for a tag without one is a record of its own.
+    again.append(ID, batchOf(['y'], T0 + 1, [{ measurement: 'y', field: 'value' }]), 'fsync');
+    again.close();
+    assert.deepEqual(listed(reopen(dataDir)), [['x.f', { field: 'f', measurement: 'x' }], ['y', { measurement: 'y', field: 'value' }]]);
+  });
+
+  test('a torn last record is cut; the records before it and their points stay', () => {
+    const { dataDir, store, dir } = fresh();
+    store.append(ID, batchOf(['a', 'b'], T0), 'fsync');
+    store.close();
+    fs.appendFileSync(path.join(dir, TAG_LOG_FILE), '0123abcd [2,"c",nu'); // a crash mid-append
+    const again = reopen(dataDir);
+    assert.deepEqual(listed(again).map(([t]) => t), ['a', 'b']);
+    assert.deepEqual(again.lastValue(ID, 'b'), [T0, 1]);
+    again.append(ID, batchOf(['c'], T0), 'fsync');
+    again.close();
+    assert.deepEqual(listed(reopen(dataDir)).map(([t]) => t), ['a', 'b', 'c']);
+  });
+
+  test('a record whose checksum does not match ends the log there', () => {
+    const { dataDir, store, dir } = fresh();
+    store.append(ID, batchOf(['a'], T0), 'fsync');
+    store.append(ID, batchOf(['b'], T0), 'fsync');
+    store.close();
+    const file = path.join(dir, TAG_LOG_FILE);
+    // Compaction at open moves a and b into meta.json; then two records are logged, the first to be damaged.
+    const store2 = reopen(dataDir);
+    assert.equal(fs.readFileSync(file, 'utf8'), '');
+    store2.append(ID, batchOf(['c', 'd'], T0 + DAY_MS), 'fsync');
+    store2.close();
+    const text = fs.readFileSync(path.join(dir, TAG_LOG_FILE), 'utf8');
+    fs.writeFileSync(file, text.replace('"c"', '"C"')); // CRC no longer matches
+    const again = reopen(dataDir);
+    assert.deepEqual(listed(again).map(([t]) => t), ['a', 'b'], 'c and d are gone with their record');
+    again.close();
+  });
+
+  test('compaction replaces the log by rename: a hard link (a backup) keeps the bytes it had', () => {
+    const { dataDir, store, dir } = fresh();
+    store.append(ID, batchOf(['a', 'b'], T0), 'fsync');
+    const link = path.join(dataDir, 'linked-tags.log');
+    fs.linkSync(path.join(dir, TAG_LOG_FILE), link);
+    const before = fs.readFileSync(link);
+    store.updateCollection(ID, { description: 'compacts: meta.json is rewritten anyway' });
+    assert.equal(fs.statSync(path.join(dir, TAG_LOG_FILE)).size, 0);
+    assert.deepEqual(fs.readFileSync(link), before);
+    store.close();
+    assert.deepEqual(listed(reopen(dataDir)).map(([t]) => t), ['a', 'b']);
+  });
+
+  test('meta.json of format 1 (no labels) opens as before', () => {
+    const { dataDir, store, dir } = fresh();
+    store.append(ID, batchOf(['old-1', 'old-2'], T0), 'fsync');
+    store.close();
+    reopen(dataDir).close(); // compacts
+    const meta = JSON.parse(fs.readFileSync(path.join(dir, 'meta.json'), 'utf8'));
+    fs.writeFileSync(path.join(dir, 'meta.json'), JSON.stringify({ version: 1, collection: meta.collection, tags: meta.tags }));
+    const again = reopen(dataDir);
+    assert.deepEqual(listed(again), [['old-1', null], ['old-2', null]]);
+    assert.deepEqual(again.lastValue(ID, 'old-2'), [T0, 1]);
+  });
+
+  test('maxSeriesPerCollection: a batch that would pass it changes nothing', () => {
+    const { store, dir } = fresh(3);
+    store.append(ID, batchOf(['a', 'b'], T0), 'fsync');
+    const log = fs.readFileSync(path.join(dir, TAG_LOG_FILE));
+    assert.throws(() => store.append(ID, batchOf(['a', 'c', 'd'], T0 + 5), 'fsync'), /series "d" would pass storage\.maxSeriesPerCollection \(3\)/);
+    assert.equal(store.seriesLimitProblem(ID, batchOf(['c', 'd'], T0))?.includes('"d"'), true);
+    assert.equal(store.seriesLimitProblem(ID, batchOf(['a', 'c'], T0)), null);
+    assert.deepEqual(fs.readFileSync(path.join(dir, TAG_LOG_FILE)), log, 'no record was logged');
+    assert.deepEqual(store.lastValue(ID, 'a'), [T0, 0], 'no point was written');
+    store.append(ID, batchOf(['a', 'c'], T0 + 5), 'fsync');
+    assert.deepEqual(listed(store).map(([t]) => t), ['a', 'b', 'c']);
+  });
+
+  test('listing: name order across appends, globs with a prefix, counting past the limit', () => {
+    const { store } = fresh();
+    store.append(ID, batchOf(['p.2', 'q.1', 'p.10'], T0), 'os');
+    store.append(ID, batchOf(['p.1', 'a', 'p.3x'], T0), 'os');
+    assert.deepEqual(listed(store).map(([t]) => t), ['a', 'p.1', 'p.10', 'p.2', 'p.3x', 'q.1']);
+    assert.deepEqual(listed(store, compileGlob('p.?')).map(([t]) => t), ['p.1', 'p.2']);
+    assert.deepEqual(listed(store, compileGlob('p.*x')).map(([t]) => t), ['p.3x']);
+    assert.deepEqual(listed(store, compileGlob('*.1*')).map(([t]) => t), ['p.1', 'p.10', 'q.1']);
+    const page = store.listSeries([ID, 'unknown/c/o/l'], compileGlob('p*'), 2);
+    assert.deepEqual([page.series.map((s) => s.tag), page.total], [['p.1', 'p.10'], 4]);
+    assert.deepEqual(page.series[0], { collection: ID, tag: 'p.1', last_ms: T0, last_value: 0 });
+  });
+});
+
+describe('tag-name globs', () => {
+  const cases: Array<[string, string, boolean]> = [
+    ['*', '', true], ['*', 'anything', true], ['a*', 'abc', true], ['a*', 'ba', false],
+    ['*c', 'abc', true], ['a*c', 'ac', true], ['a*c', 'abcd', false], ['a?c', 'abc', true], ['a?c', 'ac', false],
+    ['*a*a*a*a*a*a*a*a*b', 'a'.repeat(200), false], // no exponential backtracking
+    ['é?', 'éü', true], ['?', '😀', true], ['??', '😀', false], ['x\\*', 'x*', true], ['x\\*', 'xy', false],
+    ['x\\?', 'x?', true], ['\\\\', '\\', true], ['ABC', 'abc', false], ['a**b', 'ab', true],
+  ];
+  for (const [glob, name, expected] of cases) {
+    test(`${JSON.stringify(glob)} ${expected ? 'matches' : 'does not match'} ${JSON.stringify(name).slice(0, 30)}`, () => {
+      const g = compileGlob(glob);
+      const result = name.startsWith(g.prefix) && (g.matches === null || g.matches(name));
+      assert.equal(result, expected);
+    });
+  }
+});
