@@ -241,10 +241,11 @@ export class Collection {
 
   /**
    * Tag ids whose names `matches` accepts, in name order (UTF-16 code units), calling `take`
-   * for each until it returns false; the number matched (all of them, also past the last taken).
-   * Names with the literal `prefix` are found by binary search, the rest are not looked at.
+   * for each until it returns false; the number matched (all of them, also past the last taken),
+   * or -1 when `overBudget` (asked every 4096 names) said to stop. Names with the literal
+   * `prefix` are found by binary search, the rest are not looked at.
    */
-  listTags(prefix: string, matches: ((name: string) => boolean) | null, take: (id: number) => boolean): number {
+  listTags(prefix: string, matches: ((name: string) => boolean) | null, take: (id: number) => boolean, overBudget: () => boolean = () => false): number {
     const sorted = this.sortedTagIds();
     const names = this.tagNames;
     let count = 0;
@@ -253,6 +254,7 @@ export class Collection {
       const id = sorted[k]!;
       const name = names[id]!;
       if (prefix !== '' && !name.startsWith(prefix)) break; // past the names with the prefix
+      if ((k & 4095) === 0 && overBudget()) return -1;
       if (matches !== null && !matches(name)) continue;
       count++;
       if (taking) taking = take(id);

@@ -52,37 +52,32 @@ export class BadDayLogHeader extends ServiceError {
 
 // ---------------------------------------------------------------------------------------------
 
+/** Numbers per block in BlockList.entries: offset, count, minTs, maxTs. */
+export const BLOCK_FIELDS = 4;
+
 /** Per tag, per day log: where its blocks are and what time range each covers (append order). */
 export class BlockList {
   length = 0;
-  offsets = new Float64Array(8);
-  counts = new Uint32Array(8);
-  minTs = new Float64Array(8);
-  maxTs = new Float64Array(8);
+  /**
+   * Per block, BLOCK_FIELDS numbers: file offset, point count, min and max timestamp. One array
+   * starting at two blocks, since a day log holds a list per tag it has points of (a million
+   * tags with one block each is a million lists: four typed arrays of eight were 1.1 kB each).
+   */
+  entries = new Float64Array(2 * BLOCK_FIELDS);
 
   push(offset: number, count: number, minTs: number, maxTs: number): void {
-    if (this.length === this.offsets.length) this.grow();
-    const i = this.length++;
-    this.offsets[i] = offset;
-    this.counts[i] = count;
-    this.minTs[i] = minTs;
-    this.maxTs[i] = maxTs;
-  }
-
-  private grow(): void {
-    const size = this.offsets.length * 2;
-    const offsets = new Float64Array(size);
-    const counts = new Uint32Array(size);
-    const minTs = new Float64Array(size);
-    const maxTs = new Float64Array(size);
-    offsets.set(this.offsets);
-    counts.set(this.counts);
-    minTs.set(this.minTs);
-    maxTs.set(this.maxTs);
-    this.offsets = offsets;
-    this.counts = counts;
-    this.minTs = minTs;
-    this.maxTs = maxTs;
+    const at = this.length * BLOCK_FIELDS;
+    if (at === this.entries.length) {
+      const grown = new Float64Array(this.entries.length * 2);
+      grown.set(this.entries);
+      this.entries = grown;
+    }
+    const e = this.entries;
+    e[at] = offset;
+    e[at + 1] = count;
+    e[at + 2] = minTs;
+    e[at + 3] = maxTs;
+    this.length++;
   }
 }
 
@@ -292,10 +287,11 @@ export class DayLog {
     let minTs = Infinity;
     let maxTs = -Infinity;
     for (const list of this.tags.values()) {
-      for (let i = 0; i < list.length; i++) {
-        points += list.counts[i]!;
-        if (list.minTs[i]! < minTs) minTs = list.minTs[i]!;
-        if (list.maxTs[i]! > maxTs) maxTs = list.maxTs[i]!;
+      const e = list.entries;
+      for (let at = 0; at < list.length * BLOCK_FIELDS; at += BLOCK_FIELDS) {
+        points += e[at + 1]!;
+        if (e[at + 2]! < minTs) minTs = e[at + 2]!;
+        if (e[at + 3]! > maxTs) maxTs = e[at + 3]!;
       }
     }
     return { points, minTs, maxTs };
@@ -472,18 +468,19 @@ export class DayLog {
   forEachBlock(tagId: number, lo: number, hi: number, visit: BlockVisitor): void {
     const list = this.tags.get(tagId);
     if (list === undefined) return;
-    const { offsets, counts, minTs, maxTs } = list;
+    const e = list.entries;
+    const fields = list.length * BLOCK_FIELDS;
     let fd = -1;
-    for (let i = 0; i < list.length; i++) {
-      if (maxTs[i]! < lo || minTs[i]! > hi) continue;
-      const offset = offsets[i]!;
-      const count = counts[i]!;
+    for (let i = 0; i < fields; i += BLOCK_FIELDS) {
+      if (e[i + 3]! < lo || e[i + 2]! > hi) continue;
+      const offset = e[i]!;
+      const count = e[i + 1]!;
       const size = blockBytes(count);
       if (!readWindow.holds(this, offset, size)) {
         let end = offset + size;
-        for (let k = i + 1; k < list.length; k++) {
-          if (maxTs[k]! < lo || minTs[k]! > hi) continue;
-          const kEnd = offsets[k]! + blockBytes(counts[k]!);
+        for (let k = i + BLOCK_FIELDS; k < fields; k += BLOCK_FIELDS) {
+          if (e[k + 3]! < lo || e[k + 2]! > hi) continue;
+          const kEnd = e[k]! + blockBytes(e[k + 1]!);
           if (kEnd - offset > WINDOW_BYTES) break;
           end = kEnd;
         }

@@ -63,6 +63,8 @@ export interface SealOptions {
 export type ScanSink = (ts: Float64Array, values: Float64Array, count: number) => void;
 
 const SCAN_CHUNK = 8192;
+/** Longest a series listing may match names on the shard's thread (GET /svcapi/series). */
+const LIST_SERIES_BUDGET_MS = 2000;
 const MAX_IDLE_MERGERS = 1;
 const MAX_TIMESTAMP = 2 ** 53 - 1;
 
@@ -380,17 +382,25 @@ export class ShardStore {
     return this.guard(() => {
       const series: SeriesListing[] = [];
       let total = 0;
+      // A listing runs on the shard's thread between writes: a pattern that is slow over many
+      // names (`*a*b*c?d*`, say) stops instead of holding the shard's writes back for long.
+      const deadline = performance.now() + LIST_SERIES_BUDGET_MS;
+      const overBudget = () => performance.now() > deadline;
       for (const id of collectionIds) {
         const collection = this.find(id);
         if (!collection) continue;
-        total += collection.listTags(glob.prefix, glob.matches, (tagId) => {
+        const matched = collection.listTags(glob.prefix, glob.matches, (tagId) => {
           if (series.length >= limit) return false;
           if (collection.needsSealedLast(tagId)) this.lookUpSealedLast(collection, tagId);
           const last = collection.lastValue(tagId);
           const labels = collection.tagLabels[tagId];
           series.push({ collection: id, tag: collection.tagNames[tagId]!, ...(labels ? { labels } : {}), last_ms: last ? last[0] : null, last_value: last ? last[1] : null });
           return series.length < limit;
-        });
+        }, overBudget);
+        if (matched < 0) {
+          throw badRequest(`match took more than ${LIST_SERIES_BUDGET_MS} ms over the series of this shard and was stopped: give it a literal prefix (before the first * or ?) or name a collection`);
+        }
+        total += matched;
       }
       return { series, total };
     });

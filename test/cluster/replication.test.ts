@@ -67,6 +67,13 @@ describe('cluster: replication across three nodes', { skip }, () => {
   };
   const lineProtocol = (node: ClusterNode, client: string, body: string) =>
     node.svc.request('POST', `/ingest/v2/write?db=${enc(client)}&precision=ms`, { token: node.token, rawBody: body, headers: { 'content-type': 'text/plain; charset=utf-8' } });
+  /** The labels GET /svcapi/series gives a series on `node` (undefined: none; fails when the series is not listed). */
+  const labelsOf = async (node: ClusterNode, s: Scope, tag: string) => {
+    const res = await get(node, `/svcapi/series?collection=${enc(`${s.organization}/${s.site}/${s.unit}/${s.grid}`)}&match=${enc(tag)}`);
+    assert.equal(res.status, 200, `series on ${node.id}: ${res.text}`);
+    assert.equal(res.body.series.length, 1, `${tag} listed on ${node.id}: ${res.text}`);
+    return res.body.series[0].labels as Record<string, string> | undefined;
+  };
   const ingest = (node: ClusterNode, client: string, group: string, body: unknown) => node.svc.post(`/ingest/${enc(client)}/${enc(group)}`, body, node.token);
 
   /** Asserts that every node of `nodes` answers the same points for `tags` of `s`, and returns them. */
@@ -175,6 +182,8 @@ describe('cluster: replication across three nodes', { skip }, () => {
         assert.deepEqual(await cluster.query(n, s, Object.keys(points), START, END), points, `on ${n.id}: ${s.grid}`);
       }
     }
+    // The line protocol series keeps its labels on every node (issue 27, series identity).
+    for (const n of [a, b, c]) assert.deepEqual(await labelsOf(n, scope('lp'), 'steam.flow'), { field: 'flow', measurement: 'steam' }, `labels on ${n.id}`);
   });
 
   test('a secondary refuses every kind of mutation with 503 naming the leader, and nothing of it is written anywhere', async () => {
@@ -240,6 +249,7 @@ describe('cluster: replication across three nodes', { skip }, () => {
         assert.deepEqual(await cluster.query(d, s, tags, START, END), onA, `d has the ${s.grid} points of the leader`);
       }
       assert.deepEqual(await orgs(d), await orgs(a), 'd has every org of the leader');
+      assert.deepEqual(await labelsOf(d, scope('lp'), 'steam.flow'), { field: 'flow', measurement: 'steam' }, 'd has the labels of the line protocol series');
       assert.equal((await d.svc.post('/svcapi/login', { email: OPERATOR.email, password: OPERATOR.password })).status, 200, 'the operator logs in on d');
       assertNotLeader(await cluster.write(d, { ...scope('main'), tags: { REFUSED: [[T0, 1]] } }), a.url, '/svcapi/write on d');
     } finally {

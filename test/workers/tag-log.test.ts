@@ -190,3 +190,24 @@ describe('tag-name globs', () => {
     });
   }
 });
+
+describe('tag-name globs against a reference', () => {
+  test('random globs over {a, b, *, ?} give what an anchored regular expression gives', () => {
+    let seed = 12345;
+    const next = (n: number) => ((seed = (seed * 1103515245 + 12345) % 2 ** 31), seed % n);
+    const pick = (alphabet: string, length: number) => Array.from({ length }, () => alphabet[next(alphabet.length)]).join('');
+    for (let i = 0; i < 5000; i++) {
+      const glob = pick('ab*?', next(8));
+      const name = pick(i % 7 === 0 ? 'ab\u00e9' : 'ab', next(10));
+      const reference = new RegExp(`^${[...glob].map((c) => (c === '*' ? '.*' : c === '?' ? '.' : c)).join('')}$`, 'su');
+      const g = compileGlob(glob);
+      const got = name.startsWith(g.prefix) && (g.matches === null || g.matches(name));
+      assert.equal(got, reference.test(name), `${JSON.stringify(glob)} on ${JSON.stringify(name)}`);
+    }
+    // Names with surrogate pairs take the code point path.
+    for (const [glob, name, expected] of [['*?x', 'a😀x', true], ['a?x', 'a😀x', true], ['a??x', 'a😀x', false], ['*😀*', 'x😀y', true]] as const) {
+      const g = compileGlob(glob);
+      assert.equal(name.startsWith(g.prefix) && (g.matches === null || g.matches(name)), expected, `${glob} on ${name}`);
+    }
+  });
+});
