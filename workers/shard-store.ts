@@ -63,6 +63,7 @@ export interface SealOptions {
 export type ScanSink = (ts: Float64Array, values: Float64Array, count: number) => void;
 
 const SCAN_CHUNK = 8192;
+const NO_NAMES: ReadonlySet<string> = new Set();
 /** Longest a series listing may match names on the shard's thread (GET /svcapi/series). */
 const LIST_SERIES_BUDGET_MS = 2000;
 const MAX_IDLE_MERGERS = 1;
@@ -254,16 +255,17 @@ export class ShardStore {
 
   /**
    * Why appending `batch` would pass storage.maxSeriesPerCollection, or null; for checking every
-   * collection of a request before any of it is written. Unknown collections have no series yet.
+   * collection of a request before any of it is written. Unknown collections have no series yet;
+   * `pending` are series not in the dictionary yet that buffered points will add.
    */
-  seriesLimitProblem(collectionId: string, batch: PointBatch): string | null {
+  seriesLimitProblem(collectionId: string, batch: PointBatch, pending: ReadonlySet<string> = NO_NAMES): string | null {
     const collection = this.find(collectionId);
-    const known = collection?.tagNames.length ?? 0;
+    const known = (collection?.tagNames.length ?? 0) + pending.size;
     if (known + batch.tagNames.length <= this.maxSeriesPerCollection) return null; // the common case: no lookups
     let fresh = 0;
     for (let i = 0; i < batch.tagNames.length; i++) {
       const name = batch.tagNames[i]!;
-      if (batch.tagStart[i + 1] === batch.tagStart[i] || (collection && collection.tagId(name) >= 0)) continue;
+      if (batch.tagStart[i + 1] === batch.tagStart[i] || (collection && collection.tagId(name) >= 0) || pending.has(name)) continue;
       if (known + ++fresh > this.maxSeriesPerCollection) return seriesLimitMessage(collectionId, name, this.maxSeriesPerCollection);
     }
     return null;

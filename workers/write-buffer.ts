@@ -8,6 +8,8 @@ import type { PointBatch } from '../native-free-codecs/write-body.js';
 export class WriteBuffer {
   private entries: Array<{ collectionId: string; batch: PointBatch }> = [];
   pendingPoints = 0;
+  /** Per collection, the series pending points will add to its dictionary (storage.maxSeriesPerCollection counts them). */
+  private readonly pendingSeries = new Map<string, Set<string>>();
 
   constructor(
     readonly capacityPoints: number,
@@ -15,9 +17,14 @@ export class WriteBuffer {
     private readonly onError: (err: unknown, collectionId: string, points: number) => void = () => {},
   ) {}
 
-  /** False when the points do not fit; nothing is taken then. */
-  add(collectionId: string, batch: PointBatch): boolean {
+  /** False when the points do not fit; nothing is taken then. `newSeries`: tags the collection does not hold yet. */
+  add(collectionId: string, batch: PointBatch, newSeries: readonly string[] = []): boolean {
     if (this.pendingPoints + batch.pointCount > this.capacityPoints) return false;
+    if (newSeries.length > 0) {
+      let names = this.pendingSeries.get(collectionId);
+      if (!names) this.pendingSeries.set(collectionId, (names = new Set()));
+      for (const name of newSeries) names.add(name);
+    }
     const n = batch.pointCount;
     this.entries.push({
       collectionId,
@@ -35,11 +42,17 @@ export class WriteBuffer {
     return true;
   }
 
+  /** The series pending points will add to a collection. */
+  newSeries(collectionId: string): ReadonlySet<string> {
+    return this.pendingSeries.get(collectionId) ?? EMPTY;
+  }
+
   /** Writes every pending batch, oldest first, and empties the buffer. */
   flush(): void {
     const entries = this.entries;
     this.entries = [];
     this.pendingPoints = 0;
+    this.pendingSeries.clear();
     for (const { collectionId, batch } of entries) {
       try {
         this.write(collectionId, batch);
@@ -51,8 +64,11 @@ export class WriteBuffer {
 
   /** Forgets pending points of a collection that is being removed. */
   drop(collectionId: string): void {
+    this.pendingSeries.delete(collectionId);
     const kept = this.entries.filter((e) => e.collectionId !== collectionId);
     this.pendingPoints = kept.reduce((n, e) => n + e.batch.pointCount, 0);
     this.entries = kept;
   }
 }
+
+const EMPTY: ReadonlySet<string> = new Set();

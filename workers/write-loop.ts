@@ -243,7 +243,8 @@ export class WriteLoop {
         }
       }
       for (const { collectionId, batch } of groups) {
-        const tooMany = this.isLocal(collectionId) ? this.opts.store.seriesLimitProblem(collectionId, batch) : null;
+        // Buffered points count with the series they will add at the flush, so a flush is never refused.
+        const tooMany = this.isLocal(collectionId) ? this.opts.store.seriesLimitProblem(collectionId, batch, header.mode === 'buffered' ? this.opts.buffer.newSeries(collectionId) : undefined) : null;
         if (tooMany !== null) return { ...outcome, refused: outcome.lines ? `partial write: ${tooMany} dropped=${outcome.lines.accepted + outcome.lines.rejected}` : tooMany };
       }
       for (const { collectionId, batch: part } of groups) {
@@ -282,12 +283,12 @@ export class WriteLoop {
       outcome.created.push(this.opts.store.createCollection({ organization, site, unit, grid }, {}));
     }
     if (mode === 'buffered') {
-      if (!this.opts.buffer.add(collectionId, batch)) {
+      const fresh = batch.tagNames.filter((t) => this.opts.store.tagIndex(collectionId, t) < 0);
+      if (!this.opts.buffer.add(collectionId, batch, fresh)) {
         throw new ServiceError('UNAVAILABLE', `write buffer of shard ${this.opts.shardIndex} is full (${this.opts.buffer.pendingPoints} of ${this.opts.buffer.capacityPoints} points); retry after the next flush`);
       }
       outcome.points += batch.pointCount;
       observe();
-      const fresh = batch.tagNames.filter((t) => this.opts.store.tagIndex(collectionId, t) < 0);
       if (fresh.length > 0) outcome.learned.push({ collectionId, tags: fresh });
       return;
     }

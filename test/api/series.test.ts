@@ -189,6 +189,25 @@ describe('series identity and GET /svcapi/series', () => {
     assert.equal((await list(`collection=${encodeURIComponent(idOf(ACME))}`)).total, 40);
   });
 
+  test('buffered writes count the series their pending points will add: the flush is never the one refused', async () => {
+    const BUF = { ...ACME, grid: 'buffered' };
+    assert.equal((await svc.post('/svcapi/create_collection', BUF, admin)).status, 200);
+    const tagsOf = (from: number, n: number) => Object.fromEntries(Array.from({ length: n }, (_, i) => [`buf-${from + i}`, [[T0, i]]]));
+    const first = await svc.post('/svcapi/write_buffered', { ...BUF, tags: tagsOf(0, 25) }, admin);
+    assert.deepEqual(first.body, { success: true, points: 25 }, first.text);
+    const second = await svc.post('/svcapi/write_buffered', { ...BUF, tags: tagsOf(25, 25) }, admin);
+    assert.equal(second.body.success, false, second.text);
+    assert.match(second.body.error, /storage\.maxSeriesPerCollection \(40\)/);
+    // The same series again are no new ones.
+    assert.equal((await svc.post('/svcapi/write_buffered', { ...BUF, tags: tagsOf(0, 25) }, admin)).body.success, true);
+    let listed: Listing | null = null;
+    for (let i = 0; i < 100 && (listed?.total ?? 0) < 25; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      listed = await list(`collection=${encodeURIComponent(idOf(BUF))}`);
+    }
+    assert.equal(listed?.total, 25, 'the first write was flushed whole');
+  });
+
   test('labels and last points survive seal, graceful restart, kill -9 and backup/restore', async () => {
     const snapshot = async () => (await list('limit=100000')).series;
     const expected = await snapshot();
