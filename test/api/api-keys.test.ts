@@ -182,6 +182,7 @@ describe('API keys', () => {
       assert.deepEqual(res.body, { 'TI-1': [[T0, 41.5]] }, authorization.slice(0, 6));
     }
     assert.deepEqual((await withAuth('GET', '/svcapi/me', `Bearer ${key}`)).body, { user_id: alice.email, role: 'read-write' });
+    assert.equal((await readAcme(`Token ${alice.token}`)).status, 200, 'a JWT as Token too');
     // Basic with an account password stays an ingest-only form: here it is a bad credential.
     assert.equal((await readAcme(basicAuth(alice.email, 'user-password-1'))).status, 401);
   });
