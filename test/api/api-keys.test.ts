@@ -363,6 +363,20 @@ describe('API keys', () => {
     }
   });
 
+  test('a key is never a password: made-up keys over Basic and u/p with an account email count toward no login limit or lockout', async () => {
+    const frank = await helpers.account(`frank${++n}@plant.test`, { units: [acmeUnit] });
+    for (let i = 0; i < 12; i++) {
+      const madeUp = `hk_${crypto.randomBytes(30).toString('base64').replace(/[^0-9A-Za-z]/g, '').slice(0, 40).padEnd(40, 'q')}`;
+      const viaBasic = await send(svc, 'POST', writePath('1.x', CLIENT), `lockout v=1 ${T0 * 1e6}`, { headers: { authorization: basicAuth(frank.email, madeUp), 'content-type': 'text/plain' } });
+      assert.equal(viaBasic.status, 401, viaBasic.text);
+      const viaQuery = await send(svc, 'POST', writePath('1.x', CLIENT, { u: frank.email, p: madeUp }), `lockout v=1 ${T0 * 1e6}`, { headers: { 'content-type': 'text/plain' } });
+      assert.equal(viaQuery.status, 401, viaQuery.text);
+    }
+    // 24 refusals for one email, far past auth.lockoutFailures (5): the account logs in at once.
+    const login = await svc.post('/svcapi/login', { email: frank.email, password: 'user-password-1' });
+    assert.equal(login.status, 200, login.text);
+  });
+
   test("another user can neither list nor revoke my key; an admin lists every key with its owner and may revoke any", async () => {
     const mine = await makeKey(alice.token);
     assert.ok(!(await list(bob.token)).some((k) => k.id === mine.id), "not in bob's list");
