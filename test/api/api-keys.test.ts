@@ -313,6 +313,31 @@ describe('API keys', () => {
     assert.ok(!(await list(alice.token)).some((k) => k.id === id));
   });
 
+  test('a notification stream opened with a key ends once the key is revoked', async () => {
+    const key = await makeKey(alice.token);
+    let ended = false;
+    let text = '';
+    const req = https.request({ host: '127.0.0.1', servername: 'localhost', port: svc.port, method: 'GET', path: `/svcapi/notifications/stream?${qs({ access_token: key.key })}`, ca: svc.ca, agent: false }, (res) => {
+      assert.equal(res.statusCode, 200);
+      res.on('data', (chunk: Buffer) => (text += chunk.toString()));
+      res.on('end', () => (ended = true));
+      res.on('close', () => (ended = true));
+    });
+    req.on('error', () => (ended = true));
+    req.end();
+    try {
+      await waitFor(() => text.includes('replay-complete'), 'the stream opened');
+      assert.equal((await svc.request('DELETE', `/svcapi/api_keys/${key.id}`, { token: alice.token })).status, 200);
+      // The stream checks its credential again (at most once a second) when it has something to send.
+      await waitFor(async () => {
+        await svc.post('/svcapi/notifications', { severity: 'info', source: 'custom', title: 'ping', body: 'b', userId: alice.email }, admin);
+        return ended;
+      }, 'the stream ended', { intervalMs: 200 });
+    } finally {
+      req.destroy();
+    }
+  });
+
   test('an expired key is refused (the service clock moved past expires_ms)', async () => {
     const key = await makeKey(alice.token, { expires_ms: Date.now() + 60_000 });
     assert.equal((await readAcme(`Bearer ${key.key}`)).status, 200);
