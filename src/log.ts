@@ -1,7 +1,9 @@
 // One pino logger for the process. Request lines carry method, path, status
 // and duration; query values that could be secrets are replaced before the
 // line is built, and pino's redaction is a second net for fields that must
-// never be written whatever a caller logs.
+// never be written whatever a caller logs. API keys are recognisable by
+// their shape, so a last net replaces them in every finished line, whatever
+// field or parameter name carried them.
 
 import pino, { type Logger } from 'pino';
 import { LogSink } from './log-sink.js';
@@ -32,7 +34,20 @@ export function createLogger(level: string): Logger {
       ],
       censor: '[redacted]',
     },
+    hooks: { streamWrite: redactApiKeys },
   }, destination);
+}
+
+/**
+ * An API key (`hk_` and 40 letters and digits, auth/api-keys.ts), or 20 or more of its
+ * characters, the underscore percent-encoded or not: a key pasted into a path, a query parameter
+ * of any name, a message. A harmless word of that shape may go too; a key never stays.
+ */
+const API_KEY_TEXT = /hk(?:_|%5f)[0-9a-z]{20,}/gi;
+
+/** `line` with every API key in it replaced (pino calls this with each finished line). */
+export function redactApiKeys(line: string): string {
+  return line.replace(API_KEY_TEXT, 'hk_[redacted]');
 }
 
 /**

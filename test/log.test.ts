@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { redactQuery } from '../src/log.js';
+import { redactApiKeys, redactQuery } from '../src/log.js';
 
 const SECRET = 'eyJhbGciOiJIUzI1NiJ9.c2VjcmV0.c2ln';
 
@@ -34,5 +34,24 @@ test('values that do not decode neither throw nor leak', () => {
 test('other parameters are left as they are', () => {
   for (const query of ['tags=a&start=0&end=99', 'filter=%7B%22where%22%3A%7B%7D%7D', 'x=%ZZ', 'a&b&c', '']) {
     assert.equal(redactQuery(query), query);
+  }
+});
+
+test('an API key is replaced wherever a line holds it, its underscore encoded or not, and a long fragment of one too', () => {
+  const key = `hk_${'aB3'.repeat(13)}x`;
+  const lines = [
+    `{"path":"/ingest/v2/write?db=c&u=${key}","msg":"request"}`,
+    `{"path":"/svcapi/api_keys/${key}","status":404}`,
+    `{"msg":"refused","detail":"hk%5F${key.slice(3)}"}`,
+    `{"path":"/x?k=HK_${key.slice(3)}&p2=${key}"}`,
+    `{"msg":"a fragment: ${key.slice(0, 25)}"}`,
+  ];
+  for (const line of lines) {
+    const redacted = redactApiKeys(line);
+    assert.ok(!redacted.includes(key.slice(3, 23)), `${line} -> ${redacted}`);
+    assert.match(redacted, /hk_\[redacted\]/);
+  }
+  for (const line of ['{"msg":"chk_temp and hk_ alone","prefix":"hk_AbCdEf1"}', '{"tag":"TI-101","path":"/svcapi/api_keys"}']) {
+    assert.equal(redactApiKeys(line), line, 'a list prefix and ordinary words stay');
   }
 });

@@ -1,6 +1,7 @@
-// What the auth subsystem offers the others: checking a token, checking a password (with the
-// login's limits and lockout), an account's current role and grants, hashing a password for a
-// write of the users table, and the secret the service signs with (a cluster's nodes share it).
+// What the auth subsystem offers the others: checking a token or an API key, checking a password
+// (with the login's limits and lockout), an account's current role and grants, hashing a password
+// for a write of the users table, and the secret the service signs with (a cluster's nodes share
+// it).
 
 import { capability } from '../host/plugin.js';
 import type { Claims } from '../http/caller.js';
@@ -8,15 +9,27 @@ import type { AccountState } from './accounts.js';
 
 export type { AccountState };
 
-/** Checks tokens. */
+/** What every API key starts with: a credential with it is checked as a key, never as a token or a password. */
+export const API_KEY_PREFIX = 'hk_';
+
+/** Whether `credential` is to be checked as an API key (a JWT never starts with `hk_`). */
+export function isApiKey(credential: string): boolean {
+  return credential.startsWith(API_KEY_PREFIX);
+}
+
+/** Checks tokens and API keys. */
 export interface TokenVerifier {
-  /** `Bearer <token>` or a bare token; 401 on anything else. */
+  /**
+   * An `Authorization` header: `Bearer <token or key>`, `Token <token or key>`, a bare token or
+   * key, or Basic with any user name and an API key as the password; 401 on anything else.
+   */
   verifyHeader(header: string | undefined): Claims;
-  verify(token: string): Claims;
+  /** A token or an API key. */
+  verify(credential: string): Claims;
 }
 
 export interface Credentials extends TokenVerifier {
-  /** The same verification with its own cache window and bound (a collector sends one token many times a second). */
+  /** The same verification with its own token cache window and bound (a collector sends one token many times a second). */
   cached(cacheSeconds: number, cacheMaxEntries: number): TokenVerifier;
 }
 

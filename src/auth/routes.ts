@@ -24,12 +24,15 @@ import type { Logger } from '../log.js';
 import { checkEmail } from '../meta/email.js';
 import { badRequest, notFound } from '../../shared/errors.js';
 import { normalizeEmail, type AccountStore } from './accounts.js';
+import type { ApiKeys } from './api-keys.js';
 import { hashPassword } from './passwords.js';
 import { INVALID_CREDENTIALS, type PasswordLogin } from './password-login.js';
 import type { TokenService } from './tokens.js';
 
 export interface AuthRouteDeps {
   accounts: AccountStore;
+  /** Whose keys go with a deleted account. */
+  apiKeys: ApiKeys;
   tokens: TokenService;
   login: PasswordLogin;
   clock: ServiceClock;
@@ -135,7 +138,7 @@ export function authRoutes(deps: AuthRouteDeps): Route[] {
     {
       method: 'POST', path: '/svcapi/admin/user/delete', auth: 'admin', tag: 'Authentication',
       summary: 'Delete an account by email (admin)',
-      description: 'Tokens already issued to the account stop working at once.',
+      description: 'Tokens already issued to the account, and its API keys, stop working at once (the keys are deleted).',
       body: S.object({ email: S.string() }, ['email']),
       responses: {
         200: { description: 'deleted', schema: S.object({ success: S.boolean() }, ['success']) },
@@ -148,8 +151,10 @@ export function authRoutes(deps: AuthRouteDeps): Route[] {
         const email = checked.ok ? checked.email : normalizeEmail(raw);
         if (!email) throw badRequest('email is required');
         if (email === req.user!.sub) throw badRequest('an admin cannot delete their own account');
-        // Its tokens stop working with this: they are checked against the account on every request.
+        // Its tokens and keys stop working with this: they are checked against the account on every request.
+        const account = accounts.find(email);
         if (accounts.delete(email) === 0) throw notFound(`user ${email} not found`);
+        if (account) deps.apiKeys.deleteOwnedBy(account.id);
         log.info({ email, by: req.user!.sub }, 'account deleted');
         return { body: { success: true } };
       },

@@ -35,6 +35,9 @@ interface TokenFacts {
 
 const SECRET_FILE = 'jwt.secret';
 
+/** The 401 of a token that does not verify; a refused API key gets the very same (api-keys.ts). */
+export const INVALID_TOKEN = 'invalid token';
+
 /** Reads the signing secret, creating it (0600) on first start. */
 export function loadOrCreateSecret(dataDir: string): Buffer {
   const file = path.join(dataDir, 'secrets', SECRET_FILE);
@@ -154,7 +157,7 @@ export class TokenService {
       payload = decoded;
     } catch (err) {
       const expired = err instanceof jwt.TokenExpiredError;
-      throw unauthorized(expired ? 'token expired' : 'invalid token');
+      throw unauthorized(expired ? 'token expired' : INVALID_TOKEN);
     }
     const facts = toFacts(payload);
     if (!facts) throw unauthorized('invalid token claims (a token from before this version: log in again)');

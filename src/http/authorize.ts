@@ -30,9 +30,12 @@ export function authorize<G>(
   return permit(def, tokens.verifyToken(headers.authorization ?? fromQuery));
 }
 
-/** The caller, if its role may call the route: admin routes need an admin, read-only accounts change nothing. */
+/**
+ * The caller, if its role may call the route: admin routes need an admin, read-only accounts
+ * change nothing (but their own credentials, on the routes that declare `openToReadOnly`).
+ */
 function permit<G>(def: RouteDef<G>, user: Claims): Claims {
   if (def.auth === 'admin' && user.role !== 'admin') throw new ServiceError('FORBIDDEN', 'admin role required');
-  if (user.role === 'read-only' && mutates(def)) throw new ServiceError('FORBIDDEN', 'read-only account cannot change data');
+  if (user.role === 'read-only' && mutates(def) && !def.openToReadOnly) throw new ServiceError('FORBIDDEN', 'read-only account cannot change data');
   return user;
 }

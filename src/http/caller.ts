@@ -15,7 +15,9 @@ export interface Claims {
   orgs_id: string[];
   /** Expiry, seconds since the epoch. */
   exp: number;
+  /** The id of the API key the request came with; absent for a token or a password. */
+  apiKey?: string;
 }
 
-/** Claims without the expiry: an account's role and grants. */
-export type GrantClaims = Omit<Claims, 'exp'>;
+/** Claims without the expiry and the credential: an account's role and grants. */
+export type GrantClaims = Omit<Claims, 'exp' | 'apiKey'>;

@@ -5,6 +5,7 @@
 // `{code, message}`.
 
 import { ServiceError } from '../../shared/errors.js';
+import { redactApiKeys } from '../log.js';
 
 /** `error`: `{error: message}`; `status`: `{status: "error", message}`; `influx2`: `{code: <InfluxDB 2 code>, message}`. */
 export type ErrorShape = 'error' | 'status' | 'influx2';
@@ -16,7 +17,9 @@ const INFLUX2_CODES: Record<number, string> = {
   501: 'not implemented', 503: 'unavailable', 507: 'unavailable',
 };
 
-export function errorBody(shape: ErrorShape, message: string, status = 500): Record<string, string> {
+export function errorBody(shape: ErrorShape, raw: string, status = 500): Record<string, string> {
+  // A message may echo what the request held (a path): an API key pasted there is not sent back.
+  const message = redactApiKeys(raw);
   if (shape === 'influx2') return { code: INFLUX2_CODES[status] ?? 'internal error', message };
   return shape === 'status' ? { status: 'error', message } : { error: message };
 }

@@ -122,11 +122,11 @@ function buildOperation(route: RouteSpec, operationId: string): OpenApiOperation
 function describeRoute(route: RouteSpec): string {
   const authText = {
     public: 'Auth: public, no token needed',
-    jwt: 'Auth: bearer token required',
+    jwt: 'Auth: bearer token or API key required',
     admin: 'Auth: admin role required',
   }[route.auth];
   const parts = [route.description, authText];
-  if (mutates(route)) parts.push('Mutating: read-only accounts get 403');
+  if (mutates(route)) parts.push(route.openToReadOnly ? "Mutating, open to read-only accounts: it changes only the caller's own credentials" : 'Mutating: read-only accounts get 403');
   return parts.filter((part): part is string => Boolean(part)).join('\n\n');
 }
 

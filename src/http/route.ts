@@ -165,6 +165,12 @@ export interface RouteDef<Grant = unknown> {
    * checked); the body is read meanwhile. Role rules (admin, read-only) apply as for tokens.
    */
   authenticate?: (req: { headers: Readonly<Record<string, string>>; query: Record<string, unknown>; remoteAddress: string; path: string }) => Claims | Promise<Claims>;
+  /**
+   * Mutating, yet open to read-only callers, because what it changes is the caller's own
+   * credentials, never data (API keys: a read-only account may make a read-only key). Admin
+   * routes stay admin-only.
+   */
+  openToReadOnly?: boolean;
   /** Mutating, yet served while a restore runs (the backup routes themselves); every other mutating route answers 503 then. */
   maintenanceExempt?: boolean;
   /** Mutating, yet served by every node of a cluster (login, shadow_write); other mutating routes answer 503 on a secondary. */

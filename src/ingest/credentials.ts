@@ -1,6 +1,9 @@
 // Who is calling an ingest route. Collectors send credentials in the forms InfluxDB clients use
 // (WIRE.md part 2 "Ingest"): `Authorization: Bearer <jwt>` or `Token <jwt>`, `Authorization:
-// Basic base64(email:password)`, or the query parameters `u` (email) and `p` (password).
+// Basic base64(email:password)`, or the query parameters `u` (email) and `p` (password). An API
+// key (WIRE.md part 3) goes wherever a token or a password does: Bearer, Token, Basic with any
+// user name and the key as password, `p` with any `u` (or none). It is told by its prefix before
+// any password check, so a key costs no scrypt and never counts against the login limits.
 //
 // Collectors send the same credential with every request, many a second, so verified ones are
 // kept for ingest.tokenCacheSeconds (never past a token's expiry): a token's signature check,
@@ -11,7 +14,7 @@
 // way around them. Cache keys of passwords are salted hashes, never the password itself.
 
 import crypto from 'node:crypto';
-import type { Accounts, AccountState, PasswordCheck, TokenVerifier } from '../auth/api.js';
+import { isApiKey, type Accounts, type AccountState, type PasswordCheck, type TokenVerifier } from '../auth/api.js';
 import type { ServiceClock } from '../clock.js';
 import type { Claims } from '../http/caller.js';
 import { checkEmail } from '../meta/email.js';
@@ -58,11 +61,14 @@ export class IngestCredentials {
         const decoded = Buffer.from(value, 'base64').toString('utf8');
         const colon = decoded.indexOf(':');
         if (colon < 0) throw unauthorized('Basic credentials must be base64(email:password)');
-        return this.password(decoded.slice(0, colon), decoded.slice(colon + 1), source);
+        const password = decoded.slice(colon + 1);
+        if (isApiKey(password)) return this.tokens.verify(password);
+        return this.password(decoded.slice(0, colon), password, source);
       }
       throw unauthorized('unsupported Authorization scheme (use Bearer, Token or Basic)');
     }
     const { u, p } = source.query;
+    if (typeof p === 'string' && isApiKey(p)) return this.tokens.verify(p);
     if (typeof u === 'string' && typeof p === 'string') return this.password(u, p, source);
     throw unauthorized('missing credentials: send Authorization: Bearer|Token <token>, Basic email:password, or u and p');
   }

@@ -63,7 +63,7 @@ export function ingestRoutes(ingest: IngestService, maxBodyBytes: number): Route
   };
   const lineDescription =
     'InfluxDB line protocol. Tag `<measurement>.<field>`, non-scope line tags joined in key order (`m,a=1,b=2.f`); line tags organization/site/unit/grid override the client\'s scope. ' +
-    'Auth: `Authorization: Bearer|Token <jwt>`, Basic email:password, or `u`/`p`. `Content-Encoding: gzip` accepted. 204 on success; 400 `partial write: line <n>: … dropped=<k>` with the good lines written; 413, 429 as the other ingest routes.';
+    'Auth: `Authorization: Bearer|Token <jwt or API key>`, Basic email:password (or any user name and an API key), or `u`/`p` (`p` may be an API key). `Content-Encoding: gzip` accepted. 204 on success; 400 `partial write: line <n>: … dropped=<k>` with the good lines written; 413, 429 as the other ingest routes.';
   const lineBody = { contentTypes: ['text/plain'], description: 'line protocol', bufferReused: true };
 
   return [

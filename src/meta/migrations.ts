@@ -188,4 +188,21 @@ export const MIGRATIONS: readonly string[] = [
    );
    CREATE INDEX attachments_entity ON attachments (entity, entity_id);
    CREATE INDEX attachments_sha256 ON attachments (sha256);`,
+  // 11: API keys (src/auth/api-keys.ts): long-lived credentials for tools, stored only as the
+  // SHA-256 of the key. `owner_id` is the users row the key was made by: an account deleted and
+  // made again under the same email gets a new id, so its old keys stay dead. No foreign key:
+  // a restore or a snapshot replaces tables one by one, and a cascade would empty this one.
+  `CREATE TABLE api_keys (
+     id TEXT PRIMARY KEY,
+     owner TEXT NOT NULL,
+     owner_id INTEGER NOT NULL,
+     name TEXT NOT NULL,
+     role TEXT NOT NULL,
+     key_hash TEXT NOT NULL UNIQUE,
+     prefix TEXT NOT NULL,
+     created_ms INTEGER NOT NULL,
+     expires_ms INTEGER,
+     last_used_ms INTEGER
+   );
+   CREATE INDEX api_keys_owner_id ON api_keys (owner_id);`,
 ];

@@ -18,6 +18,7 @@ import { Registry } from './registry.js';
 import { syncEntitySchema } from './schema.js';
 import { AccountsTable } from './tables/accounts.js';
 import { AlarmTables } from './tables/alarms.js';
+import { ApiKeysTable } from './tables/api-keys.js';
 import { BackfillsTable } from './tables/backfills.js';
 import { BlobTables } from './tables/blobs.js';
 import { Hierarchy } from './tables/hierarchy.js';
@@ -43,6 +44,7 @@ export class MetaStore {
   readonly entities: EntityStore;
   readonly wholeStore: WholeStore;
   readonly accounts: AccountsTable;
+  readonly apiKeys: ApiKeysTable;
   readonly hierarchy: Hierarchy;
   readonly tagScopes: TagScopesTable;
   readonly tagMappings: TagMappingStore;
@@ -71,6 +73,7 @@ export class MetaStore {
     this.entities = new EntityStore(db, this.registry, settings.maxListRows, clock.now);
     this.wholeStore = new WholeStore(db, this.registry, this.events);
     this.accounts = new AccountsTable(db);
+    this.apiKeys = new ApiKeysTable(db);
     this.hierarchy = new Hierarchy(db);
     this.tagScopes = new TagScopesTable(db);
     this.tagMappings = new TagMappingStore(db);

@@ -73,6 +73,7 @@ describe('restore drill', () => {
     site = await mk('sites', { name: 'drill-site', orgsId: org.id });
     unit = await mk('units', { name: 'drill-unit', siteId: site.id, capacity: 12.5 });
     await svc.newUser('keeper@plant.test', PASSWORD);
+    const keyA = (await svc.post('/svcapi/api_keys', { name: 'in the backup' }, admin)).body as { id: string; key: string };
     assert.deepEqual(await readSeries(svc, admin, MAIN, Object.keys(aMain)), aMain, 'A reads back before the backup');
 
     const backup = await runBackup(svc, admin, 'all');
@@ -89,6 +90,10 @@ describe('restore drill', () => {
     assert.equal((await svc.request('PUT', `/svcapi/orgs/${org.id}`, { body: { country: 'DE' }, token: admin })).status, 200);
     assert.equal((await svc.post('/svcapi/admin/user/delete', { email: 'keeper@plant.test' }, admin)).status, 200);
     latecomerToken = await svc.newUser('latecomer@plant.test', PASSWORD);
+    assert.equal((await svc.request('DELETE', `/svcapi/api_keys/${keyA.id}`, { token: admin })).status, 200);
+    const keyB = (await svc.post('/svcapi/api_keys', { name: 'after the backup' }, admin)).body as { key: string };
+    assert.equal((await svc.get('/svcapi/me', keyA.key)).status, 401, 'the key of A is revoked in B');
+    assert.equal((await svc.get('/svcapi/me', keyB.key)).status, 200);
     // B is really there.
     assert.deepEqual(await readSeries(svc, admin, MAIN, Object.keys(aMain)), merged(aMain, bMain));
     assert.equal((await entity('units', unit.id)).status, 404);
@@ -133,6 +138,8 @@ describe('restore drill', () => {
     assert.equal(await loginStatus('keeper@plant.test'), 200, 'the deleted user logs in again');
     assert.equal(await loginStatus('latecomer@plant.test'), 401, 'the user made after the backup cannot');
     assert.equal((await svc.get('/svcapi/me', latecomerToken)).status, 401, "the latecomer's token stops working");
+    assert.equal((await svc.get('/svcapi/me', keyA.key)).status, 200, 'the API key of A works again (its row is back)');
+    assert.equal((await svc.get('/svcapi/me', keyB.key)).status, 401, 'the key made after the backup is refused at once');
 
     // Both restores are jobs; the store takes writes again.
     for (const id of [rs.body.job_id, rt.body.job_id]) {

@@ -54,6 +54,8 @@ describe('cluster: replication across three nodes', { skip }, () => {
   let leader: ClusterNode;
   /** An org made on the leader in the metadata test. */
   let orgId = '';
+  /** An API key made on the leader and left in place (the late joiner must have it). */
+  let keptKey = '';
   /** The F writes (value i at T0 + i) the killed leader acknowledged, and how many it was sent. */
   let failoverAcked: number[] = [];
   let failoverSent = 0;
@@ -159,6 +161,23 @@ describe('cluster: replication across three nodes', { skip }, () => {
     }
   });
 
+  test('an API key made on the leader works on every secondary; revoked there, it is refused everywhere; a secondary makes none', async () => {
+    const made = await call(a, 'POST', '/svcapi/api_keys', { name: 'replicated' });
+    assert.equal(made.status, 201, made.text);
+    const kept = await call(a, 'POST', '/svcapi/api_keys', { name: 'kept' });
+    assert.equal(kept.status, 201, kept.text);
+    keptKey = kept.body.key;
+    for (const n of [b, c]) {
+      await waitFor(async () => (await n.svc.get('/svcapi/me', made.body.key)).status === 200, `the key works on ${n.id}`, { timeoutMs: 15_000, intervalMs: 100 });
+      assertNotLeader(await call(n, 'POST', '/svcapi/api_keys', { name: 'on a secondary' }), a.url, `a key made on ${n.id}`);
+    }
+    assert.equal((await call(a, 'DELETE', `/svcapi/api_keys/${made.body.id}`)).status, 200);
+    for (const n of [b, c]) {
+      await waitFor(async () => (await n.svc.get('/svcapi/me', made.body.key)).status === 401, `the revoked key is refused on ${n.id}`, { timeoutMs: 15_000, intervalMs: 100 });
+      assert.equal((await n.svc.get('/svcapi/me', keptKey)).status, 200, `the other key still works on ${n.id}`);
+    }
+  });
+
   test('points written on the leader through /svcapi/write (tag keyed and columnar), /ingest and line protocol appear on every secondary', async () => {
     assertWritten(await cluster.write(a, { ...scope('main'), tags: { TI: [[T0, 1.5], [T0 + 1000, 2.5]], PI: [[T0, -3]] } }), 3, 'tag keyed write');
     assertWritten(await cluster.write(a, { ...scope('main'), timestamps: [T0 + 2000, T0 + 3000], columns: { TI: [3.25, null], PI: [null, -4] } }), 2, 'columnar write');
@@ -251,6 +270,7 @@ describe('cluster: replication across three nodes', { skip }, () => {
       assert.deepEqual(await orgs(d), await orgs(a), 'd has every org of the leader');
       assert.deepEqual(await labelsOf(d, scope('lp'), 'steam.flow'), { field: 'flow', measurement: 'steam' }, 'd has the labels of the line protocol series');
       assert.equal((await d.svc.post('/svcapi/login', { email: OPERATOR.email, password: OPERATOR.password })).status, 200, 'the operator logs in on d');
+      assert.equal((await d.svc.get('/svcapi/me', keptKey)).status, 200, 'the API key made on the leader works on d');
       assertNotLeader(await cluster.write(d, { ...scope('main'), tags: { REFUSED: [[T0, 1]] } }), a.url, '/svcapi/write on d');
     } finally {
       // Three nodes from here on (also when d never became ready).
