@@ -130,8 +130,11 @@ const MAX_POINT_BYTES = 48;
 const HEAD = new Uint8Array(16);
 const HEAD_VIEW = new DataView(HEAD.buffer);
 
-/** Writes `v` as JSON.stringify would at `p`; returns the position after it. */
-function writeValue(buf: Uint8Array, view: DataView, p: number, v: number): number {
+/**
+ * Writes `v` as JSON.stringify would at `p`; returns the position after it. Callers reserve
+ * MAX_POINT_BYTES: it may store up to three bytes past the number. (The CSV writer uses it too.)
+ */
+export function writeValue(buf: Uint8Array, view: DataView, p: number, v: number): number {
   // Two-decimal fast path: when k/100 reproduces v exactly, the decimal k/100 is the unique
   // shortest round-trip string of v (other decimals with as few digits are at least 0.01 away,
   // far beyond v's ulp), hence what Number#toString prints. |k| < 2^31 · 100 keeps the whole
@@ -162,8 +165,8 @@ function writeAscii(buf: Uint8Array, p: number, text: string): number {
   return p;
 }
 
-/** A non-negative integer below 2^53 (a timestamp of `pair`). */
-function writeInteger(buf: Uint8Array, view: DataView, p: number, n: number): number {
+/** A non-negative integer below 2^53 (a timestamp of `pair`, a CSV time); may store up to three bytes past it. */
+export function writeInteger(buf: Uint8Array, view: DataView, p: number, n: number): number {
   if (n < 2147483648) return writeSmall(buf, view, p, n);
   const high = Math.floor(n / 100000000);
   p = writeSmall(buf, view, p, high);
