@@ -3,7 +3,7 @@
 // naming the field; a serializer exists for every response that declares a
 // JSON schema, so replies are written without generic JSON.stringify.
 
-import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
+import { Ajv, type ErrorObject, type SchemaValidateFunction, type ValidateFunction } from 'ajv';
 import fastJsonStringifyModule from 'fast-json-stringify';
 import { badRequest } from '../../shared/errors.js';
 import type { JsonSchema, RouteDef } from './route.js';
@@ -31,7 +31,7 @@ export interface ValidationContext {
  * (time-param.ts) and replaced by its epoch ms, so the handler gets a number whatever form the
  * client used. A default of 'now' therefore means the request's time.
  */
-const readTime = function (this: ValidationContext | undefined, _schema: unknown, data: unknown, _parent: unknown, where?: { parentData: Record<string | number, unknown>; parentDataProperty: string | number }): boolean {
+const readTime: SchemaValidateFunction = function (this: ValidationContext | undefined, _schema, data, _parentSchema, where) {
   const parsed = typeof data === 'string' ? parseTimeParam(data, this?.now ?? Date.now()) : { ok: false as const };
   if (!parsed.ok) {
     readTime.errors = [{ keyword: 'x-time', message: `is not a time${parsed.detail ? ` (${parsed.detail})` : ''}; use ${TIME_PARAM_FORMS}`, params: {} }];
@@ -39,8 +39,8 @@ const readTime = function (this: ValidationContext | undefined, _schema: unknown
   }
   if (where) where.parentData[where.parentDataProperty] = parsed.ms;
   return true;
-} as ((...args: never[]) => boolean) & { errors?: Array<{ keyword: string; message: string; params: Record<string, never> }> };
-textAjv.addKeyword({ keyword: 'x-time', schemaType: 'boolean', modifying: true, errors: true, validate: readTime as never });
+};
+textAjv.addKeyword({ keyword: 'x-time', schemaType: 'boolean', modifying: true, errors: true, validate: readTime });
 
 export type Serializer = (value: unknown) => string;
 
