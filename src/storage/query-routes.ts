@@ -10,6 +10,7 @@ import { pack } from 'msgpackr';
 import type { GrantedRequest as Request, Route } from '../host/plugin.js';
 import { S } from '../http/compile.js';
 import type { JsonSchema, Reply } from '../http/route.js';
+import { isCsv } from '../../native-free-codecs/result-envelope.js';
 import { badRequest } from '../../shared/errors.js';
 import type { ResultFormat, SeriesRequest } from '../../shared/protocol.js';
 import type { ScopeFields } from '../../shared/scope.js';
@@ -55,7 +56,7 @@ type Formats = { format?: string; time_format?: string };
 export function resultContentType(format: ResultFormat): string {
   if (format === 'json') return 'application/json; charset=utf-8';
   if (format === 'msgpack') return MSGPACK;
-  if (format === 'csv' || format === 'csv-iso') return CSV;
+  if (isCsv(format)) return CSV;
   return 'application/octet-stream';
 }
 
@@ -104,7 +105,7 @@ export function queryRoutes(directory: CollectionDirectory, gateway: ShardGatewa
     return { groups: directory.resolveMetrics(req.grant, spec.metrics), start: spec.start, end: spec.end, order: byLastOccurrence(spec.metrics.map((m) => m.name)) };
   };
   const streamed = (req: Request, format: ResultFormat, q: { groups: QueryGroup[]; start: number; end: number; order: string[] }): Reply => {
-    const groups = format === 'csv' || format === 'csv-iso' ? inRequestOrder(q.groups, q.order) : q.groups;
+    const groups = isCsv(format) ? inRequestOrder(q.groups, q.order) : q.groups;
     return { contentType: resultContentType(format), stream: (out) => gateway.query(groups, q.start, q.end, format, out, req.signal) };
   };
   const formatOf = (req: Request) => {

@@ -6,6 +6,7 @@ import type { GrantedRequest as Request, Route } from '../host/plugin.js';
 import { S } from '../http/compile.js';
 import type { JsonSchema } from '../http/route.js';
 import { collectionOfMapping, type TagMapping, type TagMappingStore } from '../meta/tables/tag-mappings.js';
+import { isCsv } from '../../native-free-codecs/result-envelope.js';
 import { AggregatorError, parseAggregators } from '../../shared/aggregator-spec.js';
 import { badRequest, forbidden } from '../../shared/errors.js';
 import type { SeriesRequest, WriteMode } from '../../shared/protocol.js';
@@ -163,7 +164,7 @@ export function tagMappingRoutes(mappings: TagMappingStore, directory: Collectio
         for (const g of list) directory.get(req.grant, g.collectionId);
         if (body.format === 'binary' && body.time_format !== undefined) throw badRequest('body field time_format applies to CSV only (format csv, or Accept: text/csv)');
         const format = body.format === 'binary' ? 'binary1' : pointsFormat(req, body.format, body.time_format, 'body field');
-        const ordered = format === 'csv' || format === 'csv-iso' ? inRequestOrder(list, resolved.keys()) : list;
+        const ordered = isCsv(format) ? inRequestOrder(list, resolved.keys()) : list;
         return {
           contentType: resultContentType(format),
           stream: (out) => gateway.query(ordered, body.start, body.end, format, out, req.signal),
