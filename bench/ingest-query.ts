@@ -1,8 +1,10 @@
 /**
  * Our service alone: ingest (JSON and HSW1 over /write_fast, JSON over the
- * fsyncing /write), raw range queries, bytes on disk before and after
- * sealing, small-range and lastlist request rates, main-thread
- * responsiveness during ingest, and peak RSS. Prints one markdown table.
+ * fsyncing /write), raw range queries (JSON, binary, msgpack, format 2, CSV),
+ * a CSV export of the whole data set in one request with the server's RSS
+ * meanwhile, bytes on disk before and after sealing, small-range and lastlist
+ * request rates, main-thread responsiveness during ingest, and peak RSS.
+ * Prints one markdown table.
  *
  *   npm run bench:ingest -- [--tags 100] [--points 86400] [--connections 4]
  *                           [--tags-per-request 10] [--points-per-request 1000]
@@ -19,6 +21,7 @@ import {
   lastlistQueries,
   aggregatedQuery,
   rawQueryBinary,
+  rawQueryCsv,
   rawQueryJson,
   rawQueryMsgpack,
   rawQueryOptimised,
@@ -27,6 +30,7 @@ import {
   smallRangeQueries,
   withHealthProbe,
   collectionDir,
+  csvExport,
 } from './ours.js';
 import { commandLine, describeRounds, int, machine, markdownTable, mib, ms, num, otherLoad, Phases, sizeOptions, type IngestResult, type RateResult, type RawQueryResult } from './runner.js';
 import { diskUsage, startOurService, waitForQuiet, type DiskUsage } from './service.js';
@@ -114,6 +118,16 @@ queryRow('raw range query, msgpack fast_query, sealed day', await phases.run('ra
 queryRow('raw range query, format 2 fast_query_optimised, sealed day', await phases.run('raw query format 2 (sealed)', () => rawQueryOptimised('fast_query_optimised sealed', client, sizes, dataset, jsonScope)), dataset);
 queryRow('one-step aggregation (avg per minute), raw points in, sealed day', await phases.run('aggregation (sealed)', () => aggregatedQuery('avg 1 min sealed', client, sizes, dataset, jsonScope)), dataset);
 queryRow('raw range query, binary fast_query_binary, sealed day', await phases.run('raw query binary (sealed)', () => rawQueryBinary('fast_query_binary sealed', client, sizes, dataset, jsonScope)), dataset);
+queryRow('raw range query, CSV fast_query (format=csv), sealed day', await phases.run('raw query CSV (sealed)', () => rawQueryCsv('fast_query csv sealed', client, sizes, dataset, jsonScope)), dataset);
+
+process.stderr.write('CSV export of the whole data set in one request\n');
+const exported = await phases.run('CSV export (one request)', () => csvExport(service, dataset, jsonScope));
+if (exported && exported.points !== dataset.totalPoints) phases.failures.push({ phase: 'CSV export', error: new Error(`exported ${exported.points} points, expected ${dataset.totalPoints}`) });
+rows.push([
+  `CSV export, every tag in one request (${int(dataset.totalPoints)} points), sealed day`,
+  exported ? `${int(exported.pointsPerSecond)} points/s` : 'FAILED',
+  exported ? `${int(exported.points)} rows, ${mib(exported.bytes)} in ${num(exported.seconds)} s, read as it streams; server RSS ${mib(exported.rssBeforeBytes)} before, at most ${mib(exported.rssPeakBytes)} during (VmRSS every 20 ms)${otherLoad(exported.otherCores)}` : '',
+]);
 
 rateRow('1-minute range queries, sealed day (1 tag, 60 points, JSON)', await phases.run('small-range queries (sealed)', () => smallRangeQueries('1-minute queries sealed', client, connections, sizes.seconds, dataset, jsonScope)));
 rateRow('lastlist, 10 tags (JSON collection)', await phases.run('lastlist', () => lastlistQueries('lastlist', client, connections, sizes.seconds, dataset, jsonScope)));

@@ -1,6 +1,7 @@
 // The phases that measure our service, shared by the ingest, peers and load
 // scripts so the same figure is always measured the same way.
 
+import https from 'node:https';
 import path from 'node:path';
 import { unpack } from 'msgpackr';
 import { decodeFormat1, decodeFormat2 } from '../native-free-codecs/result-binary.js';
@@ -9,7 +10,7 @@ import type { JobRecord } from '../src/jobs/job-log.js';
 import { STEP_MS, type Chunk, type Dataset, type Scope, hsw1, tagKeyedJson } from './dataset.js';
 import { startHealthProbe } from './health-probe.js';
 import { BenchError, describeReply, ingest, percentiles, rateLoop, rawQuery, sleep, type IngestResult, type RateResult, type QueryLoad, type RawQueryResult } from './runner.js';
-import { diskUsage, json, type DiskUsage, type HttpsClient, type OurService, type Reply } from './service.js';
+import { cpuMeter, diskUsage, json, vmRssKb, type DiskUsage, type HttpsClient, type OurService, type Reply } from './service.js';
 
 export const ORG = 'bench';
 export const SITE = 'plant-1';
@@ -125,6 +126,84 @@ export function rawQueryMsgpack(label: string, client: HttpsClient, load: QueryL
     request: (tag) => client.get(fastQueryUrl('/svcapi/fast_query', scope, [tag], dataset.startMs, dataset.endMs), { accept: 'application/msgpack' }),
     count: (body, tag) => (unpack(body) as Record<string, unknown[]>)[tag].length,
   });
+}
+
+/** Same as rawQueryJson as CSV (`format=csv`): rows counted, the header row aside. */
+export function rawQueryCsv(label: string, client: HttpsClient, load: QueryLoad, dataset: Dataset, scope: Scope): Promise<RawQueryResult> {
+  return rawQuery({
+    label,
+    load,
+    tags: dataset.tagNames,
+    request: (tag) => client.get(`${fastQueryUrl('/svcapi/fast_query', scope, [tag], dataset.startMs, dataset.endMs)}&format=csv`),
+    count: (body, tag) => {
+      if (!body.subarray(0, 16).equals(CSV_HEADER)) throw new Error(`CSV for ${tag} does not start with its header: ${body.subarray(0, 100).toString()}`);
+      return lineCount(body) - 1;
+    },
+  });
+}
+
+const CSV_HEADER = Buffer.from('time,tag,value\r\n');
+
+function lineCount(bytes: Uint8Array): number {
+  let lines = 0;
+  for (let at = bytes.indexOf(0x0a); at >= 0; at = bytes.indexOf(0x0a, at + 1)) lines++;
+  return lines;
+}
+
+export interface ExportResult {
+  points: number;
+  bytes: number;
+  seconds: number;
+  pointsPerSecond: number;
+  /** The server's resident memory just before the request, and the most seen while it streamed (sampled every 20 ms). */
+  rssBeforeBytes: number;
+  rssPeakBytes: number;
+  otherCores: number;
+}
+
+/**
+ * Every tag of the data set in one CSV request (`format=csv`, scope given, whole range), read as
+ * it streams: rows counted, nothing kept, so the client holds no more than a chunk however large
+ * the export. The server's VmRSS is sampled meanwhile: a streamed export should hold it flat.
+ */
+export async function csvExport(service: OurService, dataset: Dataset, scope: Scope): Promise<ExportResult> {
+  const path = `${fastQueryUrl('/svcapi/fast_query', scope, dataset.tagNames, dataset.startMs, dataset.endMs)}&format=csv`;
+  const rssBeforeBytes = (vmRssKb(service.process.pid) ?? NaN) * 1024;
+  let rssPeakBytes = rssBeforeBytes;
+  const sampler = setInterval(() => {
+    const kb = vmRssKb(service.process.pid);
+    if (kb !== null) rssPeakBytes = Math.max(rssPeakBytes, kb * 1024);
+  }, 20);
+  const other = cpuMeter();
+  const started = performance.now();
+  try {
+    const { bytes, lines } = await new Promise<{ bytes: number; lines: number }>((resolve, reject) => {
+      const req = https.request(
+        { host: '127.0.0.1', servername: 'localhost', port: service.port, path, ca: service.ca, agent: false, headers: { authorization: `Bearer ${service.token}` } },
+        (res) => {
+          if (res.statusCode !== 200) {
+            res.resume();
+            return reject(new BenchError(`CSV export answered ${res.statusCode}`));
+          }
+          let received = 0;
+          let newlines = 0;
+          res.on('data', (chunk: Buffer) => {
+            received += chunk.length;
+            newlines += lineCount(chunk);
+          });
+          res.on('end', () => (res.complete ? resolve({ bytes: received, lines: newlines }) : reject(new BenchError('CSV export cut short'))));
+          res.on('error', reject);
+        },
+      );
+      req.on('error', reject);
+      req.end();
+    });
+    const seconds = (performance.now() - started) / 1000;
+    const points = lines - 1;
+    return { points, bytes, seconds, pointsPerSecond: points / seconds, rssBeforeBytes, rssPeakBytes, otherCores: other() };
+  } finally {
+    clearInterval(sampler);
+  }
 }
 
 /** Binary format 2 (`fast_query_optimised`), one tag per request like the others. */

@@ -1,7 +1,7 @@
 /**
  * In-process cost of the storage worker's per-point codecs on the bench:peers data set (no
- * server): the raw JSON query writer, and the sealed-block column codec per value mode (bytes
- * per point, encode and decode ns per point).
+ * server): the raw JSON and CSV query writers, and the sealed-block column codec per value mode
+ * (bytes per point, encode and decode ns per point).
  *
  *   npx tsc -b && node dist/bench/result-codecs.js [rounds, default 5]
  *
@@ -9,6 +9,7 @@
  * one least disturbed by other work.
  */
 import { ByteReader, ByteWriter, decodeValues, encodeValues, VALUES_MODE_SCALED_PACKED, VALUES_MODE_SCALED_RANS } from '../native-free-codecs/columns.js';
+import { CsvPointWriter } from '../native-free-codecs/result-csv.js';
 import { JsonPointWriter } from '../native-free-codecs/result-json.js';
 import { Dataset } from './dataset.js';
 import { markdownTable, num } from './runner.js';
@@ -49,6 +50,21 @@ const jsonNs = best(() => {
   }
 });
 rows.push(['raw JSON query writer, `[ts,value],...`', `${num(jsonBytes / points, 2)} B/point`, `${num(jsonNs, 1)} ns/point`, '']);
+
+for (const timeFormat of ['ms', 'iso'] as const) {
+  const csv = new CsvPointWriter(1 << 23, timeFormat);
+  let csvBytes = 0;
+  const csvNs = best(() => {
+    csvBytes = 0;
+    for (const [i, values] of columns.entries()) {
+      csv.reset();
+      csv.beginSeries(dataset.tagNames[i]);
+      csv.rows(timestamps, values, 0, timestamps.length);
+      csvBytes += csv.length;
+    }
+  });
+  rows.push([`raw CSV query writer, \`time,tag,value\` rows, time_format=${timeFormat}`, `${num(csvBytes / points, 2)} B/point`, `${num(csvNs, 1)} ns/point`, '']);
+}
 
 for (const [label, mode] of [
   ['sealed values, writers\u2019 choice', 0],

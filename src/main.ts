@@ -113,6 +113,7 @@ export async function startService(config: Config, log: Logger, env: Environment
       },
       tls,
       streamStallTimeoutMs: config.storage.resultStallTimeoutMs,
+      now: clock.now,
     });
     port = await server.listen(config.server.host, config.server.port);
     log.info(

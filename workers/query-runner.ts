@@ -8,10 +8,12 @@
 // storage.resultStallTimeoutMs, or at its deadline (storage.queryTimeoutMs); every buffer it
 // holds is its own and goes back when it stops.
 //
-// Raw JSON streams as the days are scanned. Other results are materialised per tag first
-// (binary format 1 and msgpack need the point count up front; pipelines need the whole
+// Raw JSON and raw CSV stream as the days are scanned. Other results are materialised per tag
+// first (binary format 1 and msgpack need the point count up front; pipelines need the whole
 // series), charged to the shard's storage.queryMemoryBytes, then encoded a slice at a time.
 
+import { CsvPointWriter } from '../native-free-codecs/result-csv.js';
+import { isCsv } from '../native-free-codecs/result-envelope.js';
 import { JsonPointWriter } from '../native-free-codecs/result-json.js';
 import { MsgpackPointWriter } from '../native-free-codecs/result-msgpack.js';
 import { encodeFormat2, Format1Writer } from '../native-free-codecs/result-binary.js';
@@ -47,6 +49,7 @@ export class QueryRunner {
   private readonly idleJson: JsonPointWriter[] = [];
   private readonly idleMsgpack: MsgpackPointWriter[] = [];
   private readonly idleFormat1: Format1Writer[] = [];
+  private readonly idleCsv: CsvPointWriter[] = [];
 
   constructor(private readonly opts: QueryRunnerOptions) {
     this.frameBytes = resultFrameBytes(opts.results);
@@ -58,6 +61,9 @@ export class QueryRunner {
     const allowance = this.opts.memory.account();
     const json = this.idleJson.pop() ?? new JsonPointWriter(1 << 16);
     json.reset();
+    const csv = isCsv(task.format) ? (this.idleCsv.pop() ?? new CsvPointWriter(1 << 16)) : null;
+    csv?.reset();
+    csv?.setTimeFormat(task.format === 'csv-iso' ? 'iso' : 'ms');
     try {
       let total = 0;
       let first = task.first;
@@ -65,23 +71,30 @@ export class QueryRunner {
         const key = label ?? tag;
         if (task.format === 'json' && pipeline.length === 0) {
           total += await this.streamRawJson(flow, json, task, tag, key, first);
+        } else if (csv && pipeline.length === 0) {
+          total += await this.streamRawCsv(flow, csv, task, tag, key);
         } else {
           const series = this.evaluate(flow, allowance, task.collectionId, tag, pipeline, task.start, task.end);
           total += series.count;
           if (task.format === 'json') await this.jsonFragment(flow, json, key, series, first);
+          else if (csv) await this.csvFragment(flow, csv, key, series);
           else if (task.format === 'msgpack') await this.msgpackFragment(flow, key, series);
           else await this.format1Fragment(flow, key, series);
           series.dispose();
         }
         first = false;
       }
-      await flow.emit(json);
+      await flow.emit(csv ?? json);
       await flow.end();
       return total;
     } finally {
       allowance.releaseAll();
       json.reset();
       if (this.idleJson.length < MAX_IDLE_WRITERS && json.capacity <= 4 * CHUNK_BYTES) this.idleJson.push(json);
+      if (csv) {
+        csv.reset();
+        if (this.idleCsv.length < MAX_IDLE_WRITERS && csv.capacity <= 4 * CHUNK_BYTES) this.idleCsv.push(csv);
+      }
     }
   }
 
@@ -126,6 +139,26 @@ export class QueryRunner {
       scan.close();
     }
     w.raw(0x5d);
+    return total;
+  }
+
+  /** A tag's rows as the days are scanned: nothing of the series is held beyond one frame's worth of text. */
+  private async streamRawCsv(flow: ResultFlow, w: CsvPointWriter, task: QueryTask, tag: string, key: string): Promise<number> {
+    w.beginSeries(key);
+    let total = 0;
+    const scan = this.opts.store.openScan(task.collectionId, tag, task.start, task.end);
+    try {
+      for (let day = scan.nextDay(); day; day = scan.nextDay()) {
+        flow.check();
+        for (let from = 0; from < day.count; from += POINTS_PER_STEP) {
+          w.rows(day.ts, day.values, from, Math.min(day.count, from + POINTS_PER_STEP));
+          if (w.length >= CHUNK_BYTES) await flow.emit(w);
+        }
+        total += day.count;
+      }
+    } finally {
+      scan.close();
+    }
     return total;
   }
 
@@ -179,6 +212,15 @@ export class QueryRunner {
     }
     w.raw(0x5d);
     if (w.length >= CHUNK_BYTES) await flow.emit(w);
+  }
+
+  private async csvFragment(flow: ResultFlow, w: CsvPointWriter, key: string, series: SeriesBuffer): Promise<void> {
+    w.beginSeries(key);
+    for (let from = 0; from < series.count; from += POINTS_PER_STEP) {
+      flow.check();
+      w.rows(series.timestamps, series.values, from, Math.min(series.count, from + POINTS_PER_STEP));
+      if (w.length >= CHUNK_BYTES) await flow.emit(w);
+    }
   }
 
   private async msgpackFragment(flow: ResultFlow, key: string, series: SeriesBuffer): Promise<void> {

@@ -3,10 +3,11 @@
 // naming the field; a serializer exists for every response that declares a
 // JSON schema, so replies are written without generic JSON.stringify.
 
-import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
+import { Ajv, type ErrorObject, type SchemaValidateFunction, type ValidateFunction } from 'ajv';
 import fastJsonStringifyModule from 'fast-json-stringify';
 import { badRequest } from '../../shared/errors.js';
 import type { JsonSchema, RouteDef } from './route.js';
+import { parseTimeParam, TIME_PARAM_FORMS } from './time-param.js';
 
 // fast-json-stringify is CommonJS with a default export; NodeNext sees the namespace.
 const fastJsonStringify =
@@ -15,7 +16,31 @@ const fastJsonStringify =
 // Bodies: exact types, defaults filled in. Query strings and path params arrive
 // as strings, so those validators coerce (and wrap single values into arrays).
 const bodyAjv = new Ajv({ allErrors: false, useDefaults: true, strict: false });
-const textAjv = new Ajv({ allErrors: false, useDefaults: true, coerceTypes: 'array', strict: false });
+// passContext: a validator called as validate.call(context, data) hands the context to our
+// keywords (x-time reads the request's `now` there).
+const textAjv = new Ajv({ allErrors: false, useDefaults: true, coerceTypes: 'array', strict: false, passContext: true });
+
+/** What validating one request's path and query needs besides the values. */
+export interface ValidationContext {
+  /** The service clock's time for this request (epoch ms): what `now` in a time parameter means. */
+  now: number;
+}
+
+/**
+ * `x-time: true` on a string parameter: the value is read by the one time grammar
+ * (time-param.ts) and replaced by its epoch ms, so the handler gets a number whatever form the
+ * client used. A default of 'now' therefore means the request's time.
+ */
+const readTime: SchemaValidateFunction = function (this: ValidationContext | undefined, _schema, data, _parentSchema, where) {
+  const parsed = typeof data === 'string' ? parseTimeParam(data, this?.now ?? Date.now()) : { ok: false as const };
+  if (!parsed.ok) {
+    readTime.errors = [{ keyword: 'x-time', message: `is not a time${parsed.detail ? ` (${parsed.detail})` : ''}; use ${TIME_PARAM_FORMS}`, params: {} }];
+    return false;
+  }
+  if (where) where.parentData[where.parentDataProperty] = parsed.ms;
+  return true;
+};
+textAjv.addKeyword({ keyword: 'x-time', schemaType: 'boolean', modifying: true, errors: true, validate: readTime });
 
 export type Serializer = (value: unknown) => string;
 
@@ -58,8 +83,8 @@ export function compileRoute<G>(def: RouteDef<G>): CompiledRoute<G> {
 }
 
 /** Runs `validate` on `value` (which it may coerce in place) or throws a 400 naming the field. */
-export function check(validate: ValidateFunction | null, value: unknown, where: 'body' | 'query' | 'path'): void {
-  if (!validate || validate(value)) return;
+export function check(validate: ValidateFunction | null, value: unknown, where: 'body' | 'query' | 'path', context?: ValidationContext): void {
+  if (!validate || validate.call(context, value)) return;
   throw badRequest(describe(validate.errors?.[0], where));
 }
 
@@ -95,6 +120,11 @@ export const S = {
   integer: (extra: JsonSchema = {}): JsonSchema => ({ type: 'integer', ...extra }),
   boolean: (): JsonSchema => ({ type: 'boolean' }),
   array: (items: JsonSchema, extra: JsonSchema = {}): JsonSchema => ({ type: 'array', items, ...extra }),
+  /**
+   * A time query parameter: epoch ms, ISO 8601 or relative to now (time-param.ts); the handler
+   * sees epoch ms. `extra.default: 'now'` makes it optional, meaning the request's time.
+   */
+  time: (extra: JsonSchema = {}): JsonSchema => ({ type: 'string', 'x-time': true, description: `a time: ${TIME_PARAM_FORMS}`, ...extra }),
   object: (properties: Record<string, JsonSchema>, required: string[] = [], extra: JsonSchema = {}): JsonSchema => ({
     type: 'object',
     properties,

@@ -37,6 +37,8 @@ export interface ServerOptions<G> extends BearerCheck {
   admit?: (def: RouteDef<G>) => ServiceError | null;
   /** One WebSocket endpoint (live data), upgraded after its own credential check. */
   webSocket?: WebSocketEndpoint;
+  /** The service clock: what `now` in a time parameter (`start=now-1h`) means; Date.now when absent. */
+  now?: () => number;
 }
 
 /** What one request may bring (settings under `server.`); the body limits are described in body-reader.ts. */
@@ -159,8 +161,7 @@ export class HttpServer<G> {
   private readAndDispatch(ex: Exchange, route: CompiledRoute<G>, params: Record<string, string>, query: Record<string, unknown>, headers: Record<string, string>, user: Claims | null): void {
     ex.user = user?.sub ?? null;
     if (route.def.streamBody) {
-      check(route.validateParams, params, 'path');
-      check(route.validateQuery, query, 'query');
+      this.checkPathAndQuery(route, params, query);
       this.dispatch(ex, route, params, query, headers, user, this.bodies.streamed(ex, route.def, headers), true);
       return;
     }
@@ -168,8 +169,7 @@ export class HttpServer<G> {
       this.dispatch(ex, route, params, query, headers, user, null);
       return;
     }
-    check(route.validateParams, params, 'path');
-    check(route.validateQuery, query, 'query');
+    this.checkPathAndQuery(route, params, query);
     this.bodies.whole(ex, route.def, headers).then(
       (bytes) => {
         if (!ex.done) this.dispatch(ex, route, params, query, headers, user, bytes, true);
@@ -184,8 +184,7 @@ export class HttpServer<G> {
   private dispatch(ex: Exchange, route: CompiledRoute<G>, params: Record<string, string>, query: Record<string, unknown>, headers: Record<string, string>, user: Claims | null, bytes: Uint8Array | RequestBodyStream | null, validated = false): void {
     try {
       if (!validated) {
-        check(route.validateParams, params, 'path');
-        check(route.validateQuery, query, 'query');
+        this.checkPathAndQuery(route, params, query);
       }
       let body: unknown;
       let rawBody: Uint8Array | null = null;
@@ -218,6 +217,12 @@ export class HttpServer<G> {
     } catch (err) {
       this.exchanges.fail(ex, err);
     }
+  }
+
+  /** Validates (and coerces in place) the path parameters and the query, whose times are read against the service clock. */
+  private checkPathAndQuery(route: CompiledRoute<G>, params: Record<string, string>, query: Record<string, unknown>): void {
+    check(route.validateParams, params, 'path');
+    check(route.validateQuery, query, 'query', { now: this.opts.now ? this.opts.now() : Date.now() });
   }
 
   private run(ex: Exchange, route: CompiledRoute<G>, request: Request<G>): void {

@@ -27,7 +27,7 @@ export const storagePlugin = definePlugin({
   settings: (config) => ({ ...config.storage, dataDir: config.dataDir, logLevel: config.log.level, crashRoute: config.debug.crashRoute }),
   needs: { jobs: PROCESS_LOG },
   provides: [COLLECTIONS, POINT_WRITER, POINT_READER, MONITOR_SAMPLER, LIVE_FEED, STORE_MAINTENANCE, REPLICATION_HOOKS],
-  create({ settings, needs, meta, log }) {
+  create({ settings, needs, meta, clock, log }) {
     const workerRestarted = new Signal<[shardIndex: number]>();
     const shards = new ShardPool({
       // One core is left to the main thread (TLS, HTTP, copying bodies into the rings): on two
@@ -82,7 +82,7 @@ export const storagePlugin = definePlugin({
       ],
       routes: [
         ...collectionRoutes({ directory, gateway, shards, jobs: needs.jobs, flushIntervalMs: settings.flushIntervalMs, crashRoute: settings.crashRoute }),
-        ...queryRoutes(directory, gateway),
+        ...queryRoutes(directory, gateway, clock.now),
         ...seriesRoutes(gateway),
         ...tagMappingRoutes(meta.tagMappings, directory, gateway),
       ],

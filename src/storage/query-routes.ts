@@ -1,26 +1,32 @@
 // Query routes: raw and aggregated points as JSON, msgpack (Accept:
-// application/msgpack), binary format 1 and binary format 2; last values in
-// the plain and the KairosDB-compatible shapes. GET forms take query
-// parameters; POST forms take the KairosDB-like body of WIRE.md. Results are
-// encoded in the storage workers and streamed.
+// application/msgpack), CSV (format=csv or Accept: text/csv), binary format 1
+// and binary format 2; last values in the plain and the KairosDB-compatible
+// shapes. GET forms take query parameters, whose start and end may be epoch ms,
+// ISO 8601 or relative to now (src/http/time-param.ts); POST forms take the
+// KairosDB-like body of WIRE.md. Results are encoded in the storage workers and
+// streamed.
 
 import { pack } from 'msgpackr';
 import type { GrantedRequest as Request, Route } from '../host/plugin.js';
 import { S } from '../http/compile.js';
 import type { JsonSchema, Reply } from '../http/route.js';
+import { isCsv } from '../../native-free-codecs/result-envelope.js';
 import { badRequest } from '../../shared/errors.js';
-import type { ResultFormat } from '../../shared/protocol.js';
+import type { ResultFormat, SeriesRequest } from '../../shared/protocol.js';
 import type { ScopeFields } from '../../shared/scope.js';
 import type { QueryGroup } from './api.js';
 import type { CollectionDirectory } from './directory.js';
 import type { ShardGateway } from './gateway.js';
 import { parseQueryBody, type QuerySpec } from './query-spec.js';
-import { MSGPACK, SCOPE_FIELDS, SCOPE_PROPS, wantsMsgpack } from './route-params.js';
+import { CSV, FORMAT_PROPS, MSGPACK, pointsFormat, SCOPE_FIELDS, SCOPE_PROPS, wantsMsgpack } from './route-params.js';
 
 const TIME = S.integer({ minimum: 0, maximum: 9007199254740991 });
 const TAGS = S.array(S.string({ minLength: 1 }), { minItems: 1, maxItems: 10000 });
-const RAW_PARAMS: JsonSchema = S.object({ ...SCOPE_PROPS, tags: TAGS, start: TIME, end: TIME }, ['tags', 'start', 'end']);
-const TABLE_PARAMS: JsonSchema = S.object({ ...SCOPE_PROPS, tags: TAGS, start: TIME, end: TIME }, [...SCOPE_FIELDS, 'tags', 'start', 'end']);
+const RANGE = { start: S.time(), end: S.time({ default: 'now' }) };
+const RAW_PARAMS: JsonSchema = S.object({ ...SCOPE_PROPS, tags: TAGS, ...RANGE }, ['tags', 'start']);
+const POINTS_PARAMS: JsonSchema = S.object({ ...SCOPE_PROPS, tags: TAGS, ...RANGE, ...FORMAT_PROPS }, ['tags', 'start']);
+const TABLE_PARAMS: JsonSchema = S.object({ ...SCOPE_PROPS, tags: TAGS, ...RANGE }, [...SCOPE_FIELDS, 'tags', 'start']);
+const FORMAT_PARAMS: JsonSchema = S.object(FORMAT_PROPS);
 const LAST_PARAMS: JsonSchema = S.object({ ...SCOPE_PROPS, tags: TAGS }, ['tags']);
 const LAST_BODY: JsonSchema = S.object({ ...SCOPE_PROPS, tags: TAGS }, ['tags']);
 const KAIROS_BODY: JsonSchema = {
@@ -42,25 +48,70 @@ const SENSOR_BODY: JsonSchema = {
   properties: { metrics: { type: 'array', items: S.object({ name: S.string({ minLength: 1 }) }, ['name']) }, tags: TAGS },
   additionalProperties: true,
 };
-const JSON_OR_MSGPACK = 'JSON map `{tag: [[ts, value], ...]}`; msgpack of the same map when Accept asks for application/msgpack';
+const POINTS_ANSWER = 'JSON map `{tag: [[ts, value], ...]}`; msgpack of the same map (format=msgpack, or Accept: application/msgpack); CSV `time,tag,value` rows, tags in the order asked (format=csv, or Accept: text/csv)';
 
-export function queryRoutes(directory: CollectionDirectory, gateway: ShardGateway): Route[] {
+type Formats = { format?: string; time_format?: string };
+
+/** The content type of a streamed result in `format`. */
+export function resultContentType(format: ResultFormat): string {
+  if (format === 'json') return 'application/json; charset=utf-8';
+  if (format === 'msgpack') return MSGPACK;
+  if (isCsv(format)) return CSV;
+  return 'application/octet-stream';
+}
+
+/**
+ * The groups (tags by collection, as the directory makes them) cut into runs of consecutive
+ * tags of one collection in the order `keys` gives: CSV rows come tag by tag in the order asked,
+ * whichever collections the tags are in.
+ */
+export function inRequestOrder(groups: QueryGroup[], keys: Iterable<string>): QueryGroup[] {
+  const where = new Map<string, { collectionId: string; request: SeriesRequest }>();
+  for (const { collectionId, series } of groups) for (const request of series) where.set(request.label ?? request.tag, { collectionId, request });
+  const runs: QueryGroup[] = [];
+  for (const key of keys) {
+    const found = where.get(key);
+    if (!found) continue;
+    where.delete(key);
+    const last = runs.at(-1);
+    if (last?.collectionId === found.collectionId) last.series.push(found.request);
+    else runs.push({ collectionId: found.collectionId, series: [found.request] });
+  }
+  return runs;
+}
+
+/** Names in the order a repeated name takes its last place (as the directory keeps the last request of a name). */
+function byLastOccurrence(names: string[]): string[] {
+  const order = new Map<string, true>();
+  for (const name of names) {
+    order.delete(name);
+    order.set(name, true);
+  }
+  return [...order.keys()];
+}
+
+/** `now` is the service clock: what a POST body's start_relative and end_relative count back from. */
+export function queryRoutes(directory: CollectionDirectory, gateway: ShardGateway, now: () => number): Route[] {
   const tag = 'Time series queries';
 
-  /** GET parameters as a query: every tag raw, scope from parameters or the tag map. */
-  const fromParams = (req: Request): { groups: QueryGroup[]; start: number; end: number } => {
+  /** GET parameters as a query: every tag raw, scope from parameters or the tag map. Times are epoch ms by now (x-time). */
+  const fromParams = (req: Request): { groups: QueryGroup[]; start: number; end: number; order: string[] } => {
     const q = req.query as unknown as { tags: string[]; start: number; end: number } & ScopeFields;
     if (q.end < q.start) throw badRequest('query parameter end must not be before start');
-    return { groups: directory.resolve(req.grant, q, q.tags), start: q.start, end: q.end };
+    return { groups: directory.resolve(req.grant, q, q.tags), start: q.start, end: q.end, order: [...new Set(q.tags)] };
   };
-  const fromBody = (req: Request): { groups: QueryGroup[]; start: number; end: number } => {
-    const spec: QuerySpec = parseQueryBody(req.body);
-    return { groups: directory.resolveMetrics(req.grant, spec.metrics), start: spec.start, end: spec.end };
+  const fromBody = (req: Request): { groups: QueryGroup[]; start: number; end: number; order: string[] } => {
+    const spec: QuerySpec = parseQueryBody(req.body, now());
+    return { groups: directory.resolveMetrics(req.grant, spec.metrics), start: spec.start, end: spec.end, order: byLastOccurrence(spec.metrics.map((m) => m.name)) };
   };
-  const streamed = (req: Request, format: ResultFormat, q: { groups: QueryGroup[]; start: number; end: number }): Reply => ({
-    contentType: format === 'json' ? 'application/json; charset=utf-8' : format === 'msgpack' ? MSGPACK : 'application/octet-stream',
-    stream: (out) => gateway.query(q.groups, q.start, q.end, format, out, req.signal),
-  });
+  const streamed = (req: Request, format: ResultFormat, q: { groups: QueryGroup[]; start: number; end: number; order: string[] }): Reply => {
+    const groups = isCsv(format) ? inRequestOrder(q.groups, q.order) : q.groups;
+    return { contentType: resultContentType(format), stream: (out) => gateway.query(groups, q.start, q.end, format, out, req.signal) };
+  };
+  const formatOf = (req: Request) => {
+    const q = req.query as Formats;
+    return pointsFormat(req, q.format, q.time_format, 'query parameter');
+  };
   /** Format 2 needs one collection named explicitly. */
   const table = (req: Request, q: { groups: QueryGroup[]; start: number; end: number }): Reply => {
     if (q.groups.length !== 1) throw badRequest('fast_query_optimised answers one collection: every metric must have the same organization, site, unit and grid');
@@ -82,16 +133,16 @@ export function queryRoutes(directory: CollectionDirectory, gateway: ShardGatewa
   return [
     {
       method: 'GET', path: '/svcapi/fast_query', auth: 'jwt', tag,
-      summary: 'Raw points of tags in [start, end] as a JSON map {tag: [[ts, value], ...]}',
-      description: 'Scope from organization, site, unit, grid (all four), else from the tag-to-scope map. Sorted by timestamp; start and end inclusive; a tag with no points maps to []. Streamed. Accept: application/msgpack for msgpack.',
-      query: RAW_PARAMS, responses: { 200: { description: JSON_OR_MSGPACK, contentType: 'application/json' } },
-      handler: (req) => streamed(req, wantsMsgpack(req) ? 'msgpack' : 'json', fromParams(req)),
+      summary: 'Raw points of tags in [start, end] as a JSON map {tag: [[ts, value], ...]}, msgpack or CSV',
+      description: 'Scope from organization, site, unit, grid (all four), else from the tag-to-scope map. Sorted by timestamp; start and end inclusive (end defaults to now); a tag with no points maps to []. Streamed. format=msgpack or Accept: application/msgpack for msgpack; format=csv or Accept: text/csv for CSV.',
+      query: POINTS_PARAMS, responses: { 200: { description: POINTS_ANSWER, contentType: 'application/json' } },
+      handler: (req) => streamed(req, formatOf(req), fromParams(req)),
     },
     {
       method: 'POST', path: '/svcapi/fast_query', auth: 'jwt', tag, mutates: false,
-      summary: 'KairosDB-like query with per-metric aggregators and a pipeline',
-      body: KAIROS_BODY, responses: { 200: { description: JSON_OR_MSGPACK, contentType: 'application/json' } },
-      handler: (req) => streamed(req, wantsMsgpack(req) ? 'msgpack' : 'json', fromBody(req)),
+      summary: 'KairosDB-like query with per-metric aggregators and a pipeline; JSON, msgpack or CSV',
+      query: FORMAT_PARAMS, body: KAIROS_BODY, responses: { 200: { description: POINTS_ANSWER, contentType: 'application/json' } },
+      handler: (req) => streamed(req, formatOf(req), fromBody(req)),
     },
     {
       method: 'GET', path: '/svcapi/fast_query_binary', auth: 'jwt', tag,

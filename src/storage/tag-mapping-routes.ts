@@ -6,6 +6,7 @@ import type { GrantedRequest as Request, Route } from '../host/plugin.js';
 import { S } from '../http/compile.js';
 import type { JsonSchema } from '../http/route.js';
 import { collectionOfMapping, type TagMapping, type TagMappingStore } from '../meta/tables/tag-mappings.js';
+import { isCsv } from '../../native-free-codecs/result-envelope.js';
 import { AggregatorError, parseAggregators } from '../../shared/aggregator-spec.js';
 import { badRequest, forbidden } from '../../shared/errors.js';
 import type { SeriesRequest, WriteMode } from '../../shared/protocol.js';
@@ -13,7 +14,8 @@ import type { QueryGroup } from './api.js';
 import type { CollectionDirectory } from './directory.js';
 import type { ShardGateway } from './gateway.js';
 import { checkBucketCount } from './query-spec.js';
-import { MSGPACK, SCOPE_FIELDS, wantsMsgpack } from './route-params.js';
+import { inRequestOrder, resultContentType } from './query-routes.js';
+import { pointsFormat, SCOPE_FIELDS } from './route-params.js';
 
 const MAPPING: JsonSchema = {
   type: 'object',
@@ -39,7 +41,8 @@ const QUERY_BODY: JsonSchema = S.object(
     start: TIME,
     end: TIME,
     aggregators: { type: 'array', items: { type: 'object' }, description: 'optional pipeline, as in POST fast_query' },
-    format: S.string({ enum: ['json', 'binary'], description: 'json (default): {external: [[ts, value], ...]}; binary: format 1 with external specs as names' }),
+    format: S.string({ enum: ['json', 'binary', 'csv'], description: 'json (default): {external: [[ts, value], ...]} (msgpack with Accept: application/msgpack); binary: format 1 with external specs as names; csv: rows time,tag,value with the external spec as tag (also Accept: text/csv without format)' }),
+    time_format: S.string({ enum: ['ms', 'iso'], description: 'the CSV time column: ms (epoch milliseconds, default) or iso (ISO 8601 UTC with milliseconds); CSV only' }),
   },
   ['tags', 'start', 'end'],
 );
@@ -134,11 +137,11 @@ export function tagMappingRoutes(mappings: TagMappingStore, directory: Collectio
     },
     {
       method: 'POST', path: '/svcapi/fast_query_tag_mapping', auth: 'jwt', tag, mutates: false,
-      summary: 'Query by external spec: {tags: [...], start, end, aggregators?, format?: "json" | "binary"}',
-      description: 'Answers the JSON map keyed by external spec, or binary format 1 (names are the external specs) when format is "binary".',
-      body: QUERY_BODY, responses: { 200: { description: 'JSON map or binary format 1', contentType: 'application/json' } },
+      summary: 'Query by external spec: {tags: [...], start, end, aggregators?, format?: "json" | "binary" | "csv", time_format?}',
+      description: 'Answers the JSON map keyed by external spec, binary format 1 (names are the external specs) when format is "binary", or CSV rows (the external spec in the tag column, in the order asked) when format is "csv".',
+      body: QUERY_BODY, responses: { 200: { description: 'JSON map, msgpack, binary format 1 or CSV', contentType: 'application/json' } },
       handler: (req) => {
-        const body = req.body as { tags: string[]; start: number; end: number; aggregators?: unknown; format?: 'json' | 'binary' };
+        const body = req.body as { tags: string[]; start: number; end: number; aggregators?: unknown; format?: 'json' | 'binary' | 'csv'; time_format?: string };
         if (body.end < body.start) throw badRequest('body field end must not be before start');
         let pipeline;
         try {
@@ -159,10 +162,12 @@ export function tagMappingRoutes(mappings: TagMappingStore, directory: Collectio
         }
         const list: QueryGroup[] = [...groups].map(([collectionId, series]) => ({ collectionId, series }));
         for (const g of list) directory.get(req.grant, g.collectionId);
-        const format = body.format === 'binary' ? 'binary1' : wantsMsgpack(req) ? 'msgpack' : 'json';
+        if (body.format === 'binary' && body.time_format !== undefined) throw badRequest('body field time_format applies to CSV only (format csv, or Accept: text/csv)');
+        const format = body.format === 'binary' ? 'binary1' : pointsFormat(req, body.format, body.time_format, 'body field');
+        const ordered = isCsv(format) ? inRequestOrder(list, resolved.keys()) : list;
         return {
-          contentType: format === 'json' ? 'application/json; charset=utf-8' : format === 'msgpack' ? MSGPACK : 'application/octet-stream',
-          stream: (out) => gateway.query(list, body.start, body.end, format, out, req.signal),
+          contentType: resultContentType(format),
+          stream: (out) => gateway.query(ordered, body.start, body.end, format, out, req.signal),
         };
       },
     },

@@ -1,4 +1,5 @@
-// Large streamed results read by slow, paused and vanishing clients (issue 12, item 1).
+// Large streamed results read by slow, paused and vanishing clients (issue 12, item 1; CSV from
+// issue 27).
 // One storage shard holds a million-point tag; every result is 20+ MB. Each test checks the
 // bytes a slow reader gets against a fast read and the points written, and that the shard
 // keeps answering writes and queries during and after whatever the reader does.
@@ -216,6 +217,40 @@ describe('large results and slow readers', { timeout: 240_000 }, () => {
     assert.ok(fastB.bytes.equals(b.bytes));
   });
 
+  test('CSV reaches a slow reader byte-exact, every row; a vanishing CSV reader leaves the shard free', async () => {
+    const csvPath = `${rawPath}&format=csv`;
+    const slow = read(svc, csvPath, { token: readOnly, rate: 6 << 20 });
+    let finished = false;
+    void slow.done.then(() => (finished = true));
+    await writeWorks();
+    await queryWorks();
+    assert.equal(finished, false, 'the write and the query were answered while the slow CSV read was still going');
+    const csv = await slow.done;
+    assert.equal(csv.error, null);
+    assert.equal(csv.status, 200);
+    assert.equal(csv.headers['content-type'], 'text/csv; charset=utf-8; header=present');
+    assert.ok(csv.bytes.length > 20 << 20, `CSV is ${csv.bytes.length} bytes`);
+    const lines = csv.bytes.toString('utf8').split('\r\n');
+    assert.equal(lines.length, POINTS + 2, 'header, a row per point, and the empty string after the last CRLF');
+    assert.equal(lines[0], 'time,tag,value');
+    assert.equal(lines.at(-1), '');
+    for (let i = 0; i < POINTS; i += 997) assert.equal(lines[i + 1], `${data.ts[i]},BIG,${data.values[i]}`);
+    const fast = await read(svc, csvPath, { token: readOnly }).done;
+    assert.ok(fast.complete);
+    assert.ok(fast.bytes.equals(csv.bytes), 'slow and fast CSV reads are identical');
+
+    const isoPath = `${rawPath}&time_format=iso`;
+    const gone = await read(svc, isoPath, { token: admin, accept: 'text/csv', vanishAfter: 2 << 20 }).done;
+    assert.equal(gone.error, 'vanished');
+    assert.equal(gone.headers['content-type'], 'text/csv; charset=utf-8; header=present');
+    assert.ok(gone.bytes.toString('latin1').startsWith(`time,tag,value\r\n${new Date(T0).toISOString()},BIG,`));
+    await writeWorks();
+    await queryWorks();
+    const again = await read(svc, isoPath, { token: admin, accept: 'text/csv' }).done;
+    assert.ok(again.complete);
+    assert.equal(again.bytes.toString('latin1').split('\r\n').length, POINTS + 2);
+  });
+
   test('binary format 2 and large replies of known size reach slow readers byte-exact', async () => {
     const tablePath = `/svcapi/fast_query_optimised?tags=BIG&start=0&end=9999999999999&${SCOPE_QS}`;
     const slow = read(svc, tablePath, { token: admin, rate: 4 << 20 });
@@ -236,9 +271,13 @@ describe('large results and slow readers', { timeout: 240_000 }, () => {
     assert.ok((await read(svc, '/svcapi/openapi.yaml', { token: admin }).done).bytes.equals(doc.bytes));
   });
 
-  test('a paused reader is cut after the stall timeout; the shard answers throughout', async () => {
+  test('a paused reader (JSON, then CSV) is cut after the stall timeout; the shard answers throughout', async () => {
+    for (const path of [rawPath, `${rawPath}&format=csv`]) await pausedReaderIsCut(path);
+  });
+
+  async function pausedReaderIsCut(path: string): Promise<void> {
     const closed = stalledClosed(1);
-    const paused = read(svc, rawPath, { token: admin, pauseAfter: 1 << 20, resumeOn: closed });
+    const paused = read(svc, path, { token: admin, pauseAfter: 1 << 20, resumeOn: closed });
     await waitFor(() => paused.received() >= 1 << 20, 'the paused reader has its first MiB');
     for (let i = 0; i < 3; i++) {
       await writeWorks();
@@ -250,10 +289,10 @@ describe('large results and slow readers', { timeout: 240_000 }, () => {
     assert.ok(result.bytes.length < 20 << 20, `got ${result.bytes.length} bytes`);
     await writeWorks();
     await queryWorks();
-  });
+  }
 
   test('vanishing readers cancel their queries; the next request on the shard answers normally', async () => {
-    for (const accept of [undefined, 'application/msgpack']) {
+    for (const accept of [undefined, 'application/msgpack', 'text/csv']) {
       const gone = await read(svc, rawPath, { token: admin, vanishAfter: 3 << 20, accept }).done;
       assert.equal(gone.error, 'vanished');
       await writeWorks();
