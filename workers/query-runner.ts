@@ -122,6 +122,25 @@ export class QueryRunner {
     w.key(key);
     w.raw(0x5b);
     let open = false;
+    const total = await this.streamScan(flow, w, task, tag, (ts, values, from, to) => {
+      w.points(ts, values, from, to, open);
+      open = true;
+    });
+    w.raw(0x5d);
+    return total;
+  }
+
+  /** A tag's rows as the days are scanned: nothing of the series is held beyond one frame's worth of text. */
+  private streamRawCsv(flow: ResultFlow, w: CsvPointWriter, task: QueryTask, tag: string, key: string): Promise<number> {
+    w.beginSeries(key);
+    return this.streamScan(flow, w, task, tag, (ts, values, from, to) => w.rows(ts, values, from, to));
+  }
+
+  /**
+   * Scans a tag's raw points day by day into `w` (through `write`, a step at a time), sending a
+   * frame whenever a chunk is full; the points sent.
+   */
+  private async streamScan(flow: ResultFlow, w: JsonPointWriter | CsvPointWriter, task: QueryTask, tag: string, write: (ts: Float64Array, values: Float64Array, from: number, to: number) => void): Promise<number> {
     let total = 0;
     const scan = this.opts.store.openScan(task.collectionId, tag, task.start, task.end);
     try {
@@ -129,29 +148,7 @@ export class QueryRunner {
       for (let day = scan.nextDay(); day; day = scan.nextDay()) {
         flow.check();
         for (let from = 0; from < day.count; from += POINTS_PER_STEP) {
-          w.points(day.ts, day.values, from, Math.min(day.count, from + POINTS_PER_STEP), open);
-          open = true;
-          if (w.length >= CHUNK_BYTES) await flow.emit(w);
-        }
-        total += day.count;
-      }
-    } finally {
-      scan.close();
-    }
-    w.raw(0x5d);
-    return total;
-  }
-
-  /** A tag's rows as the days are scanned: nothing of the series is held beyond one frame's worth of text. */
-  private async streamRawCsv(flow: ResultFlow, w: CsvPointWriter, task: QueryTask, tag: string, key: string): Promise<number> {
-    w.beginSeries(key);
-    let total = 0;
-    const scan = this.opts.store.openScan(task.collectionId, tag, task.start, task.end);
-    try {
-      for (let day = scan.nextDay(); day; day = scan.nextDay()) {
-        flow.check();
-        for (let from = 0; from < day.count; from += POINTS_PER_STEP) {
-          w.rows(day.ts, day.values, from, Math.min(day.count, from + POINTS_PER_STEP));
+          write(day.ts, day.values, from, Math.min(day.count, from + POINTS_PER_STEP));
           if (w.length >= CHUNK_BYTES) await flow.emit(w);
         }
         total += day.count;

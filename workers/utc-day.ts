@@ -1,9 +1,11 @@
 /**
  * UTC days: the unit of every day file. A day number counts days since 1970-01-01; its file
  * name form is YYYYMMDD. Timestamps run to 2^53-1 ms (year 285,616), past what Date can show,
- * so the calendar arithmetic is done here (Howard Hinnant's days/civil algorithms) and years
- * after 9999 simply get more digits: the last four digits are always MMDD.
+ * so the calendar arithmetic is done without it (shared/civil-date.ts) and years after 9999
+ * simply get more digits: the last four digits are always MMDD.
  */
+
+import { civilFromDays } from '../shared/civil-date.js';
 
 export const DAY_MS = 86_400_000;
 
@@ -22,16 +24,8 @@ export function dayEndMs(day: number): number {
 
 /** YYYYMMDD (UTC) of a day number >= 0. */
 export function formatDay(day: number): string {
-  const z = day + 719_468;
-  const era = Math.floor(z / 146_097);
-  const doe = z - era * 146_097;
-  const yoe = Math.floor((doe - Math.floor(doe / 1460) + Math.floor(doe / 36_524) - Math.floor(doe / 146_096)) / 365);
-  const doy = doe - (365 * yoe + Math.floor(yoe / 4) - Math.floor(yoe / 100));
-  const mp = Math.floor((5 * doy + 2) / 153);
-  const d = doy - Math.floor((153 * mp + 2) / 5) + 1;
-  const m = mp < 10 ? mp + 3 : mp - 9;
-  const y = yoe + era * 400 + (m <= 2 ? 1 : 0);
-  return `${String(y).padStart(4, '0')}${String(m).padStart(2, '0')}${String(d).padStart(2, '0')}`;
+  const { year, month, dayOfMonth } = civilFromDays(day);
+  return `${String(year).padStart(4, '0')}${String(month).padStart(2, '0')}${String(dayOfMonth).padStart(2, '0')}`;
 }
 
 /** Day number of a YYYYMMDD text, or null when it is not a real date in that exact form. */

@@ -15,6 +15,8 @@
 // a relative one, which stops at 0 (`now-100000w` means "from the beginning", like the POST
 // body's start_relative). Pure: no Node API.
 
+import { daysFromCivil } from '../../shared/civil-date.js';
+
 /** The accepted forms, for error messages and the OpenAPI document. */
 export const TIME_PARAM_FORMS =
   'epoch milliseconds (1717200000000), an ISO 8601 time with an offset (2024-06-01T00:00:00Z, 2024-06-01T02:00:00.250+02:00) or date (2024-06-01, midnight UTC), or a time relative to now (now, now-15m, now-1h30m, now+1d; units w d h m s ms)';
@@ -107,12 +109,3 @@ function daysInMonth(year: number, month: number): number {
   return month === 2 ? (isLeapYear(year) ? 29 : 28) : [31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31][month - 1];
 }
 
-/** Days from 1970-01-01 to the proleptic Gregorian date (the well-known era arithmetic; no Date, whose two-digit years mean 19xx). */
-function daysFromCivil(year: number, month: number, day: number): number {
-  const y = month <= 2 ? year - 1 : year;
-  const era = Math.floor(y / 400);
-  const yearOfEra = y - era * 400;
-  const dayOfYear = Math.floor((153 * (month + (month > 2 ? -3 : 9)) + 2) / 5) + day - 1;
-  const dayOfEra = yearOfEra * 365 + Math.floor(yearOfEra / 4) - Math.floor(yearOfEra / 100) + dayOfYear;
-  return era * 146097 + dayOfEra - 719468;
-}

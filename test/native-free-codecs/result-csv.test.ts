@@ -3,7 +3,8 @@
 
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { CSV_HEADER, civilFromDays, csvField, CsvPointWriter, type CsvTimeFormat } from '../../native-free-codecs/result-csv.js';
+import { CSV_HEADER, csvField, CsvPointWriter, type CsvTimeFormat } from '../../native-free-codecs/result-csv.js';
+import { civilFromDays } from '../../shared/civil-date.js';
 import { resultHead, resultTail } from '../../native-free-codecs/result-envelope.js';
 
 /** RFC 4180 records: fields split on commas outside quotes, "" inside quotes is one quote, records end with CRLF. */
