@@ -34,13 +34,16 @@ export function compileGlob(glob: string): Glob {
   const units = Int32Array.from(pattern);
   const segmented = segmentsOf(pattern);
   const slow = (name: string) => matchUnits(units, name);
-  return { prefix, matches: segmented === null ? slow : (name) => (hasSurrogate(name) ? slow(name) : matchSegments(segmented, name)) };
+  if (segmented === null) return { prefix, matches: slow };
+  // Runs without `?` are well-formed text: indexOf can only place them on code point boundaries.
+  const anyOne = segmented.middle.some((g) => g.wild) || segmented.first?.wild === true || segmented.last?.wild === true;
+  return { prefix, matches: anyOne ? (name) => (hasSurrogate(name) ? slow(name) : matchSegments(segmented, name)) : (name) => matchSegments(segmented, name) };
 }
 
 /**
  * The fast form of a glob: its runs between stars, as strings when they hold no `?` (found with
  * the native indexOf), else as code units. Leftmost placement of each run is enough for runs
- * separated by `*`. Names with surrogate pairs go to matchUnits (`?` is one code point).
+ * separated by `*`. With a `?`, names with surrogate pairs go to matchUnits (`?` is one code point).
  */
 interface Segments {
   first: SegmentUnits | null;

@@ -74,6 +74,8 @@ export class Collection {
   /** Tag ids sorted by name, for listing; ids from `sortedCount` on are not merged in yet. */
   private sortedIds = new Uint32Array(0);
   private sortedCount = 0;
+  /** Each tag id's position in sortedIds. */
+  private rankOf = new Uint32Array(0);
   private lastTs: Float64Array;
   private lastValues: Float64Array;
   /** Latest point per tag among sealed data, looked up on first use. */
@@ -248,6 +250,26 @@ export class Collection {
   listTags(prefix: string, matches: ((name: string) => boolean) | null, take: (id: number) => boolean, overBudget: () => boolean = () => false): number {
     const sorted = this.sortedTagIds();
     const names = this.tagNames;
+    if (prefix === '' && matches !== null) {
+      // Every name must be looked at: in id order, the order they lie in memory (a walk in name
+      // order missed the cache at every name, 5x slower), collecting the name ranks of the hits.
+      const ranks = this.rankOf;
+      let hits = new Uint32Array(64);
+      let count = 0;
+      for (let id = 0; id < names.length; id++) {
+        if ((id & 4095) === 0 && overBudget()) return -1;
+        if (!matches(names[id]!)) continue;
+        if (count === hits.length) {
+          const grown = new Uint32Array(hits.length * 2);
+          grown.set(hits);
+          hits = grown;
+        }
+        hits[count++] = ranks[id]!;
+      }
+      const inOrder = hits.subarray(0, count).sort();
+      for (let k = 0; k < count && take(sorted[inOrder[k]!]!); k++);
+      return count;
+    }
     let count = 0;
     let taking = true;
     for (let k = prefix === '' ? 0 : lowerBound(sorted, names, prefix); k < sorted.length; k++) {
@@ -279,6 +301,9 @@ export class Collection {
     while (j < fresh.length) merged[k++] = fresh[j++]!;
     this.sortedIds = merged;
     this.sortedCount = total;
+    const rankOf = new Uint32Array(total);
+    for (let r = 0; r < total; r++) rankOf[merged[r]!] = r;
+    this.rankOf = rankOf;
     return merged;
   }
 
