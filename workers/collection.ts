@@ -244,7 +244,7 @@ export class Collection {
   /**
    * Tag ids whose names `matches` accepts, in name order (UTF-16 code units), calling `take`
    * for each until it returns false; the number matched (all of them, also past the last taken),
-   * or -1 when `overBudget` (asked every 4096 names) said to stop. Names with the literal
+   * or -1 when `overBudget` (asked every 256 names) said to stop. Names with the literal
    * `prefix` are found by binary search, the rest are not looked at.
    */
   listTags(prefix: string, matches: ((name: string) => boolean) | null, take: (id: number) => boolean, overBudget: () => boolean = () => false): number {
@@ -257,7 +257,7 @@ export class Collection {
       let hits = new Uint32Array(64);
       let count = 0;
       for (let id = 0; id < names.length; id++) {
-        if ((id & 4095) === 0 && overBudget()) return -1;
+        if ((id & 255) === 0 && overBudget()) return -1;
         if (!matches(names[id]!)) continue;
         if (count === hits.length) {
           const grown = new Uint32Array(hits.length * 2);
@@ -272,11 +272,12 @@ export class Collection {
     }
     let count = 0;
     let taking = true;
-    for (let k = prefix === '' ? 0 : lowerBound(sorted, names, prefix); k < sorted.length; k++) {
+    const from = prefix === '' ? 0 : lowerBound(sorted, names, prefix);
+    for (let k = from; k < sorted.length; k++) {
       const id = sorted[k]!;
       const name = names[id]!;
       if (prefix !== '' && !name.startsWith(prefix)) break; // past the names with the prefix
-      if ((k & 4095) === 0 && overBudget()) return -1;
+      if (((k - from) & 255) === 0 && overBudget()) return -1;
       if (matches !== null && !matches(name)) continue;
       count++;
       if (taking) taking = take(id);

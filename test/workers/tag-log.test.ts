@@ -171,6 +171,10 @@ describe('tag dictionary log', () => {
     const page = store.listSeries([ID, 'unknown/c/o/l'], compileGlob('p*'), 2);
     assert.deepEqual([page.series.map((s) => s.tag), page.total], [['p.1', 'p.10'], 4]);
     assert.deepEqual(page.series[0], { collection: ID, tag: 'p.1', last_ms: T0, last_value: 0 });
+    // A listing that outruns its time budget stops with a 400 saying how to narrow it, on either walk.
+    for (const glob of ['*1*', 'p*1']) {
+      assert.throws(() => store.listSeries([ID], compileGlob(glob), 10, -1), (err: Error & { code?: string }) => err.code === 'BAD_REQUEST' && /literal prefix/.test(err.message));
+    }
   });
 });
 
