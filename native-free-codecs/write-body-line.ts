@@ -7,7 +7,7 @@
  */
 
 import { isScopeField, SCOPE_FIELDS, type CollectionScope } from '../shared/scope.js';
-import { lineTagName, type LineProtocolBatch } from './line-protocol.js';
+import { lineTagName, type LineProtocolBatch, type LineSeries } from './line-protocol.js';
 import type { PointBatch, SeriesLabels } from './point-batch.js';
 
 /** Series × field pairs up to which a table, not a Map, finds a point's tag. */
@@ -105,7 +105,20 @@ export const FIELD_LABEL = 'field';
  */
 export function lineLabels(lines: LineProtocolBatch, i: number): SeriesLabels {
   const series = lines.series[lines.pointSeries[i]];
-  const entries: Array<[string, string]> = [[MEASUREMENT_LABEL, series.measurement], [FIELD_LABEL, lines.fieldKeys[lines.pointField[i]]]];
+  const field = lines.fieldKeys[lines.pointField[i]];
+  // A collector sends the same series in every body, and the parser's series cache hands back
+  // the same LineSeries for them: their label sets are made once, not once per body.
+  let byField = labelsOfSeries.get(series);
+  if (byField === undefined) labelsOfSeries.set(series, (byField = new Map()));
+  let labels = byField.get(field);
+  if (labels === undefined) byField.set(field, (labels = makeLabels(series, field)));
+  return labels;
+}
+
+const labelsOfSeries = new WeakMap<LineSeries, Map<string, SeriesLabels>>();
+
+function makeLabels(series: LineSeries, field: string): SeriesLabels {
+  const entries: Array<[string, string]> = [[MEASUREMENT_LABEL, series.measurement], [FIELD_LABEL, field]];
   for (const [key, value] of series.tags) {
     if (key !== MEASUREMENT_LABEL && key !== FIELD_LABEL && !isScopeField(key)) entries.push([key, value]);
   }
