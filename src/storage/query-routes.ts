@@ -18,14 +18,15 @@ import type { QueryGroup } from './api.js';
 import type { CollectionDirectory } from './directory.js';
 import type { ShardGateway } from './gateway.js';
 import { parseQueryBody, type QuerySpec } from './query-spec.js';
-import { CSV, FORMAT_PROPS, MSGPACK, pointsFormat, SCOPE_FIELDS, SCOPE_PROPS, wantsMsgpack } from './route-params.js';
+import { BINARY_FORMAT_PROPS, CSV, csvInstead, FORMAT_PROPS, MSGPACK, pointsFormat, SCOPE_FIELDS, SCOPE_PROPS, wantsMsgpack } from './route-params.js';
 
 const TIME = S.integer({ minimum: 0, maximum: 9007199254740991 });
 const TAGS = S.array(S.string({ minLength: 1 }), { minItems: 1, maxItems: 10000 });
 const RANGE = { start: S.time(), end: S.time({ default: 'now' }) };
-const RAW_PARAMS: JsonSchema = S.object({ ...SCOPE_PROPS, tags: TAGS, ...RANGE }, ['tags', 'start']);
+const RAW_PARAMS: JsonSchema = S.object({ ...SCOPE_PROPS, tags: TAGS, ...RANGE, ...BINARY_FORMAT_PROPS }, ['tags', 'start']);
 const POINTS_PARAMS: JsonSchema = S.object({ ...SCOPE_PROPS, tags: TAGS, ...RANGE, ...FORMAT_PROPS }, ['tags', 'start']);
-const TABLE_PARAMS: JsonSchema = S.object({ ...SCOPE_PROPS, tags: TAGS, ...RANGE }, [...SCOPE_FIELDS, 'tags', 'start']);
+const TABLE_PARAMS: JsonSchema = S.object({ ...SCOPE_PROPS, tags: TAGS, ...RANGE, ...BINARY_FORMAT_PROPS }, [...SCOPE_FIELDS, 'tags', 'start']);
+const BINARY_FORMAT_PARAMS: JsonSchema = S.object(BINARY_FORMAT_PROPS);
 const FORMAT_PARAMS: JsonSchema = S.object(FORMAT_PROPS);
 const LAST_PARAMS: JsonSchema = S.object({ ...SCOPE_PROPS, tags: TAGS }, ['tags']);
 const LAST_BODY: JsonSchema = S.object({ ...SCOPE_PROPS, tags: TAGS }, ['tags']);
@@ -112,6 +113,11 @@ export function queryRoutes(directory: CollectionDirectory, gateway: ShardGatewa
     const q = req.query as Formats;
     return pointsFormat(req, q.format, q.time_format, 'query parameter');
   };
+  /** CSV when a binary route is asked for it, else null (the route's binary format). */
+  const csvOf = (req: Request): ResultFormat | null => {
+    const q = req.query as Formats;
+    return csvInstead(req, q.format, q.time_format);
+  };
   /** Format 2 needs one collection named explicitly. */
   const table = (req: Request, q: { groups: QueryGroup[]; start: number; end: number }): Reply => {
     if (q.groups.length !== 1) throw badRequest('fast_query_optimised answers one collection: every metric must have the same organization, site, unit and grid');
@@ -147,28 +153,32 @@ export function queryRoutes(directory: CollectionDirectory, gateway: ShardGatewa
     {
       method: 'GET', path: '/svcapi/fast_query_binary', auth: 'jwt', tag,
       summary: 'Binary format 1: "HSB1", u32 tags; per tag u16 name length, name, u32 count, count × (u64 ts, f32 value)',
-      query: RAW_PARAMS, responses: { 200: { description: 'binary format 1 (WIRE.md)', contentType: 'application/octet-stream' } },
-      handler: (req) => streamed(req, 'binary1', fromParams(req)),
+      query: RAW_PARAMS, responses: { 200: { description: 'binary format 1 (WIRE.md); CSV with format=csv or Accept: text/csv', contentType: 'application/octet-stream' } },
+      handler: (req) => streamed(req, csvOf(req) ?? 'binary1', fromParams(req)),
     },
     {
       method: 'POST', path: '/svcapi/fast_query_binary', auth: 'jwt', tag, mutates: false,
       summary: 'Binary format 1 for the KairosDB-like body (single-step pipelines aggregate in the store)',
-      body: KAIROS_BODY, responses: { 200: { description: 'binary format 1 (WIRE.md)', contentType: 'application/octet-stream' } },
-      handler: (req) => streamed(req, 'binary1', fromBody(req)),
+      query: BINARY_FORMAT_PARAMS, body: KAIROS_BODY, responses: { 200: { description: 'binary format 1 (WIRE.md); CSV with format=csv or Accept: text/csv', contentType: 'application/octet-stream' } },
+      handler: (req) => streamed(req, csvOf(req) ?? 'binary1', fromBody(req)),
     },
     {
       method: 'GET', path: '/svcapi/fast_query_optimised', auth: 'jwt', tag,
       summary: 'Binary format 2: one shared timestamp array, per-tag validity bitmaps and f32 values (all four scope fields required)',
-      query: TABLE_PARAMS, responses: { 200: { description: 'binary format 2 (WIRE.md)', contentType: 'application/octet-stream' } },
-      handler: (req) => table(req, fromParams(req)),
+      query: TABLE_PARAMS, responses: { 200: { description: 'binary format 2 (WIRE.md); CSV with format=csv or Accept: text/csv', contentType: 'application/octet-stream' } },
+      handler: (req) => {
+        const csv = csvOf(req);
+        return csv ? streamed(req, csv, fromParams(req)) : table(req, fromParams(req));
+      },
     },
     {
       method: 'POST', path: '/svcapi/fast_query_optimised', auth: 'jwt', tag, mutates: false,
       summary: 'Binary format 2 for the KairosDB-like body with an explicit scope',
-      body: KAIROS_BODY, responses: { 200: { description: 'binary format 2 (WIRE.md)', contentType: 'application/octet-stream' } },
+      query: BINARY_FORMAT_PARAMS, body: KAIROS_BODY, responses: { 200: { description: 'binary format 2 (WIRE.md); CSV with format=csv or Accept: text/csv', contentType: 'application/octet-stream' } },
       handler: (req) => {
         requireBodyScope(req);
-        return table(req, fromBody(req));
+        const csv = csvOf(req);
+        return csv ? streamed(req, csv, fromBody(req)) : table(req, fromBody(req));
       },
     },
     {

@@ -67,3 +67,20 @@ export function prefersCsv(accept: string | undefined): boolean {
   }
   return csv !== null && (other === null || csv.q > other.q || (csv.q === other.q && csv.at < other.at));
 }
+
+/** `format` and `time_format` on the binary routes: their binary format unless CSV is asked for. */
+export const BINARY_FORMAT_PROPS: Record<string, JsonSchema> = {
+  format: S.string({ enum: ['binary', 'csv'], description: 'binary (default: the route\'s binary format), or csv (as fast_query\'s CSV); without it, Accept: text/csv chooses CSV' }),
+  time_format: FORMAT_PROPS.time_format!,
+};
+
+/**
+ * A binary route's answer: CSV when `format=csv`, or Accept prefers text/csv without a
+ * `format`, since CSV is offered on every route that returns points (WIRE.md part 3); else the
+ * route's binary format (`null`).
+ */
+export function csvInstead(req: { readonly headers: Readonly<Record<string, string>> }, format: string | undefined, timeFormat: string | undefined): 'csv' | 'csv-iso' | null {
+  if (format === 'csv' || (format === undefined && prefersCsv(req.headers.accept))) return timeFormat === 'iso' ? 'csv-iso' : 'csv';
+  if (timeFormat !== undefined) throw badRequest('query parameter time_format applies to CSV only (format csv, or Accept: text/csv)');
+  return null;
+}

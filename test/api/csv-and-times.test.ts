@@ -258,6 +258,33 @@ describe('time parameters and CSV', { timeout: 180_000 }, () => {
       }
     });
 
+    test('the binary routes answer CSV too when asked (format=csv or Accept: text/csv), GET and POST; their binary stays the default', async () => {
+      const params = { ...A, tags: AWKWARD_TAGS, start: T0, end: T0 + HOUR };
+      const want = csvRows(await get(`/svcapi/fast_query?${qs({ ...params, format: 'csv' })}`));
+      const body = { start_absolute: T0, end_absolute: T0 + HOUR, ...A, metrics: AWKWARD_TAGS.map((name) => ({ name })) };
+      for (const route of ['fast_query_binary', 'fast_query_optimised']) {
+        for (const res of [
+          await get(`/svcapi/${route}?${qs({ ...params, format: 'csv' })}`),
+          await get(`/svcapi/${route}?${qs(params)}`, { accept: 'text/csv' }),
+          await svc.request('POST', `/svcapi/${route}?format=csv`, { body, token: admin }),
+        ]) {
+          assert.equal(res.status, 200, `${route}: ${res.text.slice(0, 200)}`);
+          assert.ok(String(res.headers['content-type']).startsWith('text/csv'), `${route}: ${res.headers['content-type']}`);
+          assert.deepEqual(csvRows(res), want, route);
+        }
+        const iso = await get(`/svcapi/${route}?${qs({ ...params, format: 'csv', time_format: 'iso' })}`);
+        assert.ok(iso.text.startsWith('time,tag,value\r\n2024-06-01T00:00:00.000Z,TI-101,0.1\r\n'), `${route} iso: ${iso.text.slice(0, 80)}`);
+        const binary = await get(`/svcapi/${route}?${qs(params)}`);
+        assert.equal(binary.headers['content-type'], 'application/octet-stream', route);
+        assert.equal(binary.bytes.subarray(0, 3).toString('latin1'), 'HSB', route);
+        for (const [extra, message] of [[{ format: 'json' }, /'format' must be one of binary, csv/], [{ time_format: 'iso' }, /time_format applies to CSV only/]] as const) {
+          const bad = await get(`/svcapi/${route}?${qs({ ...params, ...extra })}`);
+          assert.equal(bad.status, 400, `${route} ${JSON.stringify(extra)}: ${bad.text}`);
+          assert.match(bad.body.error, message);
+        }
+      }
+    });
+
     test('time_format=iso writes ISO 8601 UTC with milliseconds', async () => {
       const res = await get(`/svcapi/fast_query?${qs({ ...A, tags: 'TI-101', start: T0, end: T0 + 2 * MIN, format: 'csv', time_format: 'iso' })}`);
       assert.equal(res.text, 'time,tag,value\r\n2024-06-01T00:00:00.000Z,TI-101,0.1\r\n2024-06-01T00:01:00.000Z,TI-101,-0\r\n2024-06-01T00:02:00.000Z,TI-101,1e-300\r\n');
