@@ -24,6 +24,7 @@ import { configureBodyGuard } from './http/body-guard.js';
 import { ensureCertificates } from './http/certificates.js';
 import { HttpServer } from './http/server.js';
 import { ingestPlugin } from './ingest/plugin.js';
+import { influxPlugin } from './influx/plugin.js';
 import { processLogPlugin } from './jobs/plugin.js';
 import { livePlugin } from './live/plugin.js';
 import { createLogger, flushLogs, type Logger } from './log.js';
@@ -48,6 +49,7 @@ export const PLUGINS: readonly Plugin<any, any>[] = [
   notificationsPlugin,
   storagePlugin,
   ingestPlugin,
+  influxPlugin,
   backupPlugin,
   connectorPlugin,
   monitorPlugin,

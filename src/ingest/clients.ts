@@ -18,6 +18,27 @@ export interface IngestClient {
 export class IngestClients {
   constructor(private readonly table: IngestClientsTable) {}
 
+  /** The names of the enabled clients whose rows are sound (one row each), sorted. */
+  names(): string[] {
+    const counts = new Map<string, number>();
+    for (const text of this.table.all()) {
+      try {
+        const row = JSON.parse(text) as Record<string, unknown>;
+        if (typeof row.clientId === 'string' && row.clientId !== '') counts.set(row.clientId, (counts.get(row.clientId) ?? 0) + 1);
+      } catch {
+        // not JSON: no client
+      }
+    }
+    return [...counts].filter(([, n]) => n === 1).map(([name]) => name).filter((name) => {
+      try {
+        this.resolve(name);
+        return true;
+      } catch {
+        return false;
+      }
+    }).sort();
+  }
+
   /** The enabled client named `clientId`: 404 when there is none or it is disabled, 409 when two rows claim the name. */
   resolve(clientId: string): IngestClient {
     const rows = this.table.named(clientId);

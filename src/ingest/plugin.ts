@@ -3,7 +3,8 @@
 // client libraries), with per-client rate limits and counters.
 
 import { ACCOUNTS, CREDENTIALS, PASSWORD_CHECK } from '../auth/api.js';
-import { definePlugin } from '../host/plugin.js';
+import { definePlugin, provide } from '../host/plugin.js';
+import { INFLUX_CREDENTIALS, INGEST_CLIENTS } from './api.js';
 import { COLLECTIONS, POINT_WRITER } from '../storage/api.js';
 import { ingestRoutes } from './routes.js';
 import { IngestService } from './service.js';
@@ -12,8 +13,12 @@ export const ingestPlugin = definePlugin({
   name: 'ingest',
   settings: (config) => config.ingest,
   needs: { writer: POINT_WRITER, collections: COLLECTIONS, credentials: CREDENTIALS, passwords: PASSWORD_CHECK, accounts: ACCOUNTS },
+  provides: [INFLUX_CREDENTIALS, INGEST_CLIENTS],
   create({ settings, needs, meta, clock }) {
     const ingest = new IngestService({ settings, clients: meta.ingestClients, clock, ...needs });
-    return { routes: ingestRoutes(ingest, settings.maxBodyBytes) };
+    return {
+      provide: [provide(INFLUX_CREDENTIALS, ingest.credentials), provide(INGEST_CLIENTS, ingest.clients)],
+      routes: ingestRoutes(ingest, settings.maxBodyBytes),
+    };
   },
 });

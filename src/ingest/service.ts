@@ -48,7 +48,7 @@ export interface IngestRequest {
 export class IngestService {
   readonly stats = new IngestStats();
   readonly credentials: IngestCredentials;
-  private readonly clients: IngestClients;
+  readonly clients: IngestClients;
   private readonly limiter: SlidingWindowLimiter;
   private liveWrites = 0;
   private liveIdle: Array<() => void> = [];

@@ -7,10 +7,10 @@ import { capability } from '../host/plugin.js';
 import type { ResponseStream } from '../http/route.js';
 import type { AccessGrant } from '../meta/access-grant.js';
 import type { Signal } from '../signal.js';
-import type { BackupMark, CollectionRecord, LineCounts, LivePoints, MonitorSample, MonitorSampleRequest, ResultFormat, SeriesRequest, WriteFrameHeader, WriteMode } from '../../shared/protocol.js';
+import type { BackupMark, CollectionRecord, LineCounts, LivePoints, MonitorSample, MonitorSampleRequest, ResultFormat, SeriesListing, SeriesRequest, WriteFrameHeader, WriteMode } from '../../shared/protocol.js';
 import type { CollectionScope, ScopeFields } from '../../shared/scope.js';
 
-export type { CollectionRecord, LivePoints, WriteMode };
+export type { CollectionRecord, LivePoints, SeriesListing, SeriesRequest, WriteMode };
 
 /** The tags a query reads from one collection. */
 export interface QueryGroup {
@@ -71,6 +71,24 @@ export interface PointReader {
   resolve(grant: AccessGrant, fields: ScopeFields, tags: string[]): QueryGroup[];
   query(groups: QueryGroup[], start: number, end: number, format: ResultFormat, out: ResponseStream, signal: AbortSignal): Promise<void>;
   lastValues(groups: QueryGroup[]): Promise<Record<string, [number, number] | null>>;
+  /**
+   * The series of one collection `grant` reaches (404 otherwise), or of every one it reaches
+   * (null), whose names match `glob`: WIRE.md part 3, GET /svcapi/series.
+   */
+  listSeries(grant: AccessGrant, collectionId: string | null, glob: string, limit: number): Promise<{ series: SeriesListing[]; total: number; has_more: boolean }>;
+  /**
+   * The result of a query held in memory, by series key (the request's label, else its tag),
+   * for answers built on the main thread (InfluxQL). Refused with a 400 naming `limitSetting`
+   * once the encoded result passes `maxBytes`: callers aggregate in the workers (pipelines) so
+   * that what comes back is small.
+   */
+  collect(groups: QueryGroup[], start: number, end: number, signal: AbortSignal, maxBytes: number, limitSetting: string): Promise<Map<string, CollectedSeries>>;
+}
+
+/** A collected series: its points in time order. */
+export interface CollectedSeries {
+  ts: Float64Array;
+  values: Float64Array;
 }
 
 /** What the monitor reads of the workers: a tick's sample of watched tags, and tag indexes. */

@@ -11,11 +11,12 @@ import type { ResponseStream } from '../http/route.js';
 import { Signal } from '../signal.js';
 import { resultHead, resultTail } from '../../native-free-codecs/result-envelope.js';
 import { peekScope } from '../../native-free-codecs/scope-peek.js';
-import { ServiceError } from '../../shared/errors.js';
+import { unpack } from 'msgpackr';
+import { badRequest, ServiceError } from '../../shared/errors.js';
 import { OP, type BufferStats, type LivePoints, type MonitorSample, type MonitorSampleRequest, type SeriesListing, type ResultFormat, type WriteFrameHeader, type WriteMode, type WriteOutcome } from '../../shared/protocol.js';
 import { isCompleteScope } from '../../shared/scope.js';
 import { collectionId as idOf, parseCollectionId } from '../../shared/scope-path.js';
-import type { LiveFeed, MonitorSampler, PointWriter, QueryGroup, RecordedWrite, WriteOptions, WriteResult } from './api.js';
+import type { CollectedSeries, LiveFeed, MonitorSampler, PointWriter, QueryGroup, RecordedWrite, WriteOptions, WriteResult } from './api.js';
 import type { CollectionDirectory } from './directory.js';
 import type { DiskGuard } from './disk-guard.js';
 import type { Shard, ShardPool } from './shards.js';
@@ -177,6 +178,60 @@ export class ShardGateway implements PointWriter, MonitorSampler, LiveFeed {
       first = false;
     }
     body.write(resultTail(format));
+  }
+
+  /**
+   * The result of a query in memory (msgpack from the workers, decoded here), refused with a
+   * 400 naming `limitSetting` once it passes `maxBytes` encoded.
+   */
+  async collect(groups: QueryGroup[], start: number, end: number, signal: AbortSignal, maxBytes: number, limitSetting: string): Promise<Map<string, CollectedSeries>> {
+    const chunks: Uint8Array[] = [];
+    let bytes = 0;
+    let tooLarge = false;
+    const stop = new AbortController();
+    const onAbort = () => stop.abort();
+    signal.addEventListener('abort', onAbort, { once: true });
+    const sink: ResponseStream = {
+      write(chunk) {
+        if (tooLarge) return;
+        const part = typeof chunk === 'string' ? Buffer.from(chunk, 'utf8') : chunk.slice();
+        bytes += part.byteLength;
+        if (bytes > maxBytes) {
+          tooLarge = true;
+          stop.abort();
+          return;
+        }
+        chunks.push(part);
+      },
+      queuedBytes: 0,
+      onFlushed: () => () => {},
+      get aborted() {
+        return tooLarge || signal.aborted;
+      },
+      cut() {
+        stop.abort();
+      },
+    };
+    try {
+      await this.query(groups, start, end, 'msgpack', sink, stop.signal);
+    } catch (err) {
+      if (!tooLarge) throw err;
+    } finally {
+      signal.removeEventListener('abort', onAbort);
+    }
+    if (tooLarge) throw badRequest(`the query needs more than ${limitSetting} (${maxBytes} bytes) of points on the main thread: narrow the time range, or aggregate (GROUP BY time)`);
+    const decoded = unpack(Buffer.concat(chunks)) as Record<string, Array<[number, number]>>;
+    const out = new Map<string, CollectedSeries>();
+    for (const [key, points] of Object.entries(decoded)) {
+      const ts = new Float64Array(points.length);
+      const values = new Float64Array(points.length);
+      for (let i = 0; i < points.length; i++) {
+        ts[i] = points[i]![0];
+        values[i] = points[i]![1] ?? NaN;
+      }
+      out.set(key, { ts, values });
+    }
+    return out;
   }
 
   /** Binary format 2 for one collection, built by its shard. */

@@ -70,7 +70,13 @@ export const storagePlugin = definePlugin({
       provide: [
         provide(COLLECTIONS, directory),
         provide(POINT_WRITER, gateway),
-        provide(POINT_READER, { resolve: (grant, fields, tags) => directory.resolve(grant, fields, tags), query: (...args) => gateway.query(...args), lastValues: (groups) => gateway.lastValues(groups) }),
+        provide(POINT_READER, {
+          resolve: (grant, fields, tags) => directory.resolve(grant, fields, tags),
+          query: (...args) => gateway.query(...args),
+          lastValues: (groups) => gateway.lastValues(groups),
+          listSeries: (...args) => gateway.listSeries(...args),
+          collect: (...args) => gateway.collect(...args),
+        }),
         provide(MONITOR_SAMPLER, gateway),
         provide(LIVE_FEED, gateway),
         provide(STORE_MAINTENANCE, maintenance),

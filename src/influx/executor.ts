@@ -1,0 +1,872 @@
+// Runs parsed InfluxQL statements (influxql/ast.ts) over the caller's collections: SHOW answers
+// from the series listing (model.ts), SELECT from the storage workers. Aggregations that combine
+// per series (mean, sum, count, min, max, with buckets on the epoch grid) run in the workers
+// during the scan, as the POST query pipeline does, so GROUP BY time over a year of 1 s data
+// brings buckets to this thread, not points; the other functions, raw selects and field
+// conditions read raw points here, bounded by `influx.maxPoints`-like byte limits.
+
+import type { AccessGrant } from '../meta/access-grant.js';
+import type { CollectedSeries, PointReader, SeriesRequest } from '../storage/api.js';
+import type { AggregatorSpec } from '../../shared/aggregator-spec.js';
+import { LinearRegExp } from '../meta/linear-regexp.js';
+import { ServiceError } from '../../shared/errors.js';
+import type { Dimension, Expr, Fill, SelectStatement, Source, Statement } from './influxql/ast.js';
+import { aggregate, isAggregate, isTransform, SELECTORS, type Aggregate } from './functions.js';
+import { byteOrder, influxSeriesOf, MeasurementIndex, tagValue, type InfluxSeries, type Measurement } from './model.js';
+import type { Cell, ResultSeries, Row, StatementResult } from './results.js';
+
+export interface ExecutorDeps {
+  reader: PointReader;
+  /** The collection id a `db` names for this caller, or null ("database not found"). */
+  database(grant: AccessGrant, name: string): string | null;
+  /** The databases the caller can see, sorted. */
+  databases(grant: AccessGrant): string[];
+  now(): number;
+  /** Most bytes of raw points a statement may bring to the main thread. */
+  maxRawBytes: number;
+  /** Most buckets a GROUP BY time statement may make. */
+  maxBuckets: number;
+}
+
+export interface ExecutionContext {
+  grant: AccessGrant;
+  /** The `db` parameter, or null. */
+  db: string | null;
+  signal: AbortSignal;
+}
+
+/** A statement error: InfluxDB answers it inside the statement's result, with HTTP 200. */
+export class StatementError extends Error {}
+
+const MAX_LISTED_SERIES = 100_000;
+const REGEX_STEPS = 5_000_000;
+/** The time of a row without a lower time bound (InfluxDB's minimum time shows as the epoch here: storage holds no earlier point). */
+const MIN_TIME = 0;
+const MAX_TIME = 9007199254740991;
+
+export class Executor {
+  constructor(private readonly deps: ExecutorDeps) {}
+
+  async run(statement: Statement, ctx: ExecutionContext): Promise<StatementResult> {
+    try {
+      return { series: await this.dispatch(statement, ctx) };
+    } catch (err) {
+      if (err instanceof StatementError) return { error: err.message };
+      // A refusal of the storage layer (too many points, a bad regex) is this statement's error too.
+      if (err instanceof ServiceError && err.status < 500) return { error: err.message };
+      throw err;
+    }
+  }
+
+  private async dispatch(s: Statement, ctx: ExecutionContext): Promise<ResultSeries[]> {
+    switch (s.kind) {
+      case 'show-databases':
+        return [{ name: 'databases', columns: ['name'], rows: this.deps.databases(ctx.grant).map((d) => ({ time: 0, cells: [d] })), timeless: true }];
+      case 'show-retention-policies':
+        this.collectionOf(s.database, ctx);
+        return [{ columns: ['name', 'duration', 'shardGroupDuration', 'replicaN', 'default'], rows: [{ time: 0, cells: ['autogen', '0s', '168h0m0s', 1, true] }], timeless: true }];
+      case 'show-measurements': {
+        const { index } = await this.index(s.database, ctx);
+        let names = index.names();
+        if (s.measurement) names = names.filter((n) => (s.measurement!.op === '=' ? n === s.measurement!.value : regex(s.measurement!.value).test(n)));
+        if (s.condition) names = names.filter((n) => index.byName.get(n)!.series.some((series) => matchesTags(s.condition!, series)));
+        names = page(names, s.limit, s.offset);
+        return names.length === 0 ? [] : [{ name: 'measurements', columns: ['name'], rows: names.map((n) => ({ time: 0, cells: [n] })), timeless: true }];
+      }
+      case 'show-tag-keys': {
+        const { index } = await this.index(s.database, ctx, s.sources);
+        return this.measurementsOf(index, s.sources).flatMap((m) => {
+          const keys = page(m.sortedTagKeys().filter((k) => !s.condition || m.series.some((x) => tagValue(x, k) !== undefined && matchesTags(s.condition!, x))), s.limit, s.offset);
+          return keys.length === 0 ? [] : [{ name: m.name, columns: ['tagKey'], rows: keys.map((k) => ({ time: 0, cells: [k] })), timeless: true }];
+        });
+      }
+      case 'show-tag-values': {
+        const { index } = await this.index(s.database, ctx, s.sources);
+        const key = s.key;
+        const keyMatches = (k: string): boolean => {
+          switch (key.op) {
+            case '=':
+              return k === key.value;
+            case '!=':
+              return k !== key.value;
+            case '=~':
+              return regex(key.value).test(k);
+            case '!~':
+              return !regex(key.value).test(k);
+            case 'in':
+              return key.values.includes(k);
+          }
+        };
+        return this.measurementsOf(index, s.sources).flatMap((m) => {
+          const pairs = new Map<string, [string, string]>();
+          for (const series of m.series) {
+            if (s.condition && !matchesTags(s.condition, series)) continue;
+            for (const [k, v] of series.tags) if (keyMatches(k)) pairs.set(`${k}\u0000${v}`, [k, v]);
+          }
+          const sorted = page([...pairs.values()].sort((a, b) => byteOrder(a[0], b[0]) || byteOrder(a[1], b[1])), s.limit, s.offset);
+          return sorted.length === 0 ? [] : [{ name: m.name, columns: ['key', 'value'], rows: sorted.map(([k, v]) => ({ time: 0, cells: [k, v] })), timeless: true }];
+        });
+      }
+      case 'show-field-keys': {
+        const { index } = await this.index(s.database, ctx, s.sources);
+        return this.measurementsOf(index, s.sources).flatMap((m) => {
+          const fields = page(m.sortedFields(), s.limit, s.offset);
+          return fields.length === 0 ? [] : [{ name: m.name, columns: ['fieldKey', 'fieldType'], rows: fields.map((f) => ({ time: 0, cells: [f, 'float'] })), timeless: true }];
+        });
+      }
+      case 'show-series': {
+        const { index } = await this.index(s.database, ctx, s.sources);
+        const keys = new Set<string>();
+        for (const m of this.measurementsOf(index, s.sources)) for (const series of m.series) if (!s.condition || matchesTags(s.condition, series)) keys.add(series.key);
+        const sorted = page([...keys].sort(byteOrder), s.limit, s.offset);
+        return sorted.length === 0 ? [] : [{ columns: ['key'], rows: sorted.map((k) => ({ time: 0, cells: [k] })), timeless: true }];
+      }
+      case 'select':
+        return this.select(s, ctx);
+      case 'unsupported':
+        if (s.error !== undefined) throw new StatementError(s.error);
+        throw new StatementError(`${s.what} is not supported here: this service answers the InfluxQL of SHOW and SELECT statements (WIRE.md part 3); write points through /write`);
+    }
+  }
+
+  // ---- databases and measurements --------------------------------------------------------
+
+  private collectionOf(database: string | null, ctx: ExecutionContext): string {
+    const name = database ?? ctx.db;
+    if (name === null || name === '') throw new StatementError('database name required');
+    const id = this.deps.database(ctx.grant, name);
+    if (id === null) throw new StatementError(`database not found: ${name}`);
+    return id;
+  }
+
+  /**
+   * The measurements of a database. With `sources` that name measurements (no regex), only the
+   * series whose stored names start with those names are listed: the worker finds them by
+   * binary search, however many series the collection holds.
+   */
+  private async index(database: string | null, ctx: ExecutionContext, sources: readonly Source[] = []): Promise<{ id: string; index: MeasurementIndex }> {
+    const id = this.collectionOf(database, ctx);
+    const named = sources.length > 0 && sources.every((src) => src.name !== null) ? [...new Set(sources.map((src) => src.name!))] : null;
+    const globs = named ? named.map((name) => `${escapeGlob(name)}*`) : ['*'];
+    const series: InfluxSeries[] = [];
+    for (const glob of globs) {
+      let listing;
+      try {
+        listing = await this.deps.reader.listSeries(ctx.grant, id, glob, MAX_LISTED_SERIES);
+      } catch (err) {
+        // A client whose collection has no data yet: an empty database.
+        if (err instanceof ServiceError && err.status === 404) return { id, index: new MeasurementIndex([]) };
+        throw err;
+      }
+      if (listing.has_more) throw new StatementError(`the query reaches more than ${MAX_LISTED_SERIES} series: narrow it with FROM and WHERE on its tags`);
+      for (const listed of listing.series) {
+        const s = influxSeriesOf(listed);
+        if (!named || named.includes(s.measurement)) series.push(s);
+      }
+    }
+    return { id, index: new MeasurementIndex(series) };
+  }
+
+  private measurementsOf(index: MeasurementIndex, sources: readonly Source[]): Measurement[] {
+    if (sources.length === 0) return index.names().map((n) => index.byName.get(n)!);
+    const chosen = new Set<string>();
+    for (const source of sources) {
+      if (source.regex !== null) {
+        const re = regex(source.regex);
+        for (const name of index.names()) if (re.test(name)) chosen.add(name);
+      } else if (source.name !== null && index.byName.has(source.name)) chosen.add(source.name);
+    }
+    return [...chosen].sort(byteOrder).map((n) => index.byName.get(n)!);
+  }
+
+  // ---- SELECT -------------------------------------------------------------------------------
+
+  private async select(s: SelectStatement, ctx: ExecutionContext): Promise<ResultSeries[]> {
+    if (s.into !== null) throw new StatementError('SELECT INTO is not supported here: this service changes no data through /query');
+    const databases = new Set(s.sources.map((src) => src.database).filter((d): d is string => d !== null));
+    if (databases.size > 1) throw new StatementError('one database per statement');
+    const { id, index } = await this.index(databases.size === 1 ? [...databases][0]! : null, ctx, s.sources);
+    const scope: Scope = { id, ctx };
+    const measurements = this.measurementsOf(index, s.sources);
+    const now = this.deps.now();
+    const { range, rest } = splitTime(s.condition, now);
+    const timeDim = s.dimensions.find((d): d is Extract<Dimension, { type: 'time' }> => d.type === 'time') ?? null;
+    if (s.dimensions.filter((d) => d.type === 'time').length > 1) throw new StatementError('GROUP BY allows one time() dimension');
+    const fields = s.fields.map((f) => ({ ...f, calls: callsIn(f.expr) }));
+    const aggregated = fields.some((f) => f.calls.length > 0);
+    if (aggregated && fields.some((f) => f.calls.length === 0 && refsIn(f.expr).length > 0)) throw new StatementError('mixing aggregate and non-aggregate queries is not supported');
+    if (!aggregated && timeDim) throw new StatementError('GROUP BY requires at least one aggregate function');
+    const start = range.start ?? MIN_TIME;
+    let end = range.end ?? (timeDim ? now : MAX_TIME);
+    if (timeDim && range.start === null) throw new StatementError('too many points in the group by interval. maybe you forgot to specify a where time clause?');
+    if (end > MAX_TIME) end = MAX_TIME;
+    const out: ResultSeries[] = [];
+    if (start > end) return out;
+    for (const m of measurements) {
+      const groups = groupSeries(m, s.dimensions, rest);
+      for (const group of groups) {
+        const result = aggregated ? await this.aggregateGroup(s, m, group, fields, start, end, timeDim, rest, scope) : await this.rawGroup(s, m, group, start, end, rest, scope);
+        if (result) out.push(result);
+      }
+    }
+    return page(out, s.slimit, s.soffset);
+  }
+
+  /** Raw points of a group as rows: one per (series, time), fields as columns. */
+  private async rawGroup(s: SelectStatement, m: Measurement, group: Group, start: number, end: number, rest: Expr | null, scope: Scope): Promise<ResultSeries | null> {
+    const columns: Array<{ name: string; expr: Expr | null; tag: string | null; field: string | null }> = [];
+    for (const f of s.fields) {
+      if (f.expr.type === 'wildcard') {
+        const names = [...(f.expr.only !== 'tag' ? m.sortedFields().map((x) => ({ n: x, tag: false })) : []), ...(f.expr.only !== 'field' ? m.sortedTagKeys().filter((k) => !group.keys.includes(k)).map((x) => ({ n: x, tag: true })) : [])];
+        names.sort((a, b) => byteOrder(a.n, b.n));
+        for (const { n, tag } of names) columns.push({ name: n, expr: null, tag: tag ? n : null, field: tag ? null : n });
+        continue;
+      }
+      const refs = refsIn(f.expr);
+      if (refs.length === 0) throw new StatementError('at least 1 non-time field must be queried');
+      const name = f.alias ?? (f.expr.type === 'ref' ? f.expr.name : refs.map((r) => r.name).join('_'));
+      if (f.expr.type === 'ref' && (f.expr.dataType === 'tag' || (!m.fields.has(f.expr.name) && m.tagKeys.has(f.expr.name)))) columns.push({ name, expr: null, tag: f.expr.name, field: null });
+      else columns.push({ name, expr: f.expr, tag: null, field: f.expr.type === 'ref' ? f.expr.name : null });
+    }
+    const wanted = new Set<string>();
+    for (const c of columns) {
+      if (c.field) wanted.add(c.field);
+      if (c.expr) for (const r of refsIn(c.expr)) wanted.add(r.name);
+    }
+    for (const r of rest ? refsIn(rest) : []) if (m.fields.has(r.name)) wanted.add(r.name);
+    if (![...wanted].some((f) => m.fields.has(f))) return null;
+    // Series keys of the group, each with its fields' stored series.
+    const byKey = new Map<string, { series: InfluxSeries; fields: Map<string, string> }>();
+    for (const series of group.series) {
+      if (!wanted.has(series.field)) continue;
+      let entry = byKey.get(series.key);
+      if (!entry) byKey.set(series.key, (entry = { series, fields: new Map() }));
+      entry.fields.set(series.field, series.tag);
+    }
+    const points = await this.collect(scope, [...byKey.values()].flatMap((e) => [...e.fields.values()]), start, end);
+    const rows: Row[] = [];
+    for (const key of [...byKey.keys()].sort(byteOrder)) {
+      const entry = byKey.get(key)!;
+      // The union of the timestamps of this series' fields, each field's value at each.
+      const at = new Map<number, Map<string, number>>();
+      for (const [field, tag] of entry.fields) {
+        const got = points.get(tag);
+        if (!got) continue;
+        for (let i = 0; i < got.ts.length; i++) {
+          let row = at.get(got.ts[i]!);
+          if (!row) at.set(got.ts[i]!, (row = new Map()));
+          row.set(field, got.values[i]!);
+        }
+      }
+      for (const time of [...at.keys()].sort((a, b) => a - b)) {
+        const values = at.get(time)!;
+        if (rest && !evalCondition(rest, entry.series, values)) continue;
+        const cells: Cell[] = columns.map((c) => (c.tag !== null ? (tagValue(entry.series, c.tag) ?? null) : c.field !== null ? (values.get(c.field) ?? null) : evalMath(c.expr!, values)));
+        if (cells.every((cell, i) => cell === null || columns[i]!.tag !== null) && columns.some((c) => c.tag === null)) continue;
+        rows.push({ time, cells });
+      }
+    }
+    rows.sort((a, b) => a.time - b.time);
+    if (s.descending) rows.reverse();
+    const paged = page(rows, s.limit, s.offset);
+    if (paged.length === 0) return null;
+    return { name: m.name, ...(group.keys.length > 0 ? { tags: group.tags } : {}), columns: ['time', ...uniqueNames(columns.map((c) => c.name))], rows: paged };
+  }
+
+  /** Aggregates of a group: one row per bucket (or one row without GROUP BY time). */
+  private async aggregateGroup(
+    s: SelectStatement, m: Measurement, group: Group, fields: Array<{ expr: Expr; alias: string | null; calls: CallInfo[] }>,
+    start: number, end: number, timeDim: Extract<Dimension, { type: 'time' }> | null, rest: Expr | null, scope: Scope,
+  ): Promise<ResultSeries | null> {
+    if (rest && refsIn(rest).some((r) => m.fields.has(r.name))) throw new StatementError('conditions on field values are supported in raw SELECT statements only here');
+    const interval = timeDim ? timeDim.intervalMs : null;
+    const offset = timeDim ? ((timeDim.offsetMs % (interval || 1)) + (interval || 1)) % (interval || 1) : 0;
+    // The bucket grid: InfluxDB aligns buckets to the epoch plus the offset.
+    const firstBucket = interval ? Math.floor((start - offset) / interval) * interval + offset : start;
+    const bucketCount = interval ? Math.floor((end - firstBucket) / interval) + 1 : 1;
+    if (bucketCount > this.deps.maxBuckets) throw new StatementError(`the query makes ${bucketCount} buckets, more than ${this.deps.maxBuckets}: use a longer GROUP BY time interval or a narrower range`);
+    const bucketOf = (t: number) => (interval ? Math.floor((t - firstBucket) / interval) : 0);
+
+    // Each call's per-bucket values and times.
+    const calls = fields.flatMap((f) => f.calls);
+    const computed = new Map<CallInfo, { values: Array<number | null>; times: Array<number | null> }>();
+    let anyData = false;
+    for (const call of calls) {
+      const members = group.series.filter((x) => x.field === call.field);
+      if (!m.fields.has(call.field)) {
+        computed.set(call, { values: new Array(bucketCount).fill(null), times: new Array(bucketCount).fill(null) });
+        continue;
+      }
+      const result = await this.computeCall(call, members, start, end, firstBucket, interval, bucketCount, bucketOf, scope);
+      if (result.values.some((v, i) => v !== null && (call.fn !== 'count' || result.present[i]))) anyData = true;
+      computed.set(call, result);
+    }
+    if (!anyData) return null;
+    // Rows over the grid, then transforms, fill, order and paging.
+    const columnNames = uniqueNames(fields.map((f) => f.alias ?? columnName(f.expr)));
+    let rows: Row[] = [];
+    const singleSelector = !timeDim && calls.length === 1 && SELECTORS.has(calls[0]!.fn) && fields.length === 1;
+    for (let b = 0; b < bucketCount; b++) {
+      const time = interval ? firstBucket + b * interval : singleSelector ? (computed.get(calls[0]!)!.times[0] ?? start) : start;
+      const cells = fields.map((f) => evalAggregateExpr(f.expr, (call) => computed.get(call)!.values[b] ?? null, f.calls));
+      rows.push({ time, cells });
+    }
+    rows = applyTransforms(fields, rows);
+    rows = applyFill(s.fill, rows, fields.map((f) => f.calls.some((c) => c.fn === 'count') && f.expr.type === 'call'), !!timeDim);
+    if (s.descending) rows.reverse();
+    const paged = page(rows, s.limit, s.offset);
+    if (paged.length === 0) return null;
+    return { name: m.name, ...(group.keys.length > 0 ? { tags: group.tags } : {}), columns: ['time', ...columnNames], rows: paged };
+  }
+
+  /** One aggregate call over the members of a group, per bucket. */
+  private async computeCall(
+    call: CallInfo, members: InfluxSeries[], start: number, end: number, firstBucket: number, interval: number | null, bucketCount: number, bucketOf: (t: number) => number, scope: Scope,
+  ): Promise<{ values: Array<number | null>; times: Array<number | null>; present: boolean[] }> {
+    const values: Array<number | null> = new Array(bucketCount).fill(null);
+    const times: Array<number | null> = new Array(bucketCount).fill(null);
+    const present: boolean[] = new Array(bucketCount).fill(false);
+    const workerFn = WORKER_FUNCTIONS[call.fn as keyof typeof WORKER_FUNCTIONS];
+    // In the workers when the grid is the epoch one (no offset) or one bucket over the range.
+    const aligned = interval === null || (firstBucket % interval === 0 && Number.isInteger(interval));
+    // A selector without GROUP BY time reports its point's time, which the worker buckets do not keep.
+    const needsPointTime = interval === null && SELECTORS.has(call.fn);
+    if (workerFn && aligned && !needsPointTime && members.length > 0) {
+      const pipelines: Array<{ name: string; spec: AggregatorSpec[] }> = workerFn.map((name) => ({ name, spec: [samplingStep(name, interval ?? end - start + 1, interval !== null)] }));
+      const requests: SeriesRequest[] = members.flatMap((x) => pipelines.map((p) => ({ tag: x.tag, pipeline: p.spec, label: `${p.name}\u0000${x.tag}` })));
+      const got = await this.deps.reader.collect([{ collectionId: scope.id, series: requests }], start, end, scope.ctx.signal, this.deps.maxRawBytes, 'storage.queryMemoryBytes');
+      const acc = new Array(bucketCount).fill(null).map(() => ({ sum: 0, count: 0, min: Infinity, max: -Infinity, n: 0 }));
+      for (const x of members) {
+        for (const name of workerFn) {
+          const series = got.get(`${name}\u0000${x.tag}`);
+          if (!series) continue;
+          for (let i = 0; i < series.ts.length; i++) {
+            const b = bucketOf(series.ts[i]!);
+            if (b < 0 || b >= bucketCount) continue;
+            const v = series.values[i]!;
+            const a = acc[b]!;
+            a.n++;
+            if (name === 'sum') a.sum += v;
+            else if (name === 'count') a.count += v;
+            else if (name === 'min') a.min = Math.min(a.min, v);
+            else if (name === 'max') a.max = Math.max(a.max, v);
+          }
+        }
+      }
+      for (let b = 0; b < bucketCount; b++) {
+        const a = acc[b]!;
+        if (call.fn === 'count') {
+          values[b] = a.count;
+          present[b] = a.n > 0;
+          continue;
+        }
+        if (a.n === 0) continue;
+        present[b] = true;
+        values[b] = call.fn === 'mean' ? a.sum / a.count : call.fn === 'sum' ? a.sum : call.fn === 'min' ? a.min : a.max;
+      }
+      return { values, times, present };
+    }
+    // Raw points of every member, merged by time, then the function per bucket.
+    const points = await this.collect(scope, members.map((x) => x.tag), start, end);
+    const merged = mergeByTime(members.map((x) => points.get(x.tag)).filter((p): p is CollectedSeries => p !== undefined));
+    let from = 0;
+    while (from < merged.ts.length) {
+      const b = bucketOf(merged.ts[from]!);
+      let to = from + 1;
+      while (to < merged.ts.length && bucketOf(merged.ts[to]!) === b) to++;
+      if (b >= 0 && b < bucketCount) {
+        const r = aggregate(call.fn as Aggregate, merged.ts, merged.values, from, to, call.arg);
+        values[b] = r.value;
+        times[b] = r.time;
+        present[b] = true;
+      }
+      from = to;
+    }
+    if (call.fn === 'count') for (let b = 0; b < bucketCount; b++) if (values[b] === null) values[b] = 0;
+    return { values, times, present };
+  }
+
+  /** Raw points of stored series of the statement's collection. */
+  private async collect(scope: Scope, tags: string[], start: number, end: number): Promise<Map<string, CollectedSeries>> {
+    if (tags.length === 0) return new Map();
+    return this.deps.reader.collect([{ collectionId: scope.id, series: tags.map((tag) => ({ tag, pipeline: [] })) }], start, end, scope.ctx.signal, this.deps.maxRawBytes, 'storage.queryMemoryBytes');
+  }
+}
+
+/** The collection a SELECT reads, and the request it runs for. */
+interface Scope {
+  id: string;
+  ctx: ExecutionContext;
+}
+
+// ---- helpers ----------------------------------------------------------------------------------
+
+/** The worker pipelines that give each function's partial results per series. */
+const WORKER_FUNCTIONS = { mean: ['sum', 'count'], sum: ['sum'], count: ['count'], min: ['min'], max: ['max'] } as const;
+
+function samplingStep(name: string, width: number, align: boolean): AggregatorSpec {
+  return { name: name as 'sum', sampling: { value: width, unit: 'milliseconds' }, align_sampling: align, align_start_time: true, align_end_time: false };
+}
+
+interface Group {
+  keys: string[];
+  tags: Record<string, string>;
+  series: InfluxSeries[];
+}
+
+/** The series of a measurement that pass the tag conditions, grouped by the GROUP BY tag keys. */
+function groupSeries(m: Measurement, dimensions: readonly Dimension[], condition: Expr | null): Group[] {
+  const keys = new Set<string>();
+  for (const d of dimensions) {
+    if (d.type === 'tag') keys.add(d.name);
+    else if (d.type === 'wildcard') for (const k of m.tagKeys) keys.add(k);
+    else if (d.type === 'regex') {
+      const re = regex(d.source);
+      for (const k of m.tagKeys) if (re.test(k)) keys.add(k);
+    }
+  }
+  const sortedKeys = [...keys].sort(byteOrder);
+  const groups = new Map<string, Group>();
+  for (const series of m.series) {
+    if (condition && !matchesTags(condition, series)) continue;
+    const tags: Record<string, string> = {};
+    for (const k of sortedKeys) tags[k] = tagValue(series, k) ?? '';
+    const id = sortedKeys.map((k) => `${k}=${tags[k]}`).join(',');
+    let g = groups.get(id);
+    if (!g) groups.set(id, (g = { keys: sortedKeys, tags, series: [] }));
+    g.series.push(series);
+  }
+  return [...groups.entries()].sort((a, b) => byteOrder(a[0], b[0])).map(([, g]) => g);
+}
+
+interface CallInfo {
+  fn: string;
+  field: string;
+  arg: number;
+  /** An outer transform applied to this call's column (derivative(mean(x), 1s)). */
+  transform: { name: string; unitMs: number } | null;
+}
+
+/** The aggregate calls in a field expression (a transform over an aggregate counts as its inner call). */
+function callsIn(expr: Expr): CallInfo[] {
+  const found: CallInfo[] = [];
+  const visit = (e: Expr): void => {
+    if (e.type === 'call') {
+      const name = e.name.toLowerCase();
+      if (isTransform(name)) {
+        const inner = e.args[0];
+        const unitMs = e.args[1]?.type === 'duration' ? e.args[1].ms : 1000;
+        if (inner?.type === 'call' && isAggregate(inner.name.toLowerCase())) {
+          const info = callInfo(inner);
+          info.transform = { name, unitMs };
+          (e as Expr & { info?: CallInfo }).info = info;
+          found.push(info);
+          return;
+        }
+        throw new StatementError(`${name}() over a raw field is not supported here: use it over an aggregate with GROUP BY time, e.g. ${name}(mean("value"), 1s)`);
+      }
+      if (!isAggregate(name)) throw new StatementError(`function ${e.name}() is not supported here (supported: mean median min max sum count first last spread stddev percentile derivative non_negative_derivative difference)`);
+      const info = callInfo(e);
+      (e as Expr & { info?: CallInfo }).info = info;
+      found.push(info);
+      return;
+    }
+    if (e.type === 'binary') {
+      visit(e.left);
+      visit(e.right);
+    } else if (e.type === 'paren') visit(e.expr);
+  };
+  visit(expr);
+  return found;
+}
+
+function callInfo(e: Extract<Expr, { type: 'call' }>): CallInfo {
+  const fn = e.name.toLowerCase();
+  const target = e.args[0];
+  if (!target || target.type !== 'ref') throw new StatementError(`expected field argument in ${fn}()`);
+  let arg = 0;
+  if (fn === 'percentile') {
+    const p = e.args[1];
+    if (!p || p.type !== 'number') throw new StatementError('expected float argument in percentile()');
+    arg = p.value;
+  } else if (e.args.length > 1) throw new StatementError(`invalid number of arguments for ${fn}, expected 1, got ${e.args.length}`);
+  return { fn, field: target.name, arg, transform: null };
+}
+
+function refsIn(expr: Expr): Array<Extract<Expr, { type: 'ref' }>> {
+  const out: Array<Extract<Expr, { type: 'ref' }>> = [];
+  const visit = (e: Expr): void => {
+    if (e.type === 'ref') out.push(e);
+    else if (e.type === 'binary') {
+      visit(e.left);
+      visit(e.right);
+    } else if (e.type === 'paren') visit(e.expr);
+    else if (e.type === 'call') e.args.forEach(visit);
+  };
+  visit(expr);
+  return out;
+}
+
+function columnName(expr: Expr): string {
+  if (expr.type === 'call') {
+    const name = expr.name.toLowerCase();
+    return name;
+  }
+  if (expr.type === 'paren') return columnName(expr.expr);
+  if (expr.type === 'binary') {
+    const left = columnName(expr.left);
+    const right = columnName(expr.right);
+    if (expr.left.type === 'number') return right;
+    if (expr.right.type === 'number') return left;
+    return `${left}_${right}`;
+  }
+  if (expr.type === 'ref') return expr.name;
+  return 'value';
+}
+
+function uniqueNames(names: string[]): string[] {
+  const seen = new Map<string, number>();
+  return names.map((n) => {
+    const count = seen.get(n) ?? 0;
+    seen.set(n, count + 1);
+    return count === 0 ? n : `${n}_${count}`;
+  });
+}
+
+function evalAggregateExpr(expr: Expr, valueOf: (call: CallInfo) => number | null, calls: CallInfo[]): Cell {
+  const visit = (e: Expr): number | null => {
+    switch (e.type) {
+      case 'call': {
+        const info = (e as Expr & { info?: CallInfo }).info ?? calls[0]!;
+        return valueOf(info);
+      }
+      case 'number':
+        return e.value;
+      case 'paren':
+        return visit(e.expr);
+      case 'binary': {
+        const l = visit(e.left);
+        const r = visit(e.right);
+        return l === null || r === null ? null : arithmetic(e.op, l, r);
+      }
+      default:
+        throw new StatementError('only numbers and aggregate functions may be combined in an aggregate SELECT');
+    }
+  };
+  return visit(expr);
+}
+
+function evalMath(expr: Expr, fields: Map<string, number>): Cell {
+  const visit = (e: Expr): number | null => {
+    switch (e.type) {
+      case 'ref':
+        return fields.get(e.name) ?? null;
+      case 'number':
+        return e.value;
+      case 'paren':
+        return visit(e.expr);
+      case 'binary': {
+        const l = visit(e.left);
+        const r = visit(e.right);
+        return l === null || r === null ? null : arithmetic(e.op, l, r);
+      }
+      default:
+        throw new StatementError('only fields and numbers may be combined in a raw SELECT');
+    }
+  };
+  return visit(expr);
+}
+
+function arithmetic(op: string, l: number, r: number): number | null {
+  switch (op) {
+    case '+':
+      return l + r;
+    case '-':
+      return l - r;
+    case '*':
+      return l * r;
+    case '/':
+      return r === 0 ? 0 : l / r; // InfluxDB 1.x answers 0 for a division by zero
+    case '%':
+      return l % r;
+    default:
+      throw new StatementError(`operator ${op} is not supported between numbers here`);
+  }
+}
+
+/** Transforms over aggregate columns (derivative, non_negative_derivative, difference): computed between consecutive non-null rows. */
+function applyTransforms(fields: Array<{ expr: Expr; calls: CallInfo[] }>, rows: Row[]): Row[] {
+  const transformed = fields.map((f) => (f.expr.type === 'call' && isTransform(f.expr.name.toLowerCase()) ? f.calls[0]!.transform : null));
+  if (transformed.every((t) => t === null)) return rows;
+  const previous = fields.map(() => null as null | { time: number; value: number });
+  const out: Row[] = [];
+  for (const row of rows) {
+    const cells = row.cells.slice();
+    let any = false;
+    transformed.forEach((t, i) => {
+      if (!t) return;
+      const v = cells[i];
+      if (typeof v !== 'number') {
+        cells[i] = null;
+        return;
+      }
+      const before = previous[i];
+      previous[i] = { time: row.time, value: v };
+      if (!before) {
+        cells[i] = null;
+        return;
+      }
+      let result: number | null = v - before.value;
+      if (t.name !== 'difference') result = result / ((row.time - before.time) / t.unitMs);
+      if (t.name === 'non_negative_derivative' && result < 0) result = null;
+      cells[i] = result;
+      if (result !== null) any = true;
+    });
+    if (any) out.push({ time: row.time, cells });
+  }
+  return out;
+}
+
+/** fill(): null (default), none, previous, linear, a number; count columns fill with 0 by InfluxDB's rule already. */
+function applyFill(fill: Fill | null, rows: Row[], _countColumns: boolean[], grouped: boolean): Row[] {
+  const kind = fill?.kind ?? 'null';
+  if (!grouped) return rows.filter((r) => r.cells.some((c) => c !== null));
+  if (kind === 'none') return rows.filter((r) => r.cells.some((c) => c !== null));
+  if (kind === 'null') return rows;
+  if (kind === 'number') {
+    const value = (fill as { value: number }).value;
+    return rows.map((r) => ({ time: r.time, cells: r.cells.map((c) => (c === null ? value : c)) }));
+  }
+  const width = rows[0]?.cells.length ?? 0;
+  if (kind === 'previous') {
+    const last: Cell[] = new Array(width).fill(null);
+    return rows.map((r) => ({
+      time: r.time,
+      cells: r.cells.map((c, i) => {
+        if (c !== null) last[i] = c;
+        return c ?? last[i]!;
+      }),
+    }));
+  }
+  // linear: between two known values of a column, on the row times.
+  const out = rows.map((r) => ({ time: r.time, cells: r.cells.slice() }));
+  for (let i = 0; i < width; i++) {
+    let prev = -1;
+    for (let k = 0; k < out.length; k++) {
+      const v = out[k]!.cells[i];
+      if (typeof v !== 'number') continue;
+      if (prev >= 0 && k - prev > 1) {
+        const a = out[prev]!;
+        const av = a.cells[i] as number;
+        for (let j = prev + 1; j < k; j++) out[j]!.cells[i] = av + ((v - av) * (out[j]!.time - a.time)) / (out[k]!.time - a.time);
+      }
+      prev = k;
+    }
+  }
+  return out;
+}
+
+function mergeByTime(parts: CollectedSeries[]): CollectedSeries {
+  if (parts.length === 1) return parts[0]!;
+  const total = parts.reduce((n, p) => n + p.ts.length, 0);
+  const order = new Uint32Array(total);
+  const ts = new Float64Array(total);
+  const values = new Float64Array(total);
+  let k = 0;
+  for (const p of parts) {
+    ts.set(p.ts, k);
+    values.set(p.values, k);
+    k += p.ts.length;
+  }
+  for (let i = 0; i < total; i++) order[i] = i;
+  const sorted = Array.from(order).sort((a, b) => ts[a]! - ts[b]! || a - b);
+  return { ts: Float64Array.from(sorted, (i) => ts[i]!), values: Float64Array.from(sorted, (i) => values[i]!) };
+}
+
+/** `text` as a glob that matches only itself (series listing globs: `*`, `?` and `\\` are special). */
+function escapeGlob(text: string): string {
+  return text.replace(/[*?\\]/g, (c) => `\\${c}`);
+}
+
+function page<T>(items: T[], limit: number, offset: number): T[] {
+  const from = Math.max(0, offset);
+  return limit > 0 ? items.slice(from, from + limit) : items.slice(from);
+}
+
+function regex(source: string): { test(text: string): boolean } {
+  let compiled: LinearRegExp;
+  try {
+    compiled = new LinearRegExp(source, '');
+  } catch (err) {
+    throw new StatementError(`invalid regular expression /${source}/: ${(err as Error).message}`);
+  }
+  return { test: (text) => compiled.test(text, { remaining: REGEX_STEPS }) };
+}
+
+// ---- conditions ---------------------------------------------------------------------------------
+
+/** The time range of a WHERE (ANDed time comparisons), and what remains of it. */
+function splitTime(condition: Expr | null, now: number): { range: { start: number | null; end: number | null }; rest: Expr | null } {
+  const range = { start: null as number | null, end: null as number | null };
+  const visit = (e: Expr): Expr | null => {
+    if (e.type === 'paren') return visit(e.expr);
+    if (e.type === 'binary' && e.op === 'AND') {
+      const l = visit(e.left);
+      const r = visit(e.right);
+      return l && r ? { ...e, left: l, right: r } : (l ?? r);
+    }
+    if (e.type === 'binary' && isTimeRef(e.left) !== isTimeRef(e.right) && (isTimeRef(e.left) || isTimeRef(e.right))) {
+      const flipped = isTimeRef(e.right);
+      const op = flipped ? flip(e.op) : e.op;
+      const t = timeValue(flipped ? e.left : e.right, now);
+      switch (op) {
+        case '>':
+          range.start = Math.max(range.start ?? -Infinity, Math.floor(t) + 1);
+          break;
+        case '>=':
+          range.start = Math.max(range.start ?? -Infinity, Math.ceil(t));
+          break;
+        case '<':
+          range.end = Math.min(range.end ?? Infinity, Math.ceil(t) - 1);
+          break;
+        case '<=':
+          range.end = Math.min(range.end ?? Infinity, Math.floor(t));
+          break;
+        case '=':
+          range.start = Math.max(range.start ?? -Infinity, Math.ceil(t));
+          range.end = Math.min(range.end ?? Infinity, Math.floor(t));
+          break;
+        default:
+          throw new StatementError(`invalid operator ${e.op} with time: use =, <, <=, >, >=`);
+      }
+      return null;
+    }
+    if (mentionsTime(e)) throw new StatementError('time conditions may only be joined with AND here');
+    return e;
+  };
+  const rest = condition ? visit(condition) : null;
+  if (range.start !== null && range.start < 0) range.start = 0;
+  return { range, rest };
+}
+
+function isTimeRef(e: Expr): boolean {
+  return e.type === 'ref' && e.name.toLowerCase() === 'time';
+}
+
+function mentionsTime(e: Expr): boolean {
+  if (isTimeRef(e)) return true;
+  if (e.type === 'binary') return mentionsTime(e.left) || mentionsTime(e.right);
+  if (e.type === 'paren') return mentionsTime(e.expr);
+  return false;
+}
+
+function flip(op: string): string {
+  return ({ '>': '<', '<': '>', '>=': '<=', '<=': '>=' } as Record<string, string>)[op] ?? op;
+}
+
+/** A time expression in epoch ms: RFC 3339 strings, integers (ns), durations (epoch offsets), now() ± durations. */
+function timeValue(e: Expr, now: number): number {
+  switch (e.type) {
+    case 'paren':
+      return timeValue(e.expr, now);
+    case 'string': {
+      const text = /^\d{4}-\d{2}-\d{2}$/.test(e.value) ? `${e.value}T00:00:00Z` : e.value.replace(' ', 'T');
+      const ms = Date.parse(/Z$|[+-]\d{2}:\d{2}$/.test(text) ? text : `${text}Z`);
+      if (!Number.isFinite(ms)) throw new StatementError(`invalid time ${JSON.stringify(e.value)}: use RFC 3339 (2024-06-01T00:00:00Z)`);
+      return ms;
+    }
+    case 'number':
+      return e.value / 1e6;
+    case 'duration':
+      return e.ms;
+    case 'call':
+      if (e.name.toLowerCase() === 'now' && e.args.length === 0) return now;
+      break;
+    case 'binary':
+      if (e.op === '+' || e.op === '-') {
+        const l = timeValue(e.left, now);
+        const r = timeValue(e.right, now);
+        return e.op === '+' ? l + r : l - r;
+      }
+      break;
+  }
+  throw new StatementError('invalid time expression: use an RFC 3339 string, an epoch integer with a unit (1700000000000ms), or now() - 1h');
+}
+
+/** Whether a series passes the tag part of a condition (field comparisons count as true here). */
+function matchesTags(condition: Expr, series: InfluxSeries): boolean {
+  const r = evalCond(condition, series, null);
+  return r !== false;
+}
+
+function evalCondition(condition: Expr, series: InfluxSeries, fields: Map<string, number>): boolean {
+  return evalCond(condition, series, fields) === true;
+}
+
+/** true, false, or null when it depends on field values not given. */
+function evalCond(e: Expr, series: InfluxSeries, fields: Map<string, number> | null): boolean | null {
+  switch (e.type) {
+    case 'paren':
+      return evalCond(e.expr, series, fields);
+    case 'boolean':
+      return e.value;
+    case 'binary': {
+      if (e.op === 'AND' || e.op === 'OR') {
+        const l = evalCond(e.left, series, fields);
+        const r = evalCond(e.right, series, fields);
+        if (e.op === 'AND') return l === false || r === false ? false : l === null || r === null ? null : true;
+        return l === true || r === true ? true : l === null || r === null ? null : false;
+      }
+      const ref = e.left.type === 'ref' ? e.left : e.right.type === 'ref' ? e.right : null;
+      if (!ref) throw new StatementError('a condition compares a field or a tag with a value');
+      const other = ref === e.left ? e.right : e.left;
+      const isTag = ref.dataType === 'tag' || (ref.dataType !== 'field' && series.tags.some(([k]) => k === ref.name)) || (fields === null ? ref.dataType !== 'field' && !isFieldLike(ref.name, series) : !fields.has(ref.name) && ref.dataType !== 'field');
+      if (isTag) {
+        const value = tagValue(series, ref.name) ?? '';
+        if (e.op === '=~' || e.op === '!~') {
+          if (other.type !== 'regex') throw new StatementError(`${e.op} needs a regular expression`);
+          const hit = regex(other.source).test(value);
+          return e.op === '=~' ? hit : !hit;
+        }
+        if (other.type !== 'string') return e.op === '!=' || e.op === '<>';
+        switch (e.op) {
+          case '=':
+            return value === other.value;
+          case '!=':
+          case '<>':
+            return value !== other.value;
+          default:
+            throw new StatementError(`invalid operator ${e.op} on tag ${ref.name}`);
+        }
+      }
+      if (fields === null) return null;
+      const v = fields.get(ref.name);
+      if (v === undefined) return false;
+      if (other.type !== 'number') return false;
+      const [l, r] = ref === e.left ? [v, other.value] : [other.value, v];
+      switch (e.op) {
+        case '=':
+          return l === r;
+        case '!=':
+        case '<>':
+          return l !== r;
+        case '<':
+          return l < r;
+        case '<=':
+          return l <= r;
+        case '>':
+          return l > r;
+        case '>=':
+          return l >= r;
+        default:
+          throw new StatementError(`invalid operator ${e.op} on field ${ref.name}`);
+      }
+    }
+    default:
+      throw new StatementError('a condition compares a field or a tag with a value');
+  }
+}
+
+function isFieldLike(name: string, series: InfluxSeries): boolean {
+  return series.field === name;
+}
