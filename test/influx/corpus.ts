@@ -11,6 +11,7 @@
 // marked `dependsOnNow`: their empty trailing buckets run up to now(), so the two servers agree
 // unless a bucket boundary passes between the two requests; such a pair is asked again once.
 
+import { QUERY_FORMS, type QueryForm } from '../support/influxd.js';
 import type { Dataset } from './dataset.js';
 
 export interface CorpusEntry {
@@ -20,8 +21,8 @@ export interface CorpusEntry {
   q: string;
   /** The `epoch` parameter; none = RFC 3339 times. */
   epoch?: string;
-  /** How the request is sent (both forms are used across the corpus). */
-  method: 'GET' | 'POST';
+  /** How the request is sent (every form is used across the corpus, in turn). */
+  form: QueryForm;
   /** The `db` parameter when it is not the dataset's database; null = none sent. */
   db?: string | null;
   /** The answer may change with the second it is asked in (see above). */
@@ -64,8 +65,8 @@ export function makeCorpus(ds: Dataset, db: string): CorpusEntry[] {
   const out: CorpusEntry[] = [];
   let n = 0;
   const add = (id: string, q: string, about: string, extra: Partial<CorpusEntry> = {}) => {
-    // Alternate the request form, so each kind of statement is sent both ways somewhere.
-    out.push({ id, q, about, method: n++ % 2 === 0 ? 'GET' : 'POST', ...extra });
+    // Each request form in turn, so each kind of statement is sent in several forms somewhere.
+    out.push({ id, q, about, form: QUERY_FORMS[n++ % QUERY_FORMS.length], ...extra });
   };
 
   // ---- SHOW: Grafana's dropdowns and health check, the CLI --------------------------------------
@@ -95,9 +96,9 @@ export function makeCorpus(ds: Dataset, db: string): CorpusEntry[] {
 
   // ---- Grafana's query editor --------------------------------------------------------------------
   add('grafana-panel', `SELECT mean("usage_user") FROM "cpu" WHERE ("host" =~ /^a$/) AND ${tw(grafana).replace(' AND ', ' and ')} GROUP BY time(10s), "host" fill(null)`,
-    'a dashboard panel: $timeFilter in epoch ms, epoch=ms', { epoch: 'ms' });
+    'a dashboard panel: $timeFilter in epoch ms, epoch=ms', { epoch: 'ms', form: 'POST grafana' });
   add('grafana-panel-1m', `SELECT mean("usage_user") FROM "cpu" WHERE ("host" =~ /^(a|c)$/) AND ${tw(grafana)} GROUP BY time(1m), "host" fill(null)`,
-    'two hosts, host c ends before the window does (empty trailing buckets)', { epoch: 'ms' });
+    'two hosts, host c ends before the window does (empty trailing buckets)', { epoch: 'ms', form: 'GET' });
   add('grafana-panel-rfc', `SELECT mean("usage_user") FROM "cpu" WHERE ("host" =~ /^a$/) AND ${twRfc(grafana)} GROUP BY time(10m), "host" fill(null)`, 'RFC 3339 bounds and times');
   add('grafana-relative-6h', `SELECT mean("usage_user") FROM "cpu" WHERE ("host" =~ /^a$/) AND time >= now() - 6h GROUP BY time(10s), "host" fill(null)`,
     'the editor\'s default query for "last 6 hours", as the issue quotes it', { epoch: 'ms', dependsOnNow: true });

@@ -86,7 +86,7 @@ describe('InfluxDB 1.x API: the service against influxd', { skip: influxdSkip },
         // An answer with empty buckets up to now(): asked again when a bucket boundary passed between the two requests.
         if (diffs.length > 0 && entry.dependsOnNow) diffs = await askBoth(entry);
         if (diffs.length === 0) return;
-        const text = formatDifferences(diffs, `${entry.id} (${entry.about}), ${entry.method}${entry.epoch ? ` epoch=${entry.epoch}` : ''}:\n  ${entry.q}`);
+        const text = formatDifferences(diffs, `${entry.id} (${entry.about}), ${entry.form}${entry.epoch ? ` epoch=${entry.epoch}` : ''}:\n  ${entry.q}`);
         if (entry.differs) {
           st.diagnostic(`differs as known (${entry.differs}):\n${text}`);
           return;
@@ -98,7 +98,7 @@ describe('InfluxDB 1.x API: the service against influxd', { skip: influxdSkip },
 
   /** The differences between influxd's answer to `entry` and ours. */
   async function askBoth(entry: CorpusEntry) {
-    const opts = { db: entry.db === null ? undefined : entry.db ?? DB, epoch: entry.epoch, method: entry.method };
+    const opts = { db: entry.db === null ? undefined : entry.db ?? DB, epoch: entry.epoch, form: entry.form };
     const [reference, service] = await Promise.all([influxd.query(entry.q, opts), ours.query(entry.q, opts)]);
     const expected: QueryAnswer = { status: reference.status, json: reference.json, text: reference.text };
     const actual: QueryAnswer = { status: service.status, json: service.body, text: service.text };

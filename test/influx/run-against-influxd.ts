@@ -34,7 +34,7 @@ try {
   const [server, twin] = servers;
   console.log(`influxd ${server.url}: ${ds.lines.length} lines, ${new Date(ds.startMs).toISOString()} .. ${new Date(ds.endMs).toISOString()}, ${corpus.length} statements\n`);
   for (const entry of corpus) {
-    const opts: QueryOptions = { db: entry.db === null ? undefined : entry.db ?? DB, epoch: entry.epoch, method: entry.method };
+    const opts: QueryOptions = { db: entry.db === null ? undefined : entry.db ?? DB, epoch: entry.epoch, form: entry.form };
     if (twin) {
       const ask = () => Promise.all([server.query(entry.q, opts), twin.query(entry.q, opts)]);
       let [a, b] = await ask();
@@ -51,7 +51,7 @@ try {
     const results = (res.json?.results ?? []) as Array<{ series?: Array<{ values?: unknown[] }>; error?: string }>;
     const shape = results.map((r) => (r.error ? 'error' : `${r.series?.length ?? 0} series/${(r.series ?? []).reduce((n, s) => n + (s.values?.length ?? 0), 0)} rows`));
     const body = full || res.text.length <= 700 ? res.text.trimEnd() : `${res.text.slice(0, 700)}… (${res.text.length} bytes)`;
-    console.log(`== ${entry.id} [${entry.method}${entry.epoch ? ` epoch=${entry.epoch}` : ''}${entry.db !== undefined ? ` db=${entry.db}` : ''}] ${entry.about}\n${entry.q}\n-> ${res.status} ${shape.join('; ')}\n${body}\n`);
+    console.log(`== ${entry.id} [${entry.form}${entry.epoch ? ` epoch=${entry.epoch}` : ''}${entry.db !== undefined ? ` db=${entry.db}` : ''}] ${entry.about}\n${entry.q}\n-> ${res.status} ${shape.join('; ')}\n${body}\n`);
   }
 } finally {
   await Promise.all(servers.map((s) => s.stop()));

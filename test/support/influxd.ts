@@ -28,18 +28,29 @@ export interface InfluxAnswer {
   json: any;
 }
 
+/**
+ * How the parameters of `/query` travel; InfluxDB reads them from the URL and a form body alike.
+ * - `GET`: all in the URL (Grafana's default HTTP method, node-influx, curl -G);
+ * - `POST`: all in an `application/x-www-form-urlencoded` body;
+ * - `POST grafana`: `q` in the form body, the others in the URL (Grafana's POST method);
+ * - `POST cli`: all in the URL and an empty body with no Content-Type (the `influx` CLI, which
+ *   also adds chunked=true).
+ */
+export type QueryForm = 'GET' | 'POST' | 'POST grafana' | 'POST cli';
+export const QUERY_FORMS: readonly QueryForm[] = ['GET', 'POST', 'POST grafana', 'POST cli'];
+
 export interface QueryOptions {
   db?: string;
   /** ns, u, µ, ms, s, m, h; none = RFC 3339 times. */
   epoch?: string;
-  /** GET: every parameter in the URL. POST: every parameter in an `application/x-www-form-urlencoded` body. */
-  method?: 'GET' | 'POST';
+  /** GET unless told. */
+  form?: QueryForm;
   pretty?: boolean;
   /** Further parameters (rp, chunked, …). */
   params?: Record<string, string>;
 }
 
-/** The request InfluxDB's `/query` takes for `q` with `opts`: path (with the query string for GET) and form body (POST). */
+/** The request InfluxDB's `/query` takes for `q` with `opts`: method, path with its query string, body and headers. */
 export function queryRequest(q: string, opts: QueryOptions = {}): { method: 'GET' | 'POST'; path: string; body: string | null; headers: Record<string, string> } {
   const params = new URLSearchParams();
   if (opts.db !== undefined) params.set('db', opts.db);
@@ -47,8 +58,19 @@ export function queryRequest(q: string, opts: QueryOptions = {}): { method: 'GET
   if (opts.epoch !== undefined) params.set('epoch', opts.epoch);
   if (opts.pretty) params.set('pretty', 'true');
   for (const [k, v] of Object.entries(opts.params ?? {})) params.set(k, v);
-  if ((opts.method ?? 'GET') === 'GET') return { method: 'GET', path: `/query?${params}`, body: null, headers: {} };
-  return { method: 'POST', path: '/query', body: params.toString(), headers: { 'content-type': 'application/x-www-form-urlencoded' } };
+  const form = { 'content-type': 'application/x-www-form-urlencoded' };
+  switch (opts.form ?? 'GET') {
+    case 'GET':
+      return { method: 'GET', path: `/query?${params}`, body: null, headers: {} };
+    case 'POST':
+      return { method: 'POST', path: '/query', body: params.toString(), headers: form };
+    case 'POST grafana': {
+      params.delete('q');
+      return { method: 'POST', path: `/query?${params}`, body: new URLSearchParams({ q }).toString(), headers: form };
+    }
+    case 'POST cli':
+      return { method: 'POST', path: `/query?${params}`, body: '', headers: {} };
+  }
 }
 
 /** One running influxd. */
@@ -140,7 +162,7 @@ export class Influxd {
   }
 
   async createDatabase(name: string): Promise<void> {
-    const res = await this.query(`CREATE DATABASE ${quoteIdent(name)}`, { method: 'POST' });
+    const res = await this.query(`CREATE DATABASE ${quoteIdent(name)}`, { form: 'POST' });
     if (res.status !== 200 || res.json?.results?.[0]?.error) throw new Error(`influxd CREATE DATABASE ${name}: ${res.status} ${res.text}`);
   }
 
