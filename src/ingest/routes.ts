@@ -1,7 +1,8 @@
 // The ingest routes (WIRE.md part 2 "Ingest"): the client / tag group routes and their backfill
 // twin, the InfluxDB-compatible /ingest/v2 (1.x and 2.x write paths, ping, health) for Telegraf
-// and the Influx client libraries, and the counters. The bodies go to the storage workers
-// undecoded (service.ts).
+// and the Influx client libraries, the same 1.x write and ping at the root for clients that take
+// no path prefix (WIRE.md part 3 "InfluxDB 1.x compatibility at the root": the `influx` CLI,
+// Grafana), and the counters. The bodies go to the storage workers undecoded (service.ts).
 
 import type { GrantedRequest as Request, Route } from '../host/plugin.js';
 import { S } from '../http/compile.js';
@@ -13,7 +14,8 @@ import type { IngestService } from './service.js';
 const tag = 'Ingest';
 const BODY_TYPES = ['application/json', 'application/msgpack', 'application/octet-stream'];
 const OUTCOME: JsonSchema = S.object({ success: S.boolean(), points: S.integer(), error: S.string() }, ['success']);
-const VERSION_HEADER = { 'x-influxdb-version': '1.8.10-historian', 'x-influxdb-build': 'OSS' };
+/** What every ping answers: the InfluxDB release whose 1.x API the service speaks (clients read the version to pick features). */
+const VERSION_HEADER = { 'x-influxdb-version': '1.8.10', 'x-influxdb-build': 'OSS' };
 
 /** The timestamp units the line protocol routes take, with InfluxDB 1.x's short forms. */
 const PRECISIONS: Record<string, Precision> = { ns: 'ns', n: 'ns', us: 'us', u: 'us', µ: 'us', ms: 'ms', s: 's' };
@@ -66,18 +68,30 @@ export function ingestRoutes(ingest: IngestService, maxBodyBytes: number): Route
     'Auth: `Authorization: Bearer|Token <jwt or API key>`, Basic email:password (or any user name and an API key), or `u`/`p` (`p` may be an API key). `Content-Encoding: gzip` accepted. 204 on success; 400 `partial write: line <n>: … dropped=<k>` with the good lines written; 413, 429 as the other ingest routes.';
   const lineBody = { contentTypes: ['text/plain'], description: 'line protocol', bufferReused: true };
 
+  /** The 1.x write, under /ingest/v2 (Telegraf's `urls` with a path) and at the root (clients with no path prefix). */
+  const v1Write = (path: string, name: string): Route => ({
+    method: 'POST', path, auth: 'jwt', tag, authenticate, ...limits,
+    summary: `${name}: ?db=<client_id>[&rp=<tag group>][&precision=ns|us|ms|s|n|u]`,
+    description: `${lineDescription} Grid: line tag, else the client's grid, else \`rp\`, else \`default\`. Errors \`{error}\`.`,
+    query: { type: 'object', properties: { db: S.string(), rp: S.string(), precision: S.string() }, additionalProperties: true },
+    rawBody: lineBody,
+    responses: { 204: { description: 'written' }, 400: { description: 'partial write or bad request' } },
+    handler: (req) => lineReply(req, required(req, 'db'), typeof req.query.rp === 'string' && req.query.rp !== '' ? req.query.rp : null, false),
+  });
+
+  /** InfluxDB's ping (HEAD too, as every GET route): public, as InfluxDB's is. */
+  const ping = (path: string): Route => ({
+    method: 'GET', path, auth: 'public', tag,
+    summary: 'InfluxDB ping: 204 with X-Influxdb-Version and X-Influxdb-Build',
+    responses: { 204: { description: 'alive' } },
+    handler: () => ({ status: 204, headers: VERSION_HEADER }),
+  });
+
   return [
     clientRoute('/ingest/{client_id}/{tag_group}', false, 'Write points for an ingest client and tag group'),
     clientRoute('/ingest/backfill/{client_id}/{tag_group}', true, 'Write historical points (no alarms; yields to live ingest)'),
-    {
-      method: 'POST', path: '/ingest/v2/write', auth: 'jwt', tag, authenticate, ...limits,
-      summary: 'InfluxDB 1.x write: ?db=<client_id>[&rp=<tag group>][&precision=ns|us|ms|s|n|u]',
-      description: `${lineDescription} Grid: line tag, else the client's grid, else \`rp\`, else \`default\`. Errors \`{error}\`.`,
-      query: { type: 'object', properties: { db: S.string(), rp: S.string(), precision: S.string() }, additionalProperties: true },
-      rawBody: lineBody,
-      responses: { 204: { description: 'written' }, 400: { description: 'partial write or bad request' } },
-      handler: (req) => lineReply(req, required(req, 'db'), typeof req.query.rp === 'string' && req.query.rp !== '' ? req.query.rp : null, false),
-    },
+    v1Write('/ingest/v2/write', 'InfluxDB 1.x write'),
+    v1Write('/write', 'InfluxDB 1.x write at the root (the same as /ingest/v2/write)'),
     {
       method: 'POST', path: '/ingest/v2/api/v2/write', auth: 'jwt', tag, authenticate, ...limits, errorShape: 'influx2',
       summary: 'InfluxDB 2.x write: ?bucket=<client_id>[/<tag group>][&org=…][&precision=ns|us|ms|s]',
@@ -91,12 +105,8 @@ export function ingestRoutes(ingest: IngestService, maxBodyBytes: number): Route
         return slash < 0 ? lineReply(req, bucket, null, true) : lineReply(req, bucket.slice(0, slash), bucket.slice(slash + 1) || null, true);
       },
     },
-    {
-      method: 'GET', path: '/ingest/v2/ping', auth: 'public', tag,
-      summary: 'InfluxDB ping: 204 with X-Influxdb-Version',
-      responses: { 204: { description: 'alive' } },
-      handler: () => ({ status: 204, headers: VERSION_HEADER }),
-    },
+    ping('/ingest/v2/ping'),
+    ping('/ping'),
     {
       method: 'GET', path: '/ingest/v2/health', auth: 'public', tag,
       summary: 'InfluxDB 2 health',
