@@ -109,33 +109,34 @@ function timeValue(e: Expr, now: number): number {
 }
 
 /** Whether a series passes the tag part of a condition (field comparisons count as true here). */
-export function matchesTags(condition: Expr, series: InfluxSeries): boolean {
-  const r = evalCond(condition, series, null);
+export function matchesTags(condition: Expr, series: InfluxSeries, tagKeys: ReadonlySet<string>): boolean {
+  const r = evalCond(condition, series, null, tagKeys);
   return r !== false;
 }
 
-export function evalCondition(condition: Expr, series: InfluxSeries, fields: Map<string, number>): boolean {
-  return evalCond(condition, series, fields) === true;
+export function evalCondition(condition: Expr, series: InfluxSeries, fields: Map<string, number>, tagKeys: ReadonlySet<string>): boolean {
+  return evalCond(condition, series, fields, tagKeys) === true;
 }
 
 /** true, false, or null when it depends on field values not given. */
-function evalCond(e: Expr, series: InfluxSeries, fields: Map<string, number> | null): boolean | null {
+function evalCond(e: Expr, series: InfluxSeries, fields: Map<string, number> | null, tagKeys: ReadonlySet<string>): boolean | null {
   switch (e.type) {
     case 'paren':
-      return evalCond(e.expr, series, fields);
+      return evalCond(e.expr, series, fields, tagKeys);
     case 'boolean':
       return e.value;
     case 'binary': {
       if (e.op === 'AND' || e.op === 'OR') {
-        const l = evalCond(e.left, series, fields);
-        const r = evalCond(e.right, series, fields);
+        const l = evalCond(e.left, series, fields, tagKeys);
+        const r = evalCond(e.right, series, fields, tagKeys);
         if (e.op === 'AND') return l === false || r === false ? false : l === null || r === null ? null : true;
         return l === true || r === true ? true : l === null || r === null ? null : false;
       }
       const ref = e.left.type === 'ref' ? e.left : e.right.type === 'ref' ? e.right : null;
       if (!ref) throw new StatementError('a condition compares a field or a tag with a value');
       const other = ref === e.left ? e.right : e.left;
-      const isTag = ref.dataType === 'tag' || (ref.dataType !== 'field' && series.tags.some(([k]) => k === ref.name)) || (fields === null ? ref.dataType !== 'field' && !isFieldLike(ref.name, series) : !fields.has(ref.name) && ref.dataType !== 'field');
+      // A tag key of the measurement is a tag (a series without it has the empty value), anything else a field.
+      const isTag = ref.dataType === 'tag' || (ref.dataType !== 'field' && tagKeys.has(ref.name));
       if (isTag) {
         const value = tagValue(series, ref.name) ?? '';
         if (e.op === '=~' || e.op === '!~') {
@@ -157,8 +158,10 @@ function evalCond(e: Expr, series: InfluxSeries, fields: Map<string, number> | n
       if (fields === null) return null;
       const v = fields.get(ref.name);
       if (v === undefined) return false;
-      if (other.type !== 'number') return false;
-      const [l, r] = ref === e.left ? [v, other.value] : [other.value, v];
+      // Booleans are stored as 1 and 0.
+      const literal = other.type === 'number' ? other.value : other.type === 'boolean' ? (other.value ? 1 : 0) : null;
+      if (literal === null) return false;
+      const [l, r] = ref === e.left ? [v, literal] : [literal, v];
       switch (e.op) {
         case '=':
           return l === r;
@@ -180,8 +183,4 @@ function evalCond(e: Expr, series: InfluxSeries, fields: Map<string, number> | n
     default:
       throw new StatementError('a condition compares a field or a tag with a value');
   }
-}
-
-function isFieldLike(name: string, series: InfluxSeries): boolean {
-  return series.field === name;
 }

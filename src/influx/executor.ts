@@ -10,7 +10,7 @@ import type { CollectedSeries, PointReader, SeriesRequest } from '../storage/api
 import type { AggregatorSpec } from '../../shared/aggregator-spec.js';
 import { ServiceError } from '../../shared/errors.js';
 import type { Dimension, Expr, SelectStatement, Source, Statement } from './influxql/ast.js';
-import { aggregate, SELECTORS, type Aggregate } from './functions.js';
+import { aggregate, isTransform, SELECTORS, type Aggregate } from './functions.js';
 import { byteOrder, influxSeriesOf, MeasurementIndex, tagValue, type InfluxSeries, type Measurement } from './model.js';
 import type { Cell, ResultSeries, Row, StatementResult } from './results.js';
 import { StatementError } from './errors.js';
@@ -71,14 +71,14 @@ export class Executor {
         const { index } = await this.index(s.database, ctx);
         let names = index.names();
         if (s.measurement) names = names.filter((n) => (s.measurement!.op === '=' ? n === s.measurement!.value : regex(s.measurement!.value).test(n)));
-        if (s.condition) names = names.filter((n) => index.byName.get(n)!.series.some((series) => matchesTags(s.condition!, series)));
+        if (s.condition) names = names.filter((n) => index.byName.get(n)!.series.some((series) => matchesTags(s.condition!, series, index.byName.get(n)!.tagKeys)));
         names = page(names, s.limit, s.offset);
         return names.length === 0 ? [] : [{ name: 'measurements', columns: ['name'], rows: names.map((n) => ({ time: 0, cells: [n] })), timeless: true }];
       }
       case 'show-tag-keys': {
         const { index } = await this.index(s.database, ctx, s.sources);
         return this.measurementsOf(index, s.sources).flatMap((m) => {
-          const keys = page(m.sortedTagKeys().filter((k) => !s.condition || m.series.some((x) => tagValue(x, k) !== undefined && matchesTags(s.condition!, x))), s.limit, s.offset);
+          const keys = page(m.sortedTagKeys().filter((k) => !s.condition || m.series.some((x) => tagValue(x, k) !== undefined && matchesTags(s.condition!, x, m.tagKeys))), s.limit, s.offset);
           return keys.length === 0 ? [] : [{ name: m.name, columns: ['tagKey'], rows: keys.map((k) => ({ time: 0, cells: [k] })), timeless: true }];
         });
       }
@@ -102,7 +102,7 @@ export class Executor {
         return this.measurementsOf(index, s.sources).flatMap((m) => {
           const pairs = new Map<string, [string, string]>();
           for (const series of m.series) {
-            if (s.condition && !matchesTags(s.condition, series)) continue;
+            if (s.condition && !matchesTags(s.condition, series, m.tagKeys)) continue;
             for (const [k, v] of series.tags) if (keyMatches(k)) pairs.set(`${k}\u0000${v}`, [k, v]);
           }
           const sorted = page([...pairs.values()].sort((a, b) => byteOrder(a[0], b[0]) || byteOrder(a[1], b[1])), s.limit, s.offset);
@@ -119,7 +119,7 @@ export class Executor {
       case 'show-series': {
         const { index } = await this.index(s.database, ctx, s.sources);
         const keys = new Set<string>();
-        for (const m of this.measurementsOf(index, s.sources)) for (const series of m.series) if (!s.condition || matchesTags(s.condition, series)) keys.add(series.key);
+        for (const m of this.measurementsOf(index, s.sources)) for (const series of m.series) if (!s.condition || matchesTags(s.condition, series, m.tagKeys)) keys.add(series.key);
         const sorted = page([...keys].sort(byteOrder), s.limit, s.offset);
         return sorted.length === 0 ? [] : [{ columns: ['key'], rows: sorted.map((k) => ({ time: 0, cells: [k] })), timeless: true }];
       }
@@ -194,10 +194,12 @@ export class Executor {
     const { range, rest } = splitTime(s.condition, now);
     const timeDim = s.dimensions.find((d): d is Extract<Dimension, { type: 'time' }> => d.type === 'time') ?? null;
     if (s.dimensions.filter((d) => d.type === 'time').length > 1) throw new StatementError('GROUP BY allows one time() dimension');
-    const fields = s.fields.map((f) => ({ ...f, calls: callsIn(f.expr) }));
+    const rawTransform = rawTransformOf(s);
+    const fields = rawTransform ? [] : s.fields.map((f) => ({ ...f, calls: callsIn(f.expr) }));
     const aggregated = fields.some((f) => f.calls.length > 0);
     if (aggregated && fields.some((f) => f.calls.length === 0 && refsIn(f.expr).length > 0)) throw new StatementError('mixing aggregate and non-aggregate queries is not supported');
-    if (!aggregated && timeDim) throw new StatementError('GROUP BY requires at least one aggregate function');
+    if (!aggregated && !rawTransform && timeDim) throw new StatementError('GROUP BY requires at least one aggregate function');
+    if (rawTransform && timeDim) throw new StatementError(`${rawTransform.name} over a raw field cannot be combined with GROUP BY time: use it over an aggregate, e.g. ${rawTransform.name}(mean("value"))`);
     const start = range.start ?? MIN_TIME;
     let end = range.end ?? (timeDim ? now : MAX_TIME);
     if (timeDim && range.start === null) throw new StatementError('too many points in the group by interval. maybe you forgot to specify a where time clause?');
@@ -207,10 +209,12 @@ export class Executor {
     for (const m of measurements) {
       const groups = groupSeries(m, s.dimensions, rest);
       for (const group of groups) {
-        const result = aggregated ? await this.aggregateGroup(s, m, group, fields, start, end, timeDim, rest, scope) : await this.rawGroup(s, m, group, start, end, rest, scope);
+        const result = rawTransform ? await this.rawTransformGroup(s, m, group, rawTransform, start, end, rest, scope) : aggregated ? await this.aggregateGroup(s, m, group, fields, start, end, timeDim, rest, scope) : await this.rawGroup(s, m, group, start, end, rest, scope);
         if (result) out.push(result);
       }
     }
+    // ORDER BY time DESC also turns the order of the series around, as InfluxDB does.
+    if (s.descending) out.reverse();
     return page(out, s.slimit, s.soffset);
   }
 
@@ -262,7 +266,7 @@ export class Executor {
       }
       for (const time of [...at.keys()].sort((a, b) => a - b)) {
         const values = at.get(time)!;
-        if (rest && !evalCondition(rest, entry.series, values)) continue;
+        if (rest && !evalCondition(rest, entry.series, values, m.tagKeys)) continue;
         const cells: Cell[] = columns.map((c) => (c.tag !== null ? (tagValue(entry.series, c.tag) ?? null) : c.field !== null ? (values.get(c.field) ?? null) : evalMath(c.expr!, values)));
         if (cells.every((cell, i) => cell === null || columns[i]!.tag !== null) && columns.some((c) => c.tag === null)) continue;
         rows.push({ time, cells });
@@ -280,8 +284,13 @@ export class Executor {
     s: SelectStatement, m: Measurement, group: Group, fields: Array<{ expr: Expr; alias: string | null; calls: CallInfo[] }>,
     start: number, end: number, timeDim: Extract<Dimension, { type: 'time' }> | null, rest: Expr | null, scope: Scope,
   ): Promise<ResultSeries | null> {
-    if (rest && refsIn(rest).some((r) => m.fields.has(r.name))) throw new StatementError('conditions on field values are supported in raw SELECT statements only here');
+    const fieldCondition = rest && refsIn(rest).some((r) => m.fields.has(r.name)) ? rest : null;
     const interval = timeDim ? timeDim.intervalMs : null;
+    // A transform over an aggregate (derivative(mean(x))) also reads the interval before the
+    // range, as InfluxDB does, so the first bucket of the range has a value to differ from.
+    const transformed = fields.some((f) => f.calls.some((c) => c.transform !== null));
+    const shownFrom = start;
+    if (interval && transformed) start = Math.max(0, start - interval);
     const offset = timeDim ? ((timeDim.offsetMs % (interval || 1)) + (interval || 1)) % (interval || 1) : 0;
     // The bucket grid: InfluxDB aligns buckets to the epoch plus the offset.
     const firstBucket = interval ? Math.floor((start - offset) / interval) * interval + offset : start;
@@ -292,6 +301,7 @@ export class Executor {
     // Each call's per-bucket values and times.
     const calls = fields.flatMap((f) => f.calls);
     const computed = new Map<CallInfo, { values: Array<number | null>; times: Array<number | null> }>();
+    // (start may have moved back one interval for a transform; the grid is placed from there.)
     let anyData = false;
     for (const call of calls) {
       const members = group.series.filter((x) => x.field === call.field);
@@ -299,8 +309,8 @@ export class Executor {
         computed.set(call, { values: new Array(bucketCount).fill(null), times: new Array(bucketCount).fill(null) });
         continue;
       }
-      const result = await this.computeCall(call, members, start, end, firstBucket, interval, bucketCount, bucketOf, scope);
-      if (result.values.some((v, i) => v !== null && (call.fn !== 'count' || result.present[i]))) anyData = true;
+      const result = await this.computeCall(call, members, start, end, firstBucket, interval, bucketCount, bucketOf, scope, fieldCondition, group.series, m.tagKeys);
+      if (result.values.some((v) => v !== null)) anyData = true;
       computed.set(call, result);
     }
     if (!anyData) return null;
@@ -314,26 +324,51 @@ export class Executor {
       rows.push({ time, cells });
     }
     rows = applyTransforms(fields, rows);
-    rows = applyFill(s.fill, rows, fields.map((f) => f.calls.some((c) => c.fn === 'count') && f.expr.type === 'call'), !!timeDim);
+    if (interval && transformed) rows = rows.filter((r) => r.time >= Math.floor((shownFrom - offset) / interval) * interval + offset);
+    rows = applyFill(s.fill, rows, fields.map((f) => f.expr.type === 'call' && f.expr.name.toLowerCase() === 'count'), !!timeDim);
     if (s.descending) rows.reverse();
     const paged = page(rows, s.limit, s.offset);
     if (paged.length === 0) return null;
     return { name: m.name, ...(group.keys.length > 0 ? { tags: group.tags } : {}), columns: ['time', ...columnNames], rows: paged };
   }
 
+  /** derivative, non_negative_derivative or difference over a raw field: between consecutive points of the group. */
+  private async rawTransformGroup(s: SelectStatement, m: Measurement, group: Group, t: RawTransform, start: number, end: number, rest: Expr | null, scope: Scope): Promise<ResultSeries | null> {
+    if (!m.fields.has(t.field)) return null;
+    const members = group.series.filter((x) => x.field === t.field);
+    const condition = rest && refsIn(rest).some((r) => m.fields.has(r.name)) ? rest : null;
+    const parts = condition
+      ? await this.filteredPoints(scope, members, group.series, condition, start, end, m.tagKeys)
+      : await this.collect(scope, members.map((x) => x.tag), start, end).then((points) => members.map((x) => points.get(x.tag)).filter((p): p is CollectedSeries => p !== undefined));
+    const merged = mergeByTime(parts);
+    const rows: Row[] = [];
+    for (let i = 1; i < merged.ts.length; i++) {
+      const dt = merged.ts[i]! - merged.ts[i - 1]!;
+      if (dt === 0) continue;
+      let value = merged.values[i]! - merged.values[i - 1]!;
+      if (t.name !== 'difference') value = value / (dt / t.unitMs);
+      if (t.name === 'non_negative_derivative' && value < 0) continue;
+      rows.push({ time: merged.ts[i]!, cells: [value] });
+    }
+    if (s.descending) rows.reverse();
+    const paged = page(rows, s.limit, s.offset);
+    if (paged.length === 0) return null;
+    return { name: m.name, ...(group.keys.length > 0 ? { tags: group.tags } : {}), columns: ['time', t.alias ?? t.name], rows: paged };
+  }
+
   /** One aggregate call over the members of a group, per bucket. */
   private async computeCall(
     call: CallInfo, members: InfluxSeries[], start: number, end: number, firstBucket: number, interval: number | null, bucketCount: number, bucketOf: (t: number) => number, scope: Scope,
-  ): Promise<{ values: Array<number | null>; times: Array<number | null>; present: boolean[] }> {
+    fieldCondition: Expr | null, groupSeries: InfluxSeries[], tagKeys: ReadonlySet<string>,
+  ): Promise<{ values: Array<number | null>; times: Array<number | null> }> {
     const values: Array<number | null> = new Array(bucketCount).fill(null);
     const times: Array<number | null> = new Array(bucketCount).fill(null);
-    const present: boolean[] = new Array(bucketCount).fill(false);
     const workerFn = WORKER_FUNCTIONS[call.fn as keyof typeof WORKER_FUNCTIONS];
     // In the workers when the grid is the epoch one (no offset) or one bucket over the range.
     const aligned = interval === null || (firstBucket % interval === 0 && Number.isInteger(interval));
     // A selector without GROUP BY time reports its point's time, which the worker buckets do not keep.
     const needsPointTime = interval === null && SELECTORS.has(call.fn);
-    if (workerFn && aligned && !needsPointTime && members.length > 0) {
+    if (workerFn && aligned && !needsPointTime && !fieldCondition && members.length > 0) {
       const pipelines: Array<{ name: string; spec: AggregatorSpec[] }> = workerFn.map((name) => ({ name, spec: [samplingStep(name, interval ?? end - start + 1, interval !== null)] }));
       const requests: SeriesRequest[] = members.flatMap((x) => pipelines.map((p) => ({ tag: x.tag, pipeline: p.spec, label: `${p.name}\u0000${x.tag}` })));
       const got = await this.deps.reader.collect([{ collectionId: scope.id, series: requests }], start, end, scope.ctx.signal, this.deps.maxRawBytes, 'storage.queryMemoryBytes');
@@ -357,20 +392,14 @@ export class Executor {
       }
       for (let b = 0; b < bucketCount; b++) {
         const a = acc[b]!;
-        if (call.fn === 'count') {
-          values[b] = a.count;
-          present[b] = a.n > 0;
-          continue;
-        }
         if (a.n === 0) continue;
-        present[b] = true;
-        values[b] = call.fn === 'mean' ? a.sum / a.count : call.fn === 'sum' ? a.sum : call.fn === 'min' ? a.min : a.max;
+        values[b] = call.fn === 'count' ? a.count : call.fn === 'mean' ? a.sum / a.count : call.fn === 'sum' ? a.sum : call.fn === 'min' ? a.min : a.max;
       }
-      return { values, times, present };
+      return { values, times };
     }
-    // Raw points of every member, merged by time, then the function per bucket.
-    const points = await this.collect(scope, members.map((x) => x.tag), start, end);
-    const merged = mergeByTime(members.map((x) => points.get(x.tag)).filter((p): p is CollectedSeries => p !== undefined));
+    // Raw points of every member (only those that pass a field condition), merged by time, then the function per bucket.
+    const parts = fieldCondition ? await this.filteredPoints(scope, members, groupSeries, fieldCondition, start, end, tagKeys) : await this.collect(scope, members.map((x) => x.tag), start, end).then((points) => members.map((x) => points.get(x.tag)).filter((p): p is CollectedSeries => p !== undefined));
+    const merged = mergeByTime(parts);
     let from = 0;
     while (from < merged.ts.length) {
       const b = bucketOf(merged.ts[from]!);
@@ -380,12 +409,42 @@ export class Executor {
         const r = aggregate(call.fn as Aggregate, merged.ts, merged.values, from, to, call.arg);
         values[b] = r.value;
         times[b] = r.time;
-        present[b] = true;
       }
       from = to;
     }
-    if (call.fn === 'count') for (let b = 0; b < bucketCount; b++) if (values[b] === null) values[b] = 0;
-    return { values, times, present };
+    return { values, times };
+  }
+
+  /**
+   * The points of each member that pass a condition on field values: the condition's fields are
+   * read beside them, and a point counts when the condition holds on the fields of its series
+   * at its time (InfluxDB's rows).
+   */
+  private async filteredPoints(scope: Scope, members: InfluxSeries[], groupSeries: InfluxSeries[], condition: Expr, start: number, end: number, tagKeys: ReadonlySet<string>): Promise<CollectedSeries[]> {
+    const conditionFields = new Set(refsIn(condition).map((r) => r.name));
+    const siblings = groupSeries.filter((x) => conditionFields.has(x.field) && members.some((m) => m.key === x.key));
+    const points = await this.collect(scope, [...new Set([...members, ...siblings].map((x) => x.tag))], start, end);
+    return members.map((member) => {
+      const rows = new Map<number, Map<string, number>>();
+      for (const x of siblings) {
+        if (x.key !== member.key) continue;
+        const got = points.get(x.tag);
+        if (!got) continue;
+        for (let i = 0; i < got.ts.length; i++) {
+          let row = rows.get(got.ts[i]!);
+          if (!row) rows.set(got.ts[i]!, (row = new Map()));
+          row.set(x.field, got.values[i]!);
+        }
+      }
+      const own = points.get(member.tag) ?? { ts: new Float64Array(0), values: new Float64Array(0) };
+      const keep: number[] = [];
+      for (let i = 0; i < own.ts.length; i++) {
+        const row = new Map(rows.get(own.ts[i]!) ?? []);
+        row.set(member.field, own.values[i]!);
+        if (evalCondition(condition, member, row, tagKeys)) keep.push(i);
+      }
+      return { ts: Float64Array.from(keep, (i) => own.ts[i]!), values: Float64Array.from(keep, (i) => own.values[i]!) };
+    });
   }
 
   /** Raw points of stored series of the statement's collection. */
@@ -402,6 +461,22 @@ interface Scope {
 }
 
 // ---- helpers ----------------------------------------------------------------------------------
+
+interface RawTransform {
+  name: string;
+  field: string;
+  unitMs: number;
+  alias: string | null;
+}
+
+/** The one field of a SELECT when it is a transform over a raw field (`difference("v")`), else null. */
+function rawTransformOf(s: SelectStatement): RawTransform | null {
+  const one = s.fields.length === 1 ? s.fields[0]! : null;
+  const e = one?.expr;
+  if (!e || e.type !== 'call' || !isTransform(e.name.toLowerCase()) || e.args[0]?.type !== 'ref') return null;
+  const unit = e.args[1];
+  return { name: e.name.toLowerCase(), field: e.args[0].name, unitMs: unit?.type === 'duration' ? unit.ms : 1000, alias: one!.alias };
+}
 
 /** The worker pipelines that give each function's partial results per series. */
 const WORKER_FUNCTIONS = { mean: ['sum', 'count'], sum: ['sum'], count: ['count'], min: ['min'], max: ['max'] } as const;
@@ -430,7 +505,7 @@ function groupSeries(m: Measurement, dimensions: readonly Dimension[], condition
   const sortedKeys = [...keys].sort(byteOrder);
   const groups = new Map<string, Group>();
   for (const series of m.series) {
-    if (condition && !matchesTags(condition, series)) continue;
+    if (condition && !matchesTags(condition, series, m.tagKeys)) continue;
     const tags: Record<string, string> = {};
     for (const k of sortedKeys) tags[k] = tagValue(series, k) ?? '';
     const id = sortedKeys.map((k) => `${k}=${tags[k]}`).join(',');

@@ -35,9 +35,13 @@ export function aggregate(fn: Aggregate, ts: ArrayLike<number>, values: ArrayLik
       return { value: sum, time: null };
     }
     case 'first':
-      return { value: values[from]!, time: ts[from]! };
-    case 'last':
-      return { value: values[to - 1]!, time: ts[to - 1]! };
+    case 'last': {
+      // Of points at the same (earliest or latest) time, InfluxDB's reducers keep the greater value.
+      const edge = fn === 'first' ? ts[from]! : ts[to - 1]!;
+      let best = fn === 'first' ? from : to - 1;
+      for (let i = from; i < to; i++) if (ts[i] === edge && values[i]! > values[best]!) best = i;
+      return { value: values[best]!, time: edge };
+    }
     case 'min':
     case 'max': {
       let best = from;

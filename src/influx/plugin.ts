@@ -36,10 +36,18 @@ export const influxPlugin = definePlugin({
         return null;
       }
     };
+    /** The ingest clients the caller reaches, and the collections it sees that no such client names. */
     const databases = (grant: Parameters<typeof collections.visible>[0]): string[] => {
-      const names = new Set<string>(clients.names().filter((name) => database(grant, name) !== null));
-      for (const record of collections.visible(grant)) names.add(idOf(record));
-      return [...names].sort();
+      const names: string[] = [];
+      const named = new Set<string>();
+      for (const name of clients.names()) {
+        const id = database(grant, name);
+        if (id === null) continue;
+        names.push(name);
+        named.add(id);
+      }
+      for (const record of collections.visible(grant)) if (!named.has(idOf(record))) names.push(idOf(record));
+      return names.sort();
     };
     const executor = new Executor({ reader, database, databases, now: () => clock.now(), maxRawBytes: settings.maxQueryBytes, maxBuckets: MAX_BUCKETS });
     return { routes: influxRoutes(executor, needs.credentials) };

@@ -40,11 +40,12 @@ export function applyTransforms(fields: Array<{ expr: Expr; calls: CallInfo[] }>
 }
 
 /** fill(): null (default), none, previous, linear, a number; count columns fill with 0 by InfluxDB's rule already. */
-export function applyFill(fill: Fill | null, rows: Row[], _countColumns: boolean[], grouped: boolean): Row[] {
+export function applyFill(fill: Fill | null, rows: Row[], countColumns: boolean[], grouped: boolean): Row[] {
   const kind = fill?.kind ?? 'null';
-  if (!grouped) return rows.filter((r) => r.cells.some((c) => c !== null));
+  if (!grouped) return rows.filter((r) => r.cells.some((c) => c !== null)).map((r) => zeroCounts(r, countColumns));
   if (kind === 'none') return rows.filter((r) => r.cells.some((c) => c !== null));
-  if (kind === 'null') return rows;
+  // fill(null) leaves a count of an empty bucket at 0, as InfluxDB does.
+  if (kind === 'null') return rows.map((r) => zeroCounts(r, countColumns));
   if (kind === 'number') {
     const value = (fill as { value: number }).value;
     return rows.map((r) => ({ time: r.time, cells: r.cells.map((c) => (c === null ? value : c)) }));
@@ -76,6 +77,10 @@ export function applyFill(fill: Fill | null, rows: Row[], _countColumns: boolean
     }
   }
   return out;
+}
+
+function zeroCounts(row: Row, countColumns: boolean[]): Row {
+  return countColumns.some((c, i) => c && row.cells[i] === null) ? { time: row.time, cells: row.cells.map((c, i) => (countColumns[i] && c === null ? 0 : c)) } : row;
 }
 
 export function mergeByTime(parts: CollectedSeries[]): CollectedSeries {

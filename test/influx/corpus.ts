@@ -36,6 +36,10 @@ export interface CorpusEntry {
   differs?: string;
 }
 
+/** Why boolean and integer fields answer differently (README "InfluxQL" lists it). */
+const BOOLEANS =
+  'booleans are stored as 1 and 0 and integers as doubles (README: the store keeps doubles), so boolean fields answer 1/0 and SHOW FIELD KEYS says float';
+
 const SECOND = 1000;
 const MINUTE = 60 * SECOND;
 const HOUR = 60 * MINUTE;
@@ -85,7 +89,7 @@ export function makeCorpus(ds: Dataset, db: string): CorpusEntry[] {
   add('show-tag-values-regex', 'SHOW TAG VALUES FROM "cpu" WITH KEY =~ /reg/', 'keys by regex');
   add('show-tag-values-where', 'SHOW TAG VALUES FROM "cpu" WITH KEY = "host" WHERE "region" = \'eu\'', 'Grafana: the value dropdown of a second condition sends the others as WHERE');
   add('show-tag-values-none', 'SHOW TAG VALUES FROM "ambient" WITH KEY = "host"', 'a measurement without the key: no series');
-  add('show-field-keys', 'SHOW FIELD KEYS', 'every measurement\'s fields and types (integer, boolean, float)');
+  add('show-field-keys', 'SHOW FIELD KEYS', 'every measurement\'s fields and types (integer, boolean, float)', { differs: BOOLEANS });
   add('show-field-keys-from', 'SHOW FIELD KEYS FROM "cpu"', 'Grafana: the SELECT field dropdown');
   add('show-series', 'SHOW SERIES', 'every series key');
   add('show-series-from', 'SHOW SERIES FROM "boiler"', 'one measurement');
@@ -112,7 +116,8 @@ export function makeCorpus(ds: Dataset, db: string): CorpusEntry[] {
   add('now-count', 'SELECT count("usage_user") FROM "cpu" WHERE time > now() - 1d GROUP BY time(1d), "host" fill(none)', 'every point counted, per host and day');
   add('now-last', 'SELECT last("temp") FROM "boiler" WHERE time >= now() - 12h GROUP BY "line"', 'the last value and its time');
   add('now-max-1h', 'SELECT max("temp") FROM "boiler" WHERE time >= now() - 4h GROUP BY time(1h) fill(none)', 'hourly buckets, none empty');
-  add('now-raw-desc', 'SELECT * FROM "pump" WHERE time > now() - 1h ORDER BY time DESC LIMIT 3', 'the newest raw points');
+  add('now-raw-desc', 'SELECT * FROM "pump" WHERE time > now() - 1h ORDER BY time DESC LIMIT 3', 'the newest raw points', { differs: BOOLEANS });
+  add('now-raw-desc-numbers', 'SELECT "starts" FROM "pump" WHERE time > now() - 1h ORDER BY time DESC LIMIT 3', 'the newest raw points of a number field', { dependsOnNow: true });
 
   // ---- every function, per 5 minutes and line, over a window that is not bucket-aligned ------------
   for (const fn of ['mean', 'median', 'min', 'max', 'sum', 'count', 'first', 'last', 'spread', 'stddev']) {
@@ -124,11 +129,13 @@ export function makeCorpus(ds: Dataset, db: string): CorpusEntry[] {
   for (const fn of ['mean', 'median', 'min', 'max', 'sum', 'count', 'first', 'last', 'spread', 'stddev']) {
     add(`whole-${fn}`, `SELECT ${fn}("usage_user") FROM "cpu" WHERE ${tw(grafana)} GROUP BY "host"`, `${fn} over the window, per host: which time it reports`);
   }
-  add('whole-percentile', `SELECT percentile("usage_user", 25) FROM "cpu" WHERE ${tw(grafana)} GROUP BY "host"`, 'percentile over the window');
+  add('whole-percentile', `SELECT percentile("usage_user", 25) FROM "cpu" WHERE ${tw(grafana)} GROUP BY "host"`, 'percentile over the window', {
+    differs: 'of equal values, the point whose time percentile() reports differs: influxd sorts with Go\'s unstable sort; the value is the same',
+  });
   add('whole-selectors', `SELECT min("temp"), max("temp") FROM "boiler" WHERE ${tw(w1)} GROUP BY "line"`, 'two selectors together: the time becomes the window start');
   add('whole-mixed', `SELECT mean("temp"), last("temp"), count("temp") FROM "boiler" WHERE ${tw(w1)}`, 'aggregates and a selector, both lines together');
   add('integer-aggregates', `SELECT mean("starts"), sum("starts"), spread("starts"), max("starts") FROM "pump" WHERE ${whole} GROUP BY "id"`, 'an integer field: mean is a float, sum an integer');
-  add('boolean-selectors', `SELECT count("running"), first("running"), last("running") FROM "pump" WHERE ${whole} GROUP BY "id"`, 'a boolean field');
+  add('boolean-selectors', `SELECT count("running"), first("running"), last("running") FROM "pump" WHERE ${whole} GROUP BY "id"`, 'a boolean field', { differs: BOOLEANS });
 
   // ---- derivative, non_negative_derivative, difference ---------------------------------------------
   add('derivative-raw', `SELECT derivative("usage_user") FROM "cpu" WHERE "host" = 'a' AND ${tw(raw)}`, 'per second (the default unit) over raw points');
@@ -161,7 +168,8 @@ export function makeCorpus(ds: Dataset, db: string): CorpusEntry[] {
 
   // ---- raw SELECT, *, WHERE forms ----------------------------------------------------------------------
   add('raw-star', `SELECT * FROM "cpu" WHERE ${tw(raw)}`, 'every field and tag as columns');
-  add('raw-star-pump', `SELECT * FROM "pump" WHERE ${tw(pumpRaw)}`, 'integers, booleans, times 250 ms after the second');
+  add('raw-star-pump', `SELECT * FROM "pump" WHERE ${tw(pumpRaw)}`, 'integers, booleans, times 250 ms after the second', { differs: BOOLEANS });
+  add('raw-numbers-pump', `SELECT "starts" FROM "pump" WHERE ${tw(pumpRaw)}`, 'integers, times 250 ms after the second');
   add('raw-no-tags', `SELECT "temp" FROM "ambient" WHERE ${tw(raw)}`, 'a measurement without tags');
   add('raw-tag-column', `SELECT "usage_user", "host" FROM "cpu" WHERE ${tw(raw)}`, 'a tag selected as a column');
   add('where-rfc3339', `SELECT "temp" FROM "boiler" WHERE "line" = 'A' AND time >= ${rfc(raw.from)} AND time < ${rfc(raw.from + 20 * SECOND)}`, 'RFC 3339 bounds, the upper exclusive');
@@ -198,7 +206,7 @@ export function makeCorpus(ds: Dataset, db: string): CorpusEntry[] {
 
   // ---- epoch ----------------------------------------------------------------------------------------------------
   for (const epoch of ['ns', 'u', 'µ', 'ms', 's', 'm', 'h']) {
-    add(`epoch-${epoch === 'µ' ? 'mu' : epoch}`, `SELECT "starts", "running" FROM "pump" WHERE "id" = 'p1' AND ${tw(pumpRaw)}`, `epoch=${epoch}: times 250 ms after the second, rounded down`, {
+    add(`epoch-${epoch === 'µ' ? 'mu' : epoch}`, `SELECT "starts" FROM "pump" WHERE "id" = 'p1' AND ${tw(pumpRaw)}`, `epoch=${epoch}: times 250 ms after the second, rounded down`, {
       epoch,
       // influxd 1.6 answers an epoch it does not know (µ among them, also when sent as u's UTF-8 twin) in ns; WIRE.md lists µ as microseconds.
       ...(epoch === 'µ' ? { differs: 'epoch=µ is microseconds (WIRE.md); influxd 1.6 does not know µ and answers ns' } : {}),
@@ -212,7 +220,10 @@ export function makeCorpus(ds: Dataset, db: string): CorpusEntry[] {
   add('multi-error', `SELECT mean("usage_user") FROM "cpu" WHERE ${tw(grafana)}; SELECT mean("temp") FROM "nothere" WHERE ${tw(w1)}`, 'a statement with no series beside one with');
   add('unknown-measurement', `SELECT mean("temp") FROM "nothere" WHERE ${tw(w1)}`, 'no series: a result with only statement_id');
   add('unknown-field', `SELECT "nope" FROM "cpu" WHERE ${tw(raw)}`, 'an unknown field: no series');
-  add('db-not-found', 'SHOW MEASUREMENTS', 'a database that does not exist', { db: 'no-such-db' });
+  add('db-not-found', 'SHOW MEASUREMENTS', 'a database that does not exist', {
+    db: 'no-such-db',
+    differs: 'WIRE.md: a db the caller cannot see (or that does not exist) is "database not found" on every statement; influxd 1.6 answers SHOW MEASUREMENTS of a missing database with no series',
+  });
   add('select-db-not-found', `SELECT mean("temp") FROM "boiler" WHERE ${tw(w1)}`, 'SELECT from a database that does not exist', { db: 'no-such-db' });
   add('parse-error', 'SELECT FROM "cpu"', 'a malformed query: 400 with the position');
   add('parse-error-where', `SELECT mean("temp") FROM "boiler" WHERE time >`, 'a malformed condition');
