@@ -15,7 +15,7 @@
 import { Dataset, influxLines } from './dataset.js';
 import { createIngestClient } from './ours.js';
 import { INFLUX_BIN, INFLUX_DB, requirePeerBinaries, serviceTls, startInfluxDb, type PeerServer } from './peer-servers.js';
-import { commandLine, describeReply, machine, markdownTable, num, positiveIntOption, runPool, sizeOptions } from './runner.js';
+import { commandLine, describeReply, machine, markdownTable, num, positiveIntOption, runPool, sizeOptions, sleep } from './runner.js';
 import { startOurService, type HttpsClient } from './service.js';
 
 const CLIENT = 'bench-influx';
@@ -37,14 +37,20 @@ interface Figures {
   meanPerMinute: number;
   rawLastHour: number;
   v2PointsPerSecond?: number;
+  rootPointsPerSecond?: number;
 }
 
 async function ingest(client: HttpsClient, path: string): Promise<number> {
   const started = performance.now();
   let next = 0;
   await runPool(sizes.connections, { next: () => (next < bodies.length ? { done: false, value: bodies[next++]! } : { done: true, value: undefined }) } as Iterator<string>, async (body) => {
-    const reply = await client.request('POST', path, body, { 'content-type': 'text/plain' });
-    if (reply.status !== 204) throw describeReply(`POST ${path}`, reply);
+    for (;;) {
+      const reply = await client.request('POST', path, body, { 'content-type': 'text/plain' });
+      if (reply.status === 204) return;
+      // A full request ring (ours) or a busy server asks for a retry; the retries are part of the time.
+      if (reply.status !== 503 && reply.status !== 429) throw describeReply(`POST ${path}`, reply);
+      await sleep(20);
+    }
   });
   return dataset.totalPoints / ((performance.now() - started) / 1000);
 }
@@ -74,8 +80,18 @@ try {
   const ours: Figures = { ingestPointsPerSecond: await ingest(ourClient, `/write?db=${CLIENT}&precision=ms`), meanPerMinute: 0, rawLastHour: 0 };
   ours.meanPerMinute = await rate(ourClient, meanQuery, CLIENT);
   ours.rawLastHour = await rate(ourClient, rawQuery, CLIENT);
-  await createIngestClient(ourClient, `${CLIENT}-v2`, { ...SCOPE, grid: 'v2' });
-  ours.v2PointsPerSecond = await ingest(ourClient, `/ingest/v2/write?db=${CLIENT}-v2&precision=ms`);
+  // The two write paths, interleaved into fresh collections (each round a new grid), best of two each.
+  const root: number[] = [];
+  const v2: number[] = [];
+  for (let round = 0; round < 2; round++) {
+    for (const [path, list] of [['/write', root], ['/ingest/v2/write', v2]] as const) {
+      const client = `${CLIENT}-${list === root ? 'root' : 'v2'}-${round}`;
+      await createIngestClient(ourClient, client, { ...SCOPE, grid: client });
+      list.push(await ingest(ourClient, `${path}?db=${client}&precision=ms`));
+    }
+  }
+  ours.rootPointsPerSecond = Math.max(...root);
+  ours.v2PointsPerSecond = Math.max(...v2);
 
   influx = await startInfluxDb(serviceTls(service), sizes.connections);
   const theirs: Figures = { ingestPointsPerSecond: await ingest(influx.client, `/write?db=${INFLUX_DB}&precision=ms`), meanPerMinute: 0, rawLastHour: 0 };
@@ -87,7 +103,7 @@ try {
   console.log(`data set ${dataset.options.tags} series × ${dataset.options.points} points at 1 s (${dataset.totalPoints.toLocaleString('en')} points), ${sizes.connections} connections, ${seconds} s per query phase; ${influx.version}\n`);
   console.log(markdownTable(['figure', 'ours', 'InfluxDB', 'ours ÷ InfluxDB'], [
     ['ingest, root `/write`, points/s', num(ours.ingestPointsPerSecond, 0), num(theirs.ingestPointsPerSecond, 0), ratio(ours.ingestPointsPerSecond, theirs.ingestPointsPerSecond)],
-    ['ours: `/ingest/v2/write`, points/s (the same handler)', num(ours.v2PointsPerSecond!, 0), '', ratio(ours.ingestPointsPerSecond, ours.v2PointsPerSecond!) + ' root ÷ v2'],
+    ['ours, into fresh collections, best of two interleaved rounds: root `/write` ÷ `/ingest/v2/write`', `${num(ours.rootPointsPerSecond!, 0)} / ${num(ours.v2PointsPerSecond!, 0)}`, '', ratio(ours.rootPointsPerSecond!, ours.v2PointsPerSecond!) + ' (the same handler)'],
     ['`mean(value) … GROUP BY time(1m)` over one series\' day, queries/s', num(ours.meanPerMinute, 1), num(theirs.meanPerMinute, 1), ratio(ours.meanPerMinute, theirs.meanPerMinute, 3)],
     ['raw `value` of one series\' last hour, queries/s', num(ours.rawLastHour, 1), num(theirs.rawLastHour, 1), ratio(ours.rawLastHour, theirs.rawLastHour, 2)],
   ]));

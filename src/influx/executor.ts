@@ -251,8 +251,35 @@ export class Executor {
     }
     const points = await this.collect(scope, [...byKey.values()].flatMap((e) => [...e.fields.values()]), start, end);
     const rows: Row[] = [];
+    // Tag conditions chose the series already; only conditions on field values are asked per row.
+    const rowCondition = rest && refsIn(rest).some((r) => m.fields.has(r.name)) ? rest : null;
+    const plain = columns.every((c) => c.tag !== null || c.field !== null);
     for (const key of [...byKey.keys()].sort(byteOrder)) {
       const entry = byKey.get(key)!;
+      if (plain && !rowCondition && entry.fields.size === 1) {
+        // One field: its points are the rows, in time order already (no row maps).
+        const [[field, tag]] = [...entry.fields];
+        const got = points.get(tag!);
+        if (!got) continue;
+        if (columns.length === 1 && columns[0]!.field === field && byKey.size === 1) {
+          // A time and one value column: the points as they are, no row objects.
+          let { ts, values } = got;
+          if (s.descending) {
+            ts = ts.slice().reverse();
+            values = values.slice().reverse();
+          }
+          const from = Math.min(ts.length, Math.max(0, s.offset));
+          const to = s.limit > 0 ? Math.min(ts.length, from + s.limit) : ts.length;
+          if (to <= from) return null;
+          return { name: m.name, ...(group.keys.length > 0 ? { tags: group.tags } : {}), columns: ['time', ...uniqueNames(columns.map((c) => c.name))], rows: [], points: { ts: ts.subarray(from, to), values: values.subarray(from, to) } };
+        }
+        const tagCells = columns.map((c) => (c.tag !== null ? (tagValue(entry.series, c.tag) ?? null) : null));
+        for (let i = 0; i < got.ts.length; i++) {
+          const value = got.values[i]!;
+          rows.push({ time: got.ts[i]!, cells: columns.map((c, k) => (c.field === field ? value : tagCells[k]!)) });
+        }
+        continue;
+      }
       // The union of the timestamps of this series' fields, each field's value at each.
       const at = new Map<number, Map<string, number>>();
       for (const [field, tag] of entry.fields) {
@@ -266,13 +293,13 @@ export class Executor {
       }
       for (const time of [...at.keys()].sort((a, b) => a - b)) {
         const values = at.get(time)!;
-        if (rest && !evalCondition(rest, entry.series, values, m.tagKeys)) continue;
+        if (rowCondition && !evalCondition(rowCondition, entry.series, values, m.tagKeys)) continue;
         const cells: Cell[] = columns.map((c) => (c.tag !== null ? (tagValue(entry.series, c.tag) ?? null) : c.field !== null ? (values.get(c.field) ?? null) : evalMath(c.expr!, values)));
         if (cells.every((cell, i) => cell === null || columns[i]!.tag !== null) && columns.some((c) => c.tag === null)) continue;
         rows.push({ time, cells });
       }
     }
-    rows.sort((a, b) => a.time - b.time);
+    if (byKey.size > 1) rows.sort((a, b) => a.time - b.time);
     if (s.descending) rows.reverse();
     const paged = page(rows, s.limit, s.offset);
     if (paged.length === 0) return null;
@@ -363,7 +390,8 @@ export class Executor {
   ): Promise<{ values: Array<number | null>; times: Array<number | null> }> {
     const values: Array<number | null> = new Array(bucketCount).fill(null);
     const times: Array<number | null> = new Array(bucketCount).fill(null);
-    const workerFn = WORKER_FUNCTIONS[call.fn as keyof typeof WORKER_FUNCTIONS];
+    // One series' mean is its worker's avg (one scan); several series' means combine sums and counts.
+    const workerFn = call.fn === 'mean' && members.length === 1 ? (['avg'] as const) : WORKER_FUNCTIONS[call.fn as keyof typeof WORKER_FUNCTIONS];
     // In the workers when the grid is the epoch one (no offset) or one bucket over the range.
     const aligned = interval === null || (firstBucket % interval === 0 && Number.isInteger(interval));
     // A selector without GROUP BY time reports its point's time, which the worker buckets do not keep.
@@ -383,7 +411,10 @@ export class Executor {
             const v = series.values[i]!;
             const a = acc[b]!;
             a.n++;
-            if (name === 'sum') a.sum += v;
+            if (name === 'avg') {
+              a.sum += v;
+              a.count += 1;
+            } else if (name === 'sum') a.sum += v;
             else if (name === 'count') a.count += v;
             else if (name === 'min') a.min = Math.min(a.min, v);
             else if (name === 'max') a.max = Math.max(a.max, v);

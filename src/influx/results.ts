@@ -1,7 +1,10 @@
 // InfluxDB 1.x JSON answers (WIRE.md part 3): `{"results":[{"statement_id":0,"series":[{"name",
 // "tags"?, "columns", "values"}]}]}`, a failed statement as `{"statement_id", "error"}`. Times
 // are RFC 3339 unless `epoch` asks for a unit; epoch nanoseconds of today's dates pass 2^53, so
-// times are written as digit text, never through a double.
+// times are written as digit text, never through a double. Raw points with epoch=ms (what
+// Grafana asks for) go through the query results' point writer, a row allocating nothing.
+
+import { JsonPointWriter } from '../../native-free-codecs/result-json.js';
 
 export type Epoch = 'ns' | 'u' | 'ms' | 's' | 'm' | 'h' | null;
 
@@ -27,6 +30,11 @@ export interface ResultSeries {
   columns: string[];
   /** Rows with a time column first; or, for SHOW answers, plain rows (`time` unused). */
   rows: Row[];
+  /**
+   * In place of `rows` for a time and one value column (a raw field): its points, written
+   * straight into the answer's bytes without a row object each.
+   */
+  points?: { ts: Float64Array; values: Float64Array };
   /** SHOW answers have no time column. */
   timeless?: boolean;
 }
@@ -64,21 +72,63 @@ function cellText(cell: Cell): string {
   return JSON.stringify(cell);
 }
 
-function seriesText(s: ResultSeries, epoch: Epoch): string {
+/** The answer being written: text parts, and byte parts the point writer made. */
+class AnswerBuilder {
+  private readonly parts: Array<string | Uint8Array> = [];
+  private text = '';
+  private readonly writer = new JsonPointWriter(1 << 16);
+
+  add(text: string): void {
+    this.text += text;
+  }
+
+  /** `[t,v],…` of points, times in epoch ms (the writer of the query results). */
+  points(ts: Float64Array, values: Float64Array): void {
+    this.writer.reset();
+    this.writer.points(ts, values, 0, ts.length, false);
+    this.parts.push(this.text, this.writer.bytes().slice());
+    this.text = '';
+  }
+
+  finish(): Buffer {
+    this.parts.push(this.text);
+    return Buffer.concat(this.parts.map((p) => (typeof p === 'string' ? Buffer.from(p, 'utf8') : p)));
+  }
+}
+
+function writeSeries(out: AnswerBuilder, s: ResultSeries, epoch: Epoch): void {
   const head: string[] = [];
   if (s.name !== undefined) head.push(`"name":${JSON.stringify(s.name)}`);
   if (s.tags !== undefined) head.push(`"tags":${JSON.stringify(s.tags)}`);
   head.push(`"columns":${JSON.stringify(s.columns)}`);
-  const rows = s.rows.map((r) => `[${s.timeless ? r.cells.map(cellText).join(',') : [timeText(r.time, epoch), ...r.cells.map(cellText)].join(',')}]`);
-  return `{${head.join(',')},"values":[${rows.join(',')}]}`;
+  out.add(`{${head.join(',')},"values":[`);
+  if (s.points && epoch === 'ms') out.points(s.points.ts, s.points.values);
+  else if (s.points) {
+    const { ts, values } = s.points;
+    const rows: string[] = new Array(ts.length);
+    for (let i = 0; i < ts.length; i++) rows[i] = `[${timeText(ts[i]!, epoch)},${cellText(values[i]!)}]`;
+    out.add(rows.join(','));
+  } else {
+    out.add(s.rows.map((r) => `[${s.timeless ? r.cells.map(cellText).join(',') : [timeText(r.time, epoch), ...r.cells.map(cellText)].join(',')}]`).join(','));
+  }
+  out.add(']}');
 }
 
 /** The whole answer of a request's statements. */
-export function resultsText(results: StatementResult[], epoch: Epoch): string {
-  const parts = results.map((r, i) => {
-    if ('error' in r) return `{"statement_id":${i},"error":${JSON.stringify(r.error)}}`;
-    if (r.series.length === 0) return `{"statement_id":${i}}`;
-    return `{"statement_id":${i},"series":[${r.series.map((s) => seriesText(s, epoch)).join(',')}]}`;
+export function resultsBytes(results: StatementResult[], epoch: Epoch): Buffer {
+  const out = new AnswerBuilder();
+  out.add('{"results":[');
+  results.forEach((r, i) => {
+    if (i > 0) out.add(',');
+    if ('error' in r) return out.add(`{"statement_id":${i},"error":${JSON.stringify(r.error)}}`);
+    if (r.series.length === 0) return out.add(`{"statement_id":${i}}`);
+    out.add(`{"statement_id":${i},"series":[`);
+    r.series.forEach((series, k) => {
+      if (k > 0) out.add(',');
+      writeSeries(out, series, epoch);
+    });
+    out.add(']}');
   });
-  return `{"results":[${parts.join(',')}]}`;
+  out.add(']}');
+  return out.finish();
 }

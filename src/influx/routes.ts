@@ -9,7 +9,7 @@ import type { Reply } from '../http/route.js';
 import { badRequest } from '../../shared/errors.js';
 import type { Executor } from './executor.js';
 import { InfluxQLParseError, parseQuery } from './influxql/parser.js';
-import { epochOf, resultsText, type StatementResult } from './results.js';
+import { epochOf, resultsBytes, type StatementResult } from './results.js';
 
 const VERSION_HEADERS = { 'x-influxdb-version': '1.8.10', 'x-influxdb-build': 'OSS' };
 const FORM = 'application/x-www-form-urlencoded';
@@ -32,7 +32,7 @@ export function influxRoutes(executor: Executor, credentials: InfluxCredentials)
     const db = typeof params.db === 'string' && params.db !== '' ? params.db : null;
     const results: StatementResult[] = [];
     for (const statement of statements) results.push(await executor.run(statement, { grant: req.grant, db, signal: req.signal }));
-    return { status: 200, headers: VERSION_HEADERS, contentType: 'application/json', body: resultsText(results, epoch) };
+    return { status: 200, headers: VERSION_HEADERS, contentType: 'application/json', body: resultsBytes(results, epoch) };
   };
 
   const description =
