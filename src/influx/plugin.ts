@@ -50,6 +50,6 @@ export const influxPlugin = definePlugin({
       return names.sort();
     };
     const executor = new Executor({ reader, database, databases, now: () => clock.now(), maxRawBytes: settings.maxQueryBytes, maxBuckets: MAX_BUCKETS });
-    return { routes: influxRoutes(executor, needs.credentials) };
+    return { routes: influxRoutes(executor, needs.credentials, () => clock.now()) };
   },
 });

@@ -14,7 +14,7 @@ import { epochOf, resultsBytes, type StatementResult } from './results.js';
 const VERSION_HEADERS = { 'x-influxdb-version': '1.8.10', 'x-influxdb-build': 'OSS' };
 const FORM = 'application/x-www-form-urlencoded';
 
-export function influxRoutes(executor: Executor, credentials: InfluxCredentials): Route[] {
+export function influxRoutes(executor: Executor, credentials: InfluxCredentials, now: () => number): Route[] {
   const authenticate = (source: Parameters<NonNullable<Route['authenticate']>>[0]) => credentials.authenticate(source);
 
   const answer = async (req: Request, params: Record<string, unknown>): Promise<Reply> => {
@@ -22,9 +22,18 @@ export function influxRoutes(executor: Executor, credentials: InfluxCredentials)
     if (typeof q !== 'string' || q.trim() === '') throw badRequest('missing required parameter "q"');
     const epoch = epochOf(params.epoch);
     if (epoch === undefined) throw badRequest(`epoch must be one of ns, u, µ, ms, s, m, h, got ${JSON.stringify(params.epoch)}`);
+    let bound: Record<string, unknown> | undefined;
+    if (typeof params.params === 'string' && params.params !== '') {
+      try {
+        bound = JSON.parse(params.params) as Record<string, unknown>;
+      } catch (err) {
+        return { status: 400, headers: VERSION_HEADERS, body: { error: `error parsing query parameters: ${(err as Error).message}` } };
+      }
+      if (bound === null || typeof bound !== 'object' || Array.isArray(bound)) return { status: 400, headers: VERSION_HEADERS, body: { error: 'error parsing query parameters: params must be a JSON object' } };
+    }
     let statements;
     try {
-      statements = parseQuery(q);
+      statements = parseQuery(q, { nowMs: now(), ...(bound ? { params: bound } : {}) });
     } catch (err) {
       if (err instanceof InfluxQLParseError) return { status: 400, headers: VERSION_HEADERS, body: { error: `error parsing query: ${err.message}` } };
       throw err;
@@ -38,7 +47,7 @@ export function influxRoutes(executor: Executor, credentials: InfluxCredentials)
   const description =
     'InfluxDB 1.x query API (WIRE.md part 3): `db` names an ingest client or a collection id (`org/site/unit/grid`); `q` holds InfluxQL statements separated by `;` ' +
     '(SHOW DATABASES, MEASUREMENTS, TAG KEYS, TAG VALUES, FIELD KEYS, SERIES, RETENTION POLICIES; SELECT with the functions, GROUP BY, fill, ORDER BY time DESC, LIMIT/OFFSET/SLIMIT/SOFFSET); ' +
-    '`epoch` ns|u|ms|s|m|h for integer times (RFC 3339 without it). Credentials: Bearer or Token (JWT or API key), Basic, `u`/`p`. A statement that fails has `error` in its result.';
+    '`epoch` ns|u|ms|s|m|h for integer times (RFC 3339 without it); `params` a JSON object of bound parameters (`$name`). Credentials: Bearer or Token (JWT or API key), Basic, `u`/`p`. A statement that fails has `error` in its result.';
 
   return [
     {

@@ -32,7 +32,8 @@ describe('InfluxQL /query', () => {
   }
 
   before(async () => {
-    svc = await startService();
+    // The smallest storage.queryMemoryBytes, so that a raw SELECT of BIG's 70,000 points passes it.
+    svc = await startService({ config: { storage: { queryMemoryBytes: 1048576 } } });
     admin = await svc.adminToken();
     const mk = async (url: string, body: object) => {
       const res = await svc.post(`/svcapi/${url}`, body, admin);
@@ -51,6 +52,9 @@ describe('InfluxQL /query', () => {
     assert.equal(res.status, 204, res.text);
     const json = await svc.post('/svcapi/write', { ...SCOPE, grid: 'main', tags: { 'TI-1': [[T0, 7.5]] } }, admin);
     assert.equal(json.body.success, true, json.text);
+    const big = Array.from({ length: 70_000 }, (_, i): [number, number] => [T0 + i * 1000, (i % 1000) + 0.25]);
+    const bigWrite = await svc.post('/svcapi/write', { ...SCOPE, grid: 'main', tags: { BIG: big } }, admin);
+    assert.equal(bigWrite.body.success, true, bigWrite.text);
     outsider = await svc.newUser('outsider@plant.test');
   });
   after(() => svc?.dispose());
@@ -59,7 +63,7 @@ describe('InfluxQL /query', () => {
     const dbs = await series('SHOW DATABASES');
     assert.deepEqual(dbs[0]?.columns, ['name']);
     assert.ok(dbs[0]!.values.some(([name]) => name === CLIENT), JSON.stringify(dbs));
-    assert.deepEqual(await series('SHOW MEASUREMENTS'), [{ name: 'measurements', columns: ['name'], values: [['TI-1'], ['cpu']] }]);
+    assert.deepEqual(await series('SHOW MEASUREMENTS'), [{ name: 'measurements', columns: ['name'], values: [['BIG'], ['TI-1'], ['cpu']] }]);
     assert.deepEqual(await series('SHOW MEASUREMENTS WITH MEASUREMENT =~ /^c/'), [{ name: 'measurements', columns: ['name'], values: [['cpu']] }]);
     assert.deepEqual(await series('SHOW TAG KEYS FROM "cpu"'), [{ name: 'cpu', columns: ['tagKey'], values: [['host'], ['region']] }]);
     assert.deepEqual(await series('SHOW TAG VALUES FROM "cpu" WITH KEY = "host"'), [{ name: 'cpu', columns: ['key', 'value'], values: [['host', 'a'], ['host', 'b']] }]);
@@ -139,11 +143,35 @@ describe('InfluxQL /query', () => {
     assert.deepEqual(two.body.results.map((r: { statement_id: number }) => r.statement_id), [0, 1]);
     const form = await svc.request('POST', '/query', { token: admin, rawBody: new URLSearchParams({ db: CLIENT, q: 'SHOW MEASUREMENTS' }).toString(), headers: { 'content-type': 'application/x-www-form-urlencoded' } });
     assert.equal(form.status, 200, form.text);
-    assert.deepEqual(form.body.results[0].series[0].values, [['TI-1'], ['cpu']]);
+    assert.deepEqual(form.body.results[0].series[0].values, [['BIG'], ['TI-1'], ['cpu']]);
     const key = (await svc.post('/svcapi/api_keys', { name: 'grafana' }, admin)).body.key as string;
     for (const authorization of [`Token ${key}`, `Basic ${Buffer.from(`grafana:${key}`).toString('base64')}`]) {
       const res = await svc.request('GET', `/query?db=${CLIENT}&q=SHOW+MEASUREMENTS`, { headers: { authorization } });
       assert.equal(res.status, 200, res.text);
     }
+  });
+
+  test('bound parameters ($name) come from params; bad params JSON is a 400', async () => {
+    const res = await query('SELECT max(usage) FROM cpu WHERE host = $h', { params: JSON.stringify({ h: 'b' }), epoch: 'ms' });
+    assert.equal(res.status, 200, res.text);
+    assert.deepEqual(res.body.results[0].series[0].values, [[T0 + 11 * STEP, 21]]);
+    const bad = await query('SHOW MEASUREMENTS', { params: '{not json' });
+    assert.equal(bad.status, 400);
+    assert.match(bad.body.error, /^error parsing query parameters/);
+  });
+
+  test('a raw SELECT past storage.queryMemoryBytes is a statement error naming it; the same range aggregated in the workers answers', async () => {
+    const raw = await query(`SELECT value FROM "BIG" WHERE time >= ${T0}ms`);
+    assert.equal(raw.status, 200, raw.text);
+    assert.match(raw.body.results[0].error, /storage\.queryMemoryBytes/);
+    const buckets = await series(`SELECT mean(value), count(value) FROM "BIG" WHERE time >= ${T0}ms AND time < ${T0 + 70_000_000}ms GROUP BY time(1000s)`, { epoch: 'ms' });
+    // T0 lies 800 s into a 1000 s bucket of the epoch grid: 71 buckets, the first and last partial.
+    const rows = buckets[0]!.values as Array<[number, number, number]>;
+    assert.equal(rows.length, 71);
+    assert.equal(rows[0]![0], T0 - 800_000);
+    assert.equal(rows.reduce((n, [, , count]) => n + count, 0), 70_000);
+    const mean = rows.reduce((sum, [, m, count]) => sum + m * count, 0) / 70_000;
+    assert.ok(Math.abs(mean - 499.75) < 1e-9, `overall mean ${mean}`);
+    assert.deepEqual(rows[0]!.slice(1), [99.75, 200], 'the first bucket holds the first 200 points, 0.25 .. 199.25');
   });
 });
