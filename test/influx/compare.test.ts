@@ -45,6 +45,18 @@ describe('compare: InfluxDB 1.x answers', () => {
     assert.equal(compareAnswers(zero, tiny).length, 1);
   });
 
+  test('times are exact, also as epoch numbers, where 1e-9 relative would allow seconds', () => {
+    const at = (ms: number) => answer(result(0, series('m', undefined, ['time', 'v'], [[ms, 1.5]])));
+    const diffs = compareAnswers(at(1_795_687_690_250), at(1_795_687_690_251));
+    assert.equal(diffs.length, 1, text(diffs));
+    assert.equal(diffs[0].path, 'results[0].series[0]{m}.values[0].time');
+    const seconds = compareAnswers(at(1_795_687_690), at(1_795_687_691));
+    assert.equal(seconds.length, 1, text(seconds));
+    // The values beside them keep the tolerance.
+    const value = answer(result(0, series('m', undefined, ['time', 'v'], [[1, 1.5 * (1 + 1e-10)]])));
+    assert.deepEqual(compareAnswers(answer(result(0, series('m', undefined, ['time', 'v'], [[1, 1.5]]))), value), []);
+  });
+
   test('null against a number, a string against a number, true against 1: all differences', () => {
     const other = base();
     other.results[0].series[0].values[2][1] = 0;

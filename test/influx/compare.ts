@@ -205,7 +205,8 @@ function compareRow(cx: Context, path: string, e: Json, a: Json, columns: string
   const time = columns?.[0] === 'time' && e.length > 0 ? ` (time ${JSON.stringify(e[0])})` : '';
   for (let i = 0; i < Math.min(e.length, a.length); i++) {
     const name = columns?.[i] !== undefined ? `.${columns[i]}` : `[${i}]`;
-    compareValue(cx, `${path}${name}`, e[i], a[i], time);
+    // Times are exact: epoch ms are about 1.8e12, where 1e-9 relative would let 1.8 s pass.
+    compareValue(cx, `${path}${name}`, e[i], a[i], time, columns?.[i] === 'time' ? 0 : cx.rel);
   }
 }
 
@@ -231,9 +232,9 @@ function compareField(cx: Context, path: string, e: Maybe, a: Maybe): void {
   compareValue(cx, path, e, a);
 }
 
-function compareValue(cx: Context, path: string, e: Json, a: Json, context = ''): void {
+function compareValue(cx: Context, path: string, e: Json, a: Json, context = '', rel = cx.rel): void {
   if (typeof e === 'number' && typeof a === 'number') {
-    if (!numbersEqual(e, a, cx.rel)) {
+    if (!numbersEqual(e, a, rel)) {
       const rel = Math.abs(e - a) / Math.max(Math.abs(e), Math.abs(a));
       report(cx, path, `${cx.names[0]} ${e}, ${cx.names[1]} ${a} (relative difference ${rel.toExponential(2)})${context}`);
     }
@@ -244,7 +245,7 @@ function compareValue(cx: Context, path: string, e: Json, a: Json, context = '')
       report(cx, path, `${cx.names[0]} ${short(e)}, ${cx.names[1]} ${short(a)}${context}`);
       return;
     }
-    for (let i = 0; i < e.length; i++) compareValue(cx, `${path}[${i}]`, e[i], a[i], context);
+    for (let i = 0; i < e.length; i++) compareValue(cx, `${path}[${i}]`, e[i], a[i], context, rel);
     return;
   }
   if (isObject(e) && isObject(a)) {
