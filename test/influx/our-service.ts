@@ -22,8 +22,6 @@ export interface OurService {
   write(db: string, lines: readonly string[], precision?: 'ns' | 'u' | 'ms' | 's', batchLines?: number): Promise<void>;
   /** `/query`, as queryRequest() forms it for InfluxDB, with the key. */
   query(q: string, opts?: QueryOptions): Promise<HttpResult>;
-  /** Does `/query` exist yet (anything but 404 for a SHOW DATABASES)? */
-  hasQuery(): Promise<boolean>;
 }
 
 /** Starts the service with the plant, the ingest client `clientId` and an admin API key. */
@@ -57,9 +55,6 @@ export async function startOurService(clientId: string): Promise<OurService> {
         }
       },
       query,
-      async hasQuery() {
-        return (await query('SHOW DATABASES')).status !== 404;
-      },
     };
   } catch (err) {
     await svc.dispose();
