@@ -50,8 +50,12 @@ export interface Field {
 
 export type Expr =
   | { type: 'call'; name: string; args: Expr[]; pos: Position }
-  /** A field or tag reference, `::field` / `::tag` kept when written. */
-  | { type: 'ref'; name: string; dataType: 'field' | 'tag' | null; pos: Position }
+  /**
+   * A field or tag reference, `::field` / `::tag` kept when written. A cast to a field type
+   * (`::float`, `::integer`, `::unsigned`, `::string`, `::boolean`) is a field: dataType 'field'
+   * and that type in `valueType` (absent otherwise).
+   */
+  | { type: 'ref'; name: string; dataType: 'field' | 'tag' | null; valueType?: 'float' | 'integer' | 'unsigned' | 'string' | 'boolean'; pos: Position }
   /** `*`, or `*::field` / `*::tag`. */
   | { type: 'wildcard'; only: 'field' | 'tag' | null; pos: Position }
   | { type: 'number'; value: number; integer: boolean; pos: Position }
@@ -145,6 +149,12 @@ export interface ShowRetentionPolicies {
 /** A statement InfluxQL has and this subset does not run (INSERT via the CLI is a /write; CREATE, DROP, DELETE, GRANT, ALTER, SHOW USERS, ...): the executor answers a statement error naming it. */
 export interface Unsupported {
   kind: 'unsupported';
-  /** What it is, upper case: "CREATE DATABASE", "DROP MEASUREMENT", "SHOW USERS", "DELETE", ... */
+  /** What it is, upper case: "CREATE DATABASE", "DROP MEASUREMENT", "SHOW USERS", "DELETE", "SUBQUERY", ... */
   what: string;
+  /**
+   * Set when the statement is one the subset has but InfluxDB refuses it once parsed, when it
+   * prepares it (`GROUP BY time(x)`: "time dimension must have duration argument"): InfluxDB's
+   * own message, to answer as this statement's error instead of naming `what`.
+   */
+  error?: string;
 }
