@@ -29,7 +29,15 @@ function isOctal(c: string | undefined): boolean {
 }
 
 function isHex(c: string | undefined): boolean {
-  return c !== undefined && /^[0-9a-fA-F]$/.test(c);
+  return c !== undefined && c.length === 1 && ((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'));
+}
+
+function isWordChar(c: string): boolean {
+  return isAlnum(c) || c === '_';
+}
+
+function isUpper(c: string | undefined): boolean {
+  return c !== undefined && c >= 'A' && c <= 'Z';
 }
 
 function charAt(s: string, i: number): string {
@@ -40,9 +48,9 @@ function charAt(s: string, i: number): string {
 /** Go's Unicode class names: Any, the general categories (`L`, `Lu`, …) and the script names. */
 function isUnicodeClassName(name: string): boolean {
   if (name === 'Any') return true;
-  if (!/^[A-Za-z_]+$/.test(name)) return false;
+  if (name === '' || Array.from(name).some((c) => !isWordChar(c) || (c >= '0' && c <= '9'))) return false;
   try {
-    if (/^[A-Z][a-z]?$/.test(name)) {
+    if (isUpper(name[0]) && (name.length === 1 || (name.length === 2 && name[1]! >= 'a' && name[1]! <= 'z'))) {
       new RegExp(`\\p{gc=${name}}`, 'u');
       return true;
     }
@@ -55,7 +63,7 @@ function isUnicodeClassName(name: string): boolean {
     return false;
   }
   // JavaScript also takes the four-letter codes (`Grek`), Go only the names.
-  return /^[A-Z]/.test(name) && (name.length > 4 || SHORT_SCRIPT_NAMES.has(name));
+  return isUpper(name[0]) && (name.length > 4 || SHORT_SCRIPT_NAMES.has(name));
 }
 
 const SHORT_SCRIPT_NAMES = new Set(['Ahom', 'Cham', 'Han', 'Lao', 'Lisu', 'Miao', 'Modi', 'Mro', 'Newa', 'Nko', 'Thai', 'Toto', 'Vai', 'Yi']);
@@ -142,7 +150,8 @@ export function regexSyntaxError(source: string): string | null {
         const close = source.indexOf(':]', t + 2);
         if (close >= 0) {
           const name = source.slice(t, close + 2);
-          const bare = source.slice(t + 2, close).replace(/^\^/, '');
+          const inner = source.slice(t + 2, close);
+          const bare = inner.startsWith('^') ? inner.slice(1) : inner;
           if (!POSIX_CLASSES.has(bare)) return fail('invalid character class range', name);
           t = close + 2;
           continue;
@@ -205,7 +214,7 @@ export function regexSyntaxError(source: string): string | null {
             const end = source.indexOf('>', i);
             if (end < 0) return fail('invalid named capture', source.slice(i));
             const name = source.slice(i + 4, end);
-            if (!/^[0-9A-Za-z_]+$/.test(name)) return fail('invalid named capture', source.slice(i, end + 1));
+            if (name === '' || Array.from(name).some((ch) => !isWordChar(ch))) return fail('invalid named capture', source.slice(i, end + 1));
             depth++;
             operand = false;
             i = end + 1;
@@ -275,15 +284,14 @@ export function regexSyntaxError(source: string): string | null {
         break;
       }
       case '{': {
-        const count = /^\{(0|[1-9][0-9]*)(,(0|[1-9][0-9]*)?)?\}/.exec(source.slice(i));
+        const count = repeatCount(source, i);
         if (count === null) {
+          // Not a count: a literal `{`.
           operand = true;
           i++;
           break;
         }
-        const min = count[1]!.length > 8 ? -1 : Number(count[1]);
-        const max = count[2] === undefined ? min : count[3] === undefined ? -1 : count[3].length > 8 ? 1001 : Number(count[3]);
-        const after = i + count[0].length;
+        const { min, max, after } = count;
         if (min < 0 || min > 1000 || max > 1000 || (max >= 0 && min > max)) return fail('invalid repeat count', source.slice(i, after));
         lastRepeat = repeatBefore;
         const problem = repeat(i, after);
@@ -332,10 +340,42 @@ export function regexSyntaxError(source: string): string | null {
   return depth > 0 ? fail('missing closing )', source) : null;
 }
 
+/** A decimal number without leading zeros at `i`: its value (-1 when too large) and end. */
+function repeatNumber(s: string, i: number): { n: number; end: number } | null {
+  if (s[i] === undefined || s[i]! < '0' || s[i]! > '9') return null;
+  if (s[i] === '0' && s[i + 1] !== undefined && s[i + 1]! >= '0' && s[i + 1]! <= '9') return null;
+  let end = i;
+  while (s[end] !== undefined && s[end]! >= '0' && s[end]! <= '9') end++;
+  return { n: end - i > 8 ? -1 : Number(s.slice(i, end)), end };
+}
+
+/** `{n}`, `{n,}`, `{n,m}` at `i` (max -1 when open), or null when `{` starts no count. */
+function repeatCount(s: string, i: number): { min: number; max: number; after: number } | null {
+  const lo = repeatNumber(s, i + 1);
+  if (lo === null) return null;
+  let max = lo.n;
+  let min = lo.n;
+  let t = lo.end;
+  if (s[t] === ',') {
+    t++;
+    if (s[t] === '}') {
+      max = -1;
+    } else {
+      const hi = repeatNumber(s, t);
+      if (hi === null) return null;
+      max = hi.n;
+      if (max < 0) min = -1;
+      t = hi.end;
+    }
+  }
+  if (s[t] !== '}') return null;
+  return { min, max, after: t + 1 };
+}
+
 /** The code point an escape that escape() accepted stands for. */
 function escapedCodePoint(text: string): number {
   const c = text[1]!;
-  if (c === 'x') return parseInt(text.slice(2).replace(/[{}]/g, ''), 16);
+  if (c === 'x') return parseInt(text[2] === '{' ? text.slice(3, -1) : text.slice(2), 16);
   if (c >= '0' && c <= '7') return parseInt(text.slice(1), 8);
   const controls: Record<string, number> = { a: 7, f: 12, n: 10, r: 13, t: 9, v: 11 };
   return controls[c] ?? text.codePointAt(1)!;
