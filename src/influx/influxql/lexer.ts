@@ -570,14 +570,6 @@ export class TokenStream {
     return this.take(true);
   }
 
-  /** The next token that is not whitespace or a comment. */
-  scanSkippingSpace(): Token {
-    for (;;) {
-      const tok = this.scan();
-      if (tok.kind !== 'WS' && tok.kind !== 'COMMENT') return tok;
-    }
-  }
-
   unscan(): void {
     this.pending++;
   }

@@ -73,8 +73,11 @@ export interface ParseOptions {
   /** The clock of `GROUP BY time(d, now())` (epoch ms); Date.now() when not given. */
   nowMs?: number;
   /**
-   * Values for `$name` bound parameters (InfluxDB's `params`): strings, booleans, numbers
-   * (an integral number is an integer) and bigints. Without it a parameter is `missing parameter`.
+   * Values of `$name` bound parameters: InfluxDB's `params` form value, JSON-decoded. A string,
+   * boolean or number stands for that literal (an integral number for an integer: JSON `2.0` too,
+   * where InfluxDB would see a float); `{"identifier": "m"}`, `{"regex": "^a"}`,
+   * `{"duration": "1h"}` (or nanoseconds), `{"string"|"integer"|"float": …}` for the others.
+   * A parameter that is not given, or cannot be bound, is InfluxDB's `missing parameter: …`.
    */
   params?: Readonly<Record<string, unknown>>;
 }
@@ -167,7 +170,7 @@ function quoteIdent(segments: readonly string[]): string {
     .join('.');
 }
 
-/** InfluxDB's FormatDuration (1.6): the largest unit that divides the duration. */
+/** InfluxDB's FormatDuration: the largest unit that divides the duration. */
 function formatDuration(ns: bigint): string {
   if (ns === 0n) return '0s';
   const units: [bigint, string][] = [
@@ -177,9 +180,79 @@ function formatDuration(ns: bigint): string {
     [60_000_000_000n, 'm'],
     [1_000_000_000n, 's'],
     [1_000_000n, 'ms'],
+    [1_000n, 'u'],
   ];
   for (const [size, unit] of units) if (ns % size === 0n) return `${ns / size}${unit}`;
-  return `${ns / 1_000n}u`;
+  return `${ns}ns`;
+}
+
+/** A number as Go's FormatFloat(v, 'f', -1, 64) writes it: shortest digits, no exponent. */
+function formatFloat(v: number): string {
+  const text = String(v);
+  const e = text.indexOf('e');
+  if (e < 0) return text;
+  const negative = text.startsWith('-');
+  const mantissa = text.slice(negative ? 1 : 0, e);
+  const exponent = Number(text.slice(e + 1));
+  const point = mantissa.indexOf('.');
+  const digits = mantissa.replace('.', '');
+  const intDigits = (point < 0 ? mantissa.length : point) + exponent;
+  const body =
+    intDigits <= 0 ? `0.${'0'.repeat(-intDigits)}${digits}` : intDigits >= digits.length ? digits + '0'.repeat(intDigits - digits.length) : `${digits.slice(0, intDigits)}.${digits.slice(intDigits)}`;
+  return negative ? `-${body}` : body;
+}
+
+const INT64_MIN = -(1n << 63n);
+
+/** The token a bound parameter value stands for (InfluxDB's BindValue); errors are BOUNDPARAM tokens holding the text. */
+function bindValue(value: unknown): [TokenKind, string] {
+  const failed = (text: string): [TokenKind, string] => ['BOUNDPARAM', text];
+  const integer = (n: number | bigint): [TokenKind, string] | null => {
+    const big = BigInt(n);
+    return big > INT64_MAX || big < INT64_MIN ? null : ['INTEGER', big.toString()];
+  };
+  switch (typeof value) {
+    case 'string':
+      return ['STRING', value];
+    case 'boolean':
+      return [value ? 'TRUE' : 'FALSE', ''];
+    case 'bigint':
+      return integer(value) ?? failed(`strconv.ParseInt: parsing "${value}": value out of range`);
+    case 'number':
+      if (!Number.isFinite(value)) return failed('unable to bind parameter with type float64');
+      if (Number.isInteger(value)) return integer(value) ?? failed(`strconv.ParseInt: parsing "${BigInt(value)}": value out of range`);
+      return ['NUMBER', formatFloat(value)];
+    case 'object':
+      if (value === null) return failed('unable to bind parameter with type <nil>');
+      if (Array.isArray(value)) return failed('unable to bind parameter with type []interface {}');
+      break;
+    default:
+      return failed('unable to bind parameter with type <nil>');
+  }
+  const entries = Object.entries(value as Record<string, unknown>);
+  if (entries.length !== 1) return failed('bound object parameter value must have exactly one entry');
+  const [type, inner] = entries[0]!;
+  switch (type) {
+    case 'ident':
+    case 'identifier':
+      return typeof inner === 'string' ? ['IDENT', inner] : failed('identifier must be a string value');
+    case 'regex':
+      return typeof inner === 'string' ? ['REGEX', inner] : failed('regex literal must be a string value');
+    case 'string':
+      return typeof inner === 'string' ? ['STRING', inner] : failed('string literal must be a string value');
+    case 'float':
+    case 'number':
+      return typeof inner === 'number' && Number.isFinite(inner) ? ['NUMBER', formatFloat(inner)] : failed('number literal must be a float value');
+    case 'int':
+    case 'integer':
+      return typeof inner === 'number' && Number.isInteger(inner) ? (integer(inner) ?? failed('integer literal must be an integer value')) : failed('integer literal must be an integer value');
+    case 'duration':
+      if (typeof inner === 'string') return ['DURATIONVAL', inner];
+      if (typeof inner === 'number' && Number.isInteger(inner)) return ['DURATIONVAL', formatDuration(BigInt(inner))];
+      return failed('duration literal must be a string or integer value');
+    default:
+      return failed(`unknown bind object type: ${type}`);
+  }
 }
 
 function unsupported(what: string): Unsupported {
@@ -302,11 +375,28 @@ class Parser {
   // --- token plumbing ------------------------------------------------------------------------
 
   private scan(): Token {
-    return this.s.scan();
+    return this.bind(this.s.scan());
   }
 
+  private scanRegex(): Token {
+    return this.bind(this.s.scanRegex());
+  }
+
+  /** The next token that is not whitespace or a comment. */
   private next(): Token {
-    return this.s.scanSkippingSpace();
+    for (;;) {
+      const tok = this.scan();
+      if (tok.kind !== 'WS' && tok.kind !== 'COMMENT') return tok;
+    }
+  }
+
+  /** A `$name` token stands for its parameter's value, as InfluxDB substitutes it while scanning. */
+  private bind(tok: Token): Token {
+    if (tok.kind !== 'BOUNDPARAM' || this.params === undefined) return tok;
+    const name = tok.lit.startsWith('$') ? tok.lit.slice(1) : tok.lit;
+    if (name === '' || !Object.hasOwn(this.params, name)) return tok;
+    const [kind, lit] = bindValue(this.params[name]);
+    return { ...tok, kind, lit };
   }
 
   private unscan(): void {
@@ -369,7 +459,9 @@ class Parser {
   private uint64(): void {
     const tok = this.next();
     if (tok.kind !== 'INTEGER') throw found(tok, ['integer']);
-    if (BigInt(tok.lit) > UINT64_MAX) throw errorAt(`strconv.ParseUint: parsing ${JSON.stringify(tok.lit)}: value out of range`, tok.pos);
+    const n = BigInt(tok.lit);
+    if (n < 0n) throw errorAt(`strconv.ParseUint: parsing ${JSON.stringify(tok.lit)}: invalid syntax`, tok.pos);
+    if (n > UINT64_MAX) throw errorAt(`strconv.ParseUint: parsing ${JSON.stringify(tok.lit)}: value out of range`, tok.pos);
   }
 
   /** A duration or INF (retention policies). */
@@ -395,6 +487,8 @@ class Parser {
     const tok = this.next();
     if (tok.kind !== 'INTEGER') throw found(tok, ['integer']);
     const n = BigInt(tok.lit);
+    // Negative only from a bound parameter.
+    if (n < 0n) throw errorAt(`${keyword} must be >= 0`, tok.pos);
     return Number(n > INT64_MAX ? INT64_MAX : n);
   }
 
@@ -671,8 +765,16 @@ class Parser {
   /** A regular expression when the next character (after whitespace) is `/`, else null. */
   private regex(): RegexExpr | null {
     if (isWhitespace(this.s.peekRune())) this.consumeWhitespace();
-    if (this.s.peekRune() !== 0x2f) return null;
-    const tok = this.s.scanRegex();
+    const ch = this.s.peekRune();
+    if (ch === 0x24) {
+      // `$name` may be bound to a regex.
+      const param = this.scan();
+      this.unscan();
+      if (param.kind !== 'REGEX') return null;
+    } else if (ch !== 0x2f) {
+      return null;
+    }
+    const tok = this.scanRegex();
     if (tok.kind === 'BADREGEX') throw errorAt(`bad regex: ${tok.lit}`, tok.pos);
     if (tok.kind !== 'REGEX') throw found(tok, ['regex']);
     const problem = regexSyntaxError(tok.lit);
@@ -775,8 +877,18 @@ class Parser {
         if (type.kind === 'TAG') return { type: 'wildcard', only: 'tag', pos: tok.pos };
         throw found(type, ['field', 'tag']);
       }
-      case 'BOUNDPARAM':
-        return this.boundParameter(tok);
+      case 'REGEX': {
+        // A bound parameter's regex.
+        const problem = regexSyntaxError(tok.lit);
+        if (problem !== null) throw errorAt(problem, tok.pos);
+        return { type: 'regex', source: tok.lit, pos: tok.pos };
+      }
+      case 'BOUNDPARAM': {
+        // A parameter left unbound (or bound to an error, whose text is its literal).
+        const name = tok.lit.startsWith('$') ? tok.lit.slice(1) : tok.lit;
+        if (name === '') throw plain('empty bound parameter');
+        throw plain(`missing parameter: ${name}`);
+      }
       case '+':
       case '-':
         return this.signed(tok);
@@ -807,25 +919,6 @@ class Parser {
       return durationLiteral(BigInt.asIntN(64, -durationNs.get(operand)!), operand.pos);
     }
     return { type: 'binary', op: '*', left: { type: 'number', value: negative ? -1 : 1, integer: true, pos: sign.pos }, right: operand, pos: sign.pos };
-  }
-
-  private boundParameter(tok: Token): Expr {
-    const name = tok.lit.slice(1);
-    if (name === '') throw plain('empty bound parameter');
-    const value = this.params !== undefined && Object.hasOwn(this.params, name) ? this.params[name] : undefined;
-    if (value === undefined || value === null) throw plain(`missing parameter: ${name}`);
-    switch (typeof value) {
-      case 'string':
-        return { type: 'string', value, pos: tok.pos };
-      case 'boolean':
-        return { type: 'boolean', value, pos: tok.pos };
-      case 'number':
-        return { type: 'number', value, integer: Number.isInteger(value), pos: tok.pos };
-      case 'bigint':
-        return { type: 'number', value: Number(value), integer: true, pos: tok.pos };
-      default:
-        throw plain(`unable to bind parameter with type ${Array.isArray(value) ? '[]interface {}' : 'map[string]interface {}'}`);
-    }
   }
 
   /** A field or tag reference, with its `::type`. */
