@@ -1097,6 +1097,16 @@ test('time strings as InfluxDB reads them', () => {
   }
 });
 
+test('expressions nest at most 1000 levels: deeper is a parse error, not a stack overflow', () => {
+  const deepParens = `SELECT ${'('.repeat(20_000)}a${')'.repeat(20_000)} FROM m`;
+  assert.equal(parseError(deepParens).message, 'expression nested deeper than 1000 levels at line 1, char 1008');
+  assert.equal(parseError(`SELECT ${'f('.repeat(20_000)}a${')'.repeat(20_000)} FROM m`).message, 'expression nested deeper than 1000 levels at line 1, char 2008');
+  assert.equal(parseError(`SELECT a${' + a'.repeat(20_000)} FROM m`).message, 'expression nested deeper than 1000 levels at line 1, char 8');
+  // 999 ORs are fine.
+  const ors = Array.from({ length: 999 }, (_, i) => `a = ${i}`).join(' OR ');
+  assert.equal(select(`SELECT v FROM m WHERE ${ors}`).condition!.type, 'binary');
+});
+
 /** mulberry32: a small seeded generator, so a failing soup can be replayed. */
 function random(seed: number): () => number {
   let a = seed >>> 0;
@@ -1144,6 +1154,10 @@ test('token soups: nothing but InfluxQLParseError is thrown, nothing hangs', { t
       else chars.splice(at, 0, pick(words));
     }
     soups.push(chars.join(''));
+  }
+  for (let i = 0; i < 50; i++) {
+    const depth = Math.floor(rnd() * 3000);
+    soups.push(`SELECT ${pick(['(', 'f(', '-(', 'a + (', 'distinct('])!.repeat(depth)}${pick(words)}${')'.repeat(Math.floor(rnd() * depth))} FROM m`);
   }
   for (let i = 0; i < 1000; i++) {
     let text = '';

@@ -3,13 +3,14 @@
  * query text to the syntax tree of ast.ts, by recursive descent over lexer.ts's tokens. Pure
  * TypeScript.
  *
- * It accepts exactly what InfluxDB 1.6 parses and refuses the rest with InfluxDB's own message
- * (the HTTP layer prefixes `error parsing query: `): `found FRM, expected FROM at line 1, char
- * 10`, `bad regex:  at line 1, char 14`, `invalid duration`, `only ORDER BY time supported at
- * this time`, `unable to find time zone x`… To get the same tokens, positions and messages it
+ * The reference is the influxd WIRE names (Debian's influxdb 1.6.7, built with the influxql
+ * library of 2020): the parser takes what it parses and refuses the rest with its own message
+ * (the HTTP layer puts `error parsing query: ` before it): `found FRM, expected FROM at line 1,
+ * char 10`, `bad regex:  at line 1, char 14`, `invalid duration`, `only ORDER BY time supported
+ * at this time`, `unable to find time zone x`… To get the same tokens, positions and messages it
  * reads the tokens in the order InfluxDB's parser does, whitespace included where InfluxDB
  * minds it (`mean (x)` is not a call, `a.b` is one name, `a . b` is not). The messages were
- * checked against a running influxd 1.6 (test/influx/influxql-parser.test.ts keeps the table).
+ * checked against that influxd (test/influx/influxql-parser.test.ts keeps the tables).
  *
  * Statements: SELECT, SHOW DATABASES / MEASUREMENTS / TAG KEYS / TAG VALUES / FIELD KEYS /
  * SERIES / RETENTION POLICIES become their ast.ts statements. Every other statement InfluxDB
@@ -24,13 +25,24 @@
  * Expressions: binary operators by precedence OR < AND < comparisons < `+ - | ^` < `* / % &`,
  * left-associative; a unary sign folds into a literal or becomes `-1 * x`; `::field`, `::tag`
  * and `::float`… casts; calls with any arguments (regular expressions included); DISTINCT x is
- * the call distinct(x). Durations are milliseconds (exact to the nanosecond).
+ * the call distinct(x); `<>` is `!=`. Durations are milliseconds (exact to the nanosecond);
+ * integers above 2^53 are the nearest double. `$name` takes its value from `options.params`.
  *
  * GROUP BY: InfluxDB parses any expression there and refuses the wrong ones when it prepares
  * the statement, answering a statement error (not a parse error). The same checks run here
  * after the whole query parsed, with the same texts; a statement that fails them becomes
  * `{kind: 'unsupported', what: 'SELECT', error}`. `time(d, now())` takes its offset from
- * `options.nowMs`.
+ * `options.nowMs`, to the millisecond.
+ *
+ * Where this parser differs from the reference, on purpose:
+ * - an expression may nest 1000 levels (parentheses, calls, operators), so that no query can
+ *   exhaust the stack here or in whoever walks the tree; deeper is a parse error;
+ * - SHOW MEASUREMENTS WITH MEASUREMENT keeps what follows the operator (a name gives `=`, a
+ *   regex `=~`), as InfluxDB does whatever the operator; ORDER BY on SHOW statements and SLIMIT
+ *   / SOFFSET on SHOW TAG KEYS are parsed and dropped (the tree has no place for them);
+ * - tz() names are checked against the JavaScript time zone data, not the server's zoneinfo
+ *   files (same names, exact case); `tz('')` is `UTC` and `tz('Local')` this process's zone;
+ * - a bound JSON number with an integral value is an integer (`2.0` too).
  */
 
 import type {
@@ -358,6 +370,26 @@ const LANGUAGE: Tree = tree([
   ['KILL', tree([['QUERY', (p) => p.killQuery()]])],
 ]);
 
+/**
+ * How deep an expression may nest (parentheses, calls, operators). InfluxDB has no limit; this
+ * one keeps the parser and whoever walks the tree within the JavaScript stack.
+ */
+const MAX_EXPR_DEPTH = 1000;
+
+/** The depth of an expression tree, without recursion. */
+function depthOf(root: Expr): number {
+  let deepest = 0;
+  const stack: [Expr, number][] = [[root, 1]];
+  while (stack.length > 0) {
+    const [e, depth] = stack.pop()!;
+    if (depth > deepest) deepest = depth;
+    if (e.type === 'binary') stack.push([e.left, depth + 1], [e.right, depth + 1]);
+    else if (e.type === 'paren') stack.push([e.expr, depth + 1]);
+    else if (e.type === 'call') for (const arg of e.args) stack.push([arg, depth + 1]);
+  }
+  return deepest;
+}
+
 const FIELD_CASTS = new Set(['float', 'integer', 'unsigned', 'string', 'boolean']);
 const FILL_KINDS = new Set(['null', 'none', 'previous', 'linear']);
 
@@ -365,6 +397,8 @@ class Parser {
   private readonly s: TokenStream;
   private readonly nowMs: number;
   private readonly params: Readonly<Record<string, unknown>> | undefined;
+  /** expr() calls under way. */
+  private nesting = 0;
 
   constructor(text: string, offsetBase: number, options: ParseOptions) {
     this.s = new TokenStream(text, offsetBase);
@@ -783,6 +817,22 @@ class Parser {
   }
 
   expr(): Expr {
+    if (this.nesting >= MAX_EXPR_DEPTH) throw errorAt(`expression nested deeper than ${MAX_EXPR_DEPTH} levels`, this.next().pos);
+    this.nesting++;
+    try {
+      const expr = this.operators();
+      if (this.nesting === 1 && depthOf(expr) > MAX_EXPR_DEPTH) {
+        let first = expr;
+        while (first.type === 'binary') first = first.left;
+        throw errorAt(`expression nested deeper than ${MAX_EXPR_DEPTH} levels`, first.pos);
+      }
+      return expr;
+    } finally {
+      this.nesting--;
+    }
+  }
+
+  private operators(): Expr {
     // Operators are placed by walking down the right edge of the tree built so far, as InfluxDB
     // does: a new operator takes the right operand of the first node that binds less tightly.
     const root: { right: Expr } = { right: this.unary() };
