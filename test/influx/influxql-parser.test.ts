@@ -4,7 +4,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { Dimension, Expr, SelectStatement, Source, Statement } from '../../src/influx/influxql/ast.js';
-import { parseDuration, tokenize } from '../../src/influx/influxql/lexer.js';
+import { parseDuration } from '../../src/influx/influxql/duration.js';
+import { tokenize } from '../../src/influx/influxql/lexer.js';
 import { InfluxQLParseError, parseQuery } from '../../src/influx/influxql/parser.js';
 import { regexSyntaxError } from '../../src/influx/influxql/regex.js';
 import { parseTimeString } from '../../src/influx/influxql/time-string.js';
