@@ -6,7 +6,7 @@
  */
 
 import type { Expr, Field, Fill, SelectStatement, ShowTagValues, Source } from './ast.js';
-import { found, plain, quoteIdent } from './errors.js';
+import { found, InfluxQLParseError, plain, quoteIdent } from './errors.js';
 import { distinctKeyword, ExpressionParser, unsignedLiterals } from './expressions.js';
 
 export type Target = 'required' | 'optional' | 'subquery';
@@ -76,7 +76,8 @@ export class ClauseParser extends ExpressionParser {
       expr = this.expr();
       const bad = comparisonIn(expr);
       if (bad !== null) {
-        throw plain(`invalid operator ${bad} in SELECT clause at line ${first.pos.line}, char ${first.pos.char}; operator is intended for WHERE clause`);
+        const message = `invalid operator ${bad} in SELECT clause at line ${first.pos.line}, char ${first.pos.char}; operator is intended for WHERE clause`;
+        throw new InfluxQLParseError(message, first.pos);
       }
     }
     const alias = this.accept('AS') ? this.ident() : null;

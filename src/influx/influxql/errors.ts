@@ -10,7 +10,7 @@ import { keywordOf, tokenText, type Token } from './tokens.js';
 /**
  * A query InfluxDB would not parse. `message` is InfluxDB's text (without the `error parsing
  * query: ` the HTTP answer puts before it); `pos` is where it points when the text names a
- * position (it then ends with `at line L, char C`).
+ * position (most then end with `at line L, char C`).
  */
 export class InfluxQLParseError extends Error {
   readonly pos: Position | null;

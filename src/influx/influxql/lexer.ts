@@ -5,7 +5,7 @@
  *
  * Tokens:
  * - identifiers: a letter or `_` then letters, digits and `_` (ASCII only); keywords are
- *   identifiers looked up case-insensitively (KEYWORDS, plus AND, OR, TRUE, FALSE);
+ *   identifiers looked up case-insensitively (tokens.ts KEYWORDS, and AND, OR, TRUE, FALSE);
  *   `"double quoted"` identifiers are never keywords;
  * - strings: `'single quoted'`; in both quoted forms the escapes are `\n` `\\` `\"` `\'`, any
  *   other escape is a BADESCAPE token, a newline or the end of the text before the closing quote
@@ -13,7 +13,7 @@
  * - numbers: digits are an INTEGER, digits with a fraction (`1.5`, `.5`) a NUMBER (`1.` is the
  *   NUMBER `1`: the dot is eaten, as InfluxDB does); no exponent, no sign (a sign is an operator);
  * - durations: digits followed at once by letters or `µ`, then any letters, digits and `µ`
- *   (`10s`, `1h30m`, `5ms`, `10u`, `10µ`); parseDuration() checks the units afterwards;
+ *   (`10s`, `1h30m`, `5ms`, `10u`, `10µ`); duration.ts checks the units afterwards;
  * - regular expressions `/…/` only when the parser asks (scanRegex), where InfluxDB's grammar
  *   wants one: elsewhere `/` is division. `\/` stands for `/`; any other backslash is kept;
  * - operators `+ - * / % & | ^ = != <> =~ !~ < <= > >=`, `( ) , ; . : ::`, `$name` bound
