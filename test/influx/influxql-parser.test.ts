@@ -1178,6 +1178,13 @@ test('time strings as InfluxDB reads them', () => {
   for (const bad of ['2023-02-29', '2024-13-01', '2024-06-01T24:00:00Z', '2024-06-01T00:00:00', '2024-06-01 00:00:00Z', '2024-06-01Tfoo', 'x', '2024-06-01T00:00:00+0200']) {
     assert.equal(parseTimeString(bad), null, bad);
   }
+  // As influxd 1.6.7 takes (or refuses) them in `WHERE time >= '…' - 1h`.
+  for (const ok of ['2023-11-14 22:13:20,5', '2023-11-14 22:13:20.5', '2023-11-14T22:13:20Z', '2023-11-14T22:13:20+01:00', '2023-11-14T2:13:20Z', '2023-11-14']) {
+    assert.notEqual(parseTimeString(ok), null, ok);
+  }
+  for (const bad of ['2023-02-29', '2023-11-14T22:13:20', '2023-11-14 22:13:20Z', '2023-11-14t22:13:20Z', '2023-11-14T22:13:60Z', '2023-11-14T22:13:20.Z', '2023-11-14T22:13:20+0100']) {
+    assert.equal(parseTimeString(bad), null, bad);
+  }
 });
 
 test('expressions nest at most 1000 levels: deeper is a parse error, not a stack overflow', () => {
