@@ -10,9 +10,12 @@ import { StatementError } from './errors.js';
 const REGEX_STEPS = 5_000_000;
 
 export function regex(source: string): { test(text: string): boolean } {
+  // InfluxQL regexes are Go's (RE2): leading flags like (?i) become the matcher's flags.
+  const flagged = /^\(\?([imsU]+)\)/.exec(source);
+  const flags = flagged ? [...new Set(flagged[1]!.replace('U', ''))].join('') : '';
   let compiled: LinearRegExp;
   try {
-    compiled = new LinearRegExp(source, '');
+    compiled = new LinearRegExp(flagged ? source.slice(flagged[0].length) : source, flags);
   } catch (err) {
     throw new StatementError(`invalid regular expression /${source}/: ${(err as Error).message}`);
   }

@@ -38,6 +38,8 @@ export function influxRoutes(executor: Executor, credentials: InfluxCredentials,
       if (err instanceof InfluxQLParseError) return { status: 400, headers: VERSION_HEADERS, body: { error: `error parsing query: ${err.message}` } };
       throw err;
     }
+    // Only comments or `;`: no statement, and InfluxDB answers an empty object.
+    if (statements.length === 0) return { status: 200, headers: VERSION_HEADERS, body: {} };
     const db = typeof params.db === 'string' && params.db !== '' ? params.db : null;
     const results: StatementResult[] = [];
     for (const statement of statements) results.push(await executor.run(statement, { grant: req.grant, db, signal: req.signal }));

@@ -65,6 +65,7 @@ describe('InfluxQL /query', () => {
     assert.ok(dbs[0]!.values.some(([name]) => name === CLIENT), JSON.stringify(dbs));
     assert.deepEqual(await series('SHOW MEASUREMENTS'), [{ name: 'measurements', columns: ['name'], values: [['BIG'], ['TI-1'], ['cpu']] }]);
     assert.deepEqual(await series('SHOW MEASUREMENTS WITH MEASUREMENT =~ /^c/'), [{ name: 'measurements', columns: ['name'], values: [['cpu']] }]);
+    assert.deepEqual(await series('SHOW MEASUREMENTS WITH MEASUREMENT =~ /(?i)^CP/'), [{ name: 'measurements', columns: ['name'], values: [['cpu']] }], "Go's (?i) flag, as Grafana sends it");
     assert.deepEqual(await series('SHOW TAG KEYS FROM "cpu"'), [{ name: 'cpu', columns: ['tagKey'], values: [['host'], ['region']] }]);
     assert.deepEqual(await series('SHOW TAG VALUES FROM "cpu" WITH KEY = "host"'), [{ name: 'cpu', columns: ['key', 'value'], values: [['host', 'a'], ['host', 'b']] }]);
     assert.deepEqual(await series('SHOW FIELD KEYS FROM "cpu"'), [{ name: 'cpu', columns: ['fieldKey', 'fieldType'], values: [['idle', 'float'], ['usage', 'float']] }]);

@@ -5,7 +5,7 @@
  *
  * Tokens:
  * - identifiers: a letter or `_` then letters, digits and `_` (ASCII only); keywords are
- *   identifiers looked up case-insensitively (KEYWORDS, plus AND, OR, TRUE, FALSE);
+ *   identifiers looked up case-insensitively (tokens.ts KEYWORDS, and AND, OR, TRUE, FALSE);
  *   `"double quoted"` identifiers are never keywords;
  * - strings: `'single quoted'`; in both quoted forms the escapes are `\n` `\\` `\"` `\'`, any
  *   other escape is a BADESCAPE token, a newline or the end of the text before the closing quote
@@ -13,7 +13,7 @@
  * - numbers: digits are an INTEGER, digits with a fraction (`1.5`, `.5`) a NUMBER (`1.` is the
  *   NUMBER `1`: the dot is eaten, as InfluxDB does); no exponent, no sign (a sign is an operator);
  * - durations: digits followed at once by letters or `µ`, then any letters, digits and `µ`
- *   (`10s`, `1h30m`, `5ms`, `10u`, `10µ`); parseDuration() checks the units afterwards;
+ *   (`10s`, `1h30m`, `5ms`, `10u`, `10µ`); duration.ts checks the units afterwards;
  * - regular expressions `/…/` only when the parser asks (scanRegex), where InfluxDB's grammar
  *   wants one: elsewhere `/` is division. `\/` stands for `/`; any other backslash is kept;
  * - operators `+ - * / % & | ^ = != <> =~ !~ < <= > >=`, `( ) , ; . : ::`, `$name` bound
@@ -30,98 +30,7 @@
  */
 
 import type { Position } from './ast.js';
-
-/** InfluxQL 1.6 keywords (besides AND, OR, TRUE, FALSE), as InfluxDB names them in errors. */
-export const KEYWORDS = [
-  'ALL', 'ALTER', 'ANALYZE', 'ANY', 'AS', 'ASC', 'BEGIN', 'BY', 'CARDINALITY', 'CREATE', 'CONTINUOUS',
-  'DATABASE', 'DATABASES', 'DEFAULT', 'DELETE', 'DESC', 'DESTINATIONS', 'DIAGNOSTICS', 'DISTINCT', 'DROP',
-  'DURATION', 'END', 'EVERY', 'EXACT', 'EXPLAIN', 'FIELD', 'FOR', 'FROM', 'GRANT', 'GRANTS', 'GROUP', 'GROUPS',
-  'IN', 'INF', 'INSERT', 'INTO', 'KEY', 'KEYS', 'KILL', 'LIMIT', 'MEASUREMENT', 'MEASUREMENTS', 'NAME', 'OFFSET',
-  'ON', 'ORDER', 'PASSWORD', 'POLICY', 'POLICIES', 'PRIVILEGES', 'QUERIES', 'QUERY', 'READ', 'REPLICATION',
-  'RESAMPLE', 'RETENTION', 'REVOKE', 'SELECT', 'SERIES', 'SET', 'SHOW', 'SHARD', 'SHARDS', 'SLIMIT', 'SOFFSET',
-  'STATS', 'SUBSCRIPTION', 'SUBSCRIPTIONS', 'TAG', 'TO', 'USER', 'USERS', 'VALUES', 'WHERE', 'WITH', 'WRITE',
-] as const;
-
-export type Keyword = (typeof KEYWORDS)[number];
-
-export type Operator = '+' | '-' | '*' | '/' | '%' | '&' | '|' | '^' | 'AND' | 'OR' | '=' | '!=' | '=~' | '!~' | '<' | '<=' | '>' | '>=';
-
-export type TokenKind =
-  | 'ILLEGAL'
-  | 'EOF'
-  | 'WS'
-  | 'COMMENT'
-  | 'IDENT'
-  | 'BOUNDPARAM'
-  | 'NUMBER'
-  | 'INTEGER'
-  | 'DURATIONVAL'
-  | 'STRING'
-  | 'BADSTRING'
-  | 'BADESCAPE'
-  | 'TRUE'
-  | 'FALSE'
-  | 'REGEX'
-  | 'BADREGEX'
-  | Operator
-  | '('
-  | ')'
-  | ','
-  | ':'
-  | '::'
-  | ';'
-  | '.'
-  | Keyword;
-
-export interface Token {
-  kind: TokenKind;
-  /**
-   * The text that matters: an identifier's name (unquoted, unescaped), a string's value, a
-   * number's or duration's digits, a regex's source, whitespace, the character of an ILLEGAL
-   * token, `$name`; '' for keywords, operators and punctuation.
-   */
-  lit: string;
-  /** Where InfluxDB places the token (see the file comment). */
-  pos: Position;
-  /** The token's text is `text.slice(start, end)`. */
-  start: number;
-  end: number;
-}
-
-const KEYWORD_BY_LOWER = new Map<string, TokenKind>([
-  ...KEYWORDS.map((k) => [k.toLowerCase(), k] as [string, TokenKind]),
-  ['and', 'AND'],
-  ['or', 'OR'],
-  ['true', 'TRUE'],
-  ['false', 'FALSE'],
-]);
-
-/** The keyword an identifier spells (any case), or null. */
-export function keywordOf(ident: string): TokenKind | null {
-  return KEYWORD_BY_LOWER.get(ident.toLowerCase()) ?? null;
-}
-
-/** Token kinds InfluxDB prints as nothing: a token of these kinds always has a literal. */
-const UNNAMED = new Set<TokenKind>(['COMMENT', 'INTEGER', 'BOUNDPARAM', 'BADREGEX']);
-
-/** How InfluxDB prints a token in "found X, expected …": its literal, else its kind's name. */
-export function tokenText(tok: Token): string {
-  if (tok.lit !== '') return tok.lit;
-  return UNNAMED.has(tok.kind) ? '' : tok.kind;
-}
-
-export function isOperator(kind: TokenKind): kind is Operator {
-  return PRECEDENCE.has(kind);
-}
-
-/** Binary operator precedence: OR < AND < comparisons < + - | ^ < * / % &. */
-export const PRECEDENCE: ReadonlyMap<TokenKind, number> = new Map<TokenKind, number>([
-  ['OR', 1],
-  ['AND', 2],
-  ['=', 3], ['!=', 3], ['=~', 3], ['!~', 3], ['<', 3], ['<=', 3], ['>', 3], ['>=', 3],
-  ['+', 4], ['-', 4], ['|', 4], ['^', 4],
-  ['*', 5], ['/', 5], ['%', 5], ['&', 5],
-]);
+import { keywordOf, type Token, type TokenKind } from './tokens.js';
 
 /** The reader's end-of-text mark (a NUL character reads as the end too, as in InfluxDB). */
 export const EOF_CH = -1;
@@ -570,14 +479,6 @@ export class TokenStream {
     return this.take(true);
   }
 
-  /** The next token that is not whitespace or a comment. */
-  scanSkippingSpace(): Token {
-    for (;;) {
-      const tok = this.scan();
-      if (tok.kind !== 'WS' && tok.kind !== 'COMMENT') return tok;
-    }
-  }
-
   unscan(): void {
     this.pending++;
   }
@@ -607,63 +508,4 @@ export function tokenize(text: string): Token[] {
     tokens.push(tok);
     if (tok.kind === 'EOF') return tokens;
   }
-}
-
-const NS_PER_UNIT: Record<string, bigint> = {
-  ns: 1n,
-  u: 1_000n,
-  µ: 1_000n,
-  ms: 1_000_000n,
-  s: 1_000_000_000n,
-  m: 60_000_000_000n,
-  h: 3_600_000_000_000n,
-  d: 86_400_000_000_000n,
-  w: 604_800_000_000_000n,
-};
-
-const INT64_MAX = (1n << 63n) - 1n;
-
-/**
- * A duration literal (`10s`, `1h30m`, a leading `-` allowed) in nanoseconds, as InfluxDB
- * computes it (int64, wrapping on overflow), or the error text InfluxDB gives: `invalid
- * duration`, or `overflowed duration <n><unit>: choose a smaller duration or INF`.
- */
-export function parseDuration(text: string): bigint | string {
-  const chars = Array.from(text);
-  if (chars.length < 2) return 'invalid duration';
-  let i = 0;
-  const negative = chars[0] === '-';
-  if (negative) i++;
-  let total = 0n;
-  let measure = '';
-  let unit = '';
-  while (i < chars.length) {
-    const from = i;
-    while (i < chars.length && chars[i]! >= '0' && chars[i]! <= '9') i++;
-    if (i >= chars.length || i === from) return 'invalid duration';
-    const digits = chars.slice(from, i).join('');
-    const n = BigInt(digits);
-    if (n > INT64_MAX) return 'invalid duration';
-    measure = n.toString();
-    const c = chars[i]!;
-    if ((c === 'n' || c === 'm') && chars[i + 1] === 's') {
-      unit = `${c}s`;
-      i += 2;
-    } else if (c === 'n') {
-      return 'invalid duration';
-    } else {
-      unit = c;
-      i++;
-    }
-    const scale = NS_PER_UNIT[unit];
-    if (scale === undefined) return 'invalid duration';
-    total = BigInt.asIntN(64, total + BigInt.asIntN(64, n * scale));
-  }
-  if (total < 0n && !negative) return `overflowed duration ${measure}${unit}: choose a smaller duration or INF`;
-  return negative ? BigInt.asIntN(64, -total) : total;
-}
-
-/** Nanoseconds as the AST's milliseconds (exact to the nanosecond for any int64). */
-export function nsToMs(ns: bigint): number {
-  return Number(ns / 1_000_000n) + Number(ns % 1_000_000n) / 1e6;
 }
