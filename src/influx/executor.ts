@@ -38,8 +38,12 @@ export interface ExecutionContext {
   /** The `db` parameter, or null. */
   db: string | null;
   signal: AbortSignal;
+  /**
+   * Bytes of points the whole request may still bring to the main thread (every statement and
+   * group draws on it), so that many statements or series cannot add up past one limit.
+   */
+  budget: { remaining: number };
 }
-
 
 const MAX_LISTED_SERIES = 100_000;
 /** The time of a row without a lower time bound (InfluxDB's minimum time shows as the epoch here: storage holds no earlier point). */
@@ -48,6 +52,11 @@ const MAX_TIME = 9007199254740991;
 
 export class Executor {
   constructor(private readonly deps: ExecutorDeps) {}
+
+  /** What one request may bring to the main thread in all (ExecutionContext.budget). */
+  get requestBudgetBytes(): number {
+    return this.deps.maxRawBytes;
+  }
 
   async run(statement: Statement, ctx: ExecutionContext): Promise<StatementResult> {
     try {
@@ -399,7 +408,7 @@ export class Executor {
     if (workerFn && aligned && !needsPointTime && !fieldCondition && members.length > 0) {
       const pipelines: Array<{ name: string; spec: AggregatorSpec[] }> = workerFn.map((name) => ({ name, spec: [samplingStep(name, interval ?? end - start + 1, interval !== null)] }));
       const requests: SeriesRequest[] = members.flatMap((x) => pipelines.map((p) => ({ tag: x.tag, pipeline: p.spec, label: `${p.name}\u0000${x.tag}` })));
-      const got = await this.deps.reader.collect([{ collectionId: scope.id, series: requests }], start, end, scope.ctx.signal, this.deps.maxRawBytes, 'storage.queryMemoryBytes');
+      const got = await this.draw(scope, () => this.deps.reader.collect([{ collectionId: scope.id, series: requests }], start, end, scope.ctx.signal, scope.ctx.budget.remaining, 'storage.queryMemoryBytes'));
       const acc = new Array(bucketCount).fill(null).map(() => ({ sum: 0, count: 0, min: Infinity, max: -Infinity, n: 0 }));
       for (const x of members) {
         for (const name of workerFn) {
@@ -481,7 +490,15 @@ export class Executor {
   /** Raw points of stored series of the statement's collection. */
   private async collect(scope: Scope, tags: string[], start: number, end: number): Promise<Map<string, CollectedSeries>> {
     if (tags.length === 0) return new Map();
-    return this.deps.reader.collect([{ collectionId: scope.id, series: tags.map((tag) => ({ tag, pipeline: [] })) }], start, end, scope.ctx.signal, this.deps.maxRawBytes, 'storage.queryMemoryBytes');
+    return this.draw(scope, () => this.deps.reader.collect([{ collectionId: scope.id, series: tags.map((tag) => ({ tag, pipeline: [] })) }], start, end, scope.ctx.signal, scope.ctx.budget.remaining, 'storage.queryMemoryBytes'));
+  }
+
+  /** Runs a collect against the request's budget and takes what it brought (16 bytes a point) from it. */
+  private async draw(scope: Scope, collect: () => Promise<Map<string, CollectedSeries>>): Promise<Map<string, CollectedSeries>> {
+    if (scope.ctx.budget.remaining <= 0) throw new StatementError(`the request needs more than storage.queryMemoryBytes (${this.deps.maxRawBytes} bytes) of points on the main thread: narrow the time range, or aggregate (GROUP BY time)`);
+    const got = await collect();
+    for (const series of got.values()) scope.ctx.budget.remaining -= series.ts.length * 16;
+    return got;
   }
 }
 

@@ -42,7 +42,8 @@ export function influxRoutes(executor: Executor, credentials: InfluxCredentials,
     if (statements.length === 0) return { status: 200, headers: VERSION_HEADERS, body: {} };
     const db = typeof params.db === 'string' && params.db !== '' ? params.db : null;
     const results: StatementResult[] = [];
-    for (const statement of statements) results.push(await executor.run(statement, { grant: req.grant, db, signal: req.signal }));
+    const budget = { remaining: executor.requestBudgetBytes };
+    for (const statement of statements) results.push(await executor.run(statement, { grant: req.grant, db, signal: req.signal, budget }));
     return { status: 200, headers: VERSION_HEADERS, contentType: 'application/json', body: resultsBytes(results, epoch) };
   };
 

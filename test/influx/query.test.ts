@@ -165,6 +165,11 @@ describe('InfluxQL /query', () => {
     const raw = await query(`SELECT value FROM "BIG" WHERE time >= ${T0}ms`);
     assert.equal(raw.status, 200, raw.text);
     assert.match(raw.body.results[0].error, /storage\.queryMemoryBytes/);
+    // Two statements each within the limit draw on one budget for the request: the second is refused.
+    const half = `SELECT value FROM "BIG" WHERE time >= ${T0}ms AND time < ${T0 + 40_000_000}ms`;
+    const two = await query(`${half}; ${half}`, { epoch: 'ms' });
+    assert.equal(two.body.results[0].series[0].values.length, 40_000, two.text.slice(0, 200));
+    assert.match(two.body.results[1].error, /storage\.queryMemoryBytes/);
     const buckets = await series(`SELECT mean(value), count(value) FROM "BIG" WHERE time >= ${T0}ms AND time < ${T0 + 70_000_000}ms GROUP BY time(1000s)`, { epoch: 'ms' });
     // T0 lies 800 s into a 1000 s bucket of the epoch grid: 71 buckets, the first and last partial.
     const rows = buckets[0]!.values as Array<[number, number, number]>;
