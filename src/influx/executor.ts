@@ -46,6 +46,9 @@ export interface ExecutionContext {
 }
 
 const MAX_LISTED_SERIES = 100_000;
+/** How long a series listing may serve statements while no write added series (see index()). */
+const INDEX_CACHE_MS = 5000;
+const INDEX_CACHE_ENTRIES = 256;
 /** The time of a row without a lower time bound (InfluxDB's minimum time shows as the epoch here: storage holds no earlier point). */
 const MIN_TIME = 0;
 const MAX_TIME = 9007199254740991;
@@ -159,6 +162,14 @@ export class Executor {
     const id = this.collectionOf(database, ctx);
     const named = sources.length > 0 && sources.every((src) => src.name !== null) ? [...new Set(sources.map((src) => src.name!))] : null;
     const globs = named ? named.map((name) => `${escapeGlob(name)}*`) : ['*'];
+    // The same statement of a dashboard comes every few seconds: its listing is kept while no write
+    // added series to the collection, and at most INDEX_CACHE_MS (labels given to old series, writes
+    // replicated from another node).
+    const version = this.deps.reader.seriesVersion(id);
+    const cacheKey = `${id}\u0000${globs.join('\u0000')}`;
+    const cached = this.indexes.get(cacheKey);
+    const now = Date.now();
+    if (cached && cached.version === version && cached.until > now) return { id, index: cached.index };
     const series: InfluxSeries[] = [];
     for (const glob of globs) {
       let listing;
@@ -175,8 +186,14 @@ export class Executor {
         if (!named || named.includes(s.measurement)) series.push(s);
       }
     }
-    return { id, index: new MeasurementIndex(series) };
+    const index = new MeasurementIndex(series);
+    if (this.indexes.size >= INDEX_CACHE_ENTRIES) this.indexes.clear();
+    this.indexes.set(cacheKey, { version, until: now + INDEX_CACHE_MS, index });
+    return { id, index };
   }
+
+  /** Listings by collection and globs (see index()). Grants are checked before a listing is used, never cached. */
+  private readonly indexes = new Map<string, { version: number; until: number; index: MeasurementIndex }>();
 
   private measurementsOf(index: MeasurementIndex, sources: readonly Source[]): Measurement[] {
     if (sources.length === 0) return index.names().map((n) => index.byName.get(n)!);
@@ -365,7 +382,14 @@ export class Executor {
     if (s.descending) rows.reverse();
     const paged = page(rows, s.limit, s.offset);
     if (paged.length === 0) return null;
-    return { name: m.name, ...(group.keys.length > 0 ? { tags: group.tags } : {}), columns: ['time', ...columnNames], rows: paged };
+    const head = { name: m.name, ...(group.keys.length > 0 ? { tags: group.tags } : {}), columns: ['time', ...columnNames] };
+    if (columnNames.length === 1) {
+      // One value column: written by the point writer (null as NaN, which it writes as null).
+      const ts = Float64Array.from(paged, (r) => r.time);
+      const values = Float64Array.from(paged, (r) => (typeof r.cells[0] === 'number' ? r.cells[0] : NaN));
+      return { ...head, rows: [], points: { ts, values } };
+    }
+    return { ...head, rows: paged };
   }
 
   /** derivative, non_negative_derivative or difference over a raw field: between consecutive points of the group. */

@@ -67,6 +67,7 @@ export function rfc3339(ms: number): string {
   return `${iso.slice(0, 19)}${fraction ? `.${fraction}` : ''}Z`;
 }
 
+/** A cell as JSON (a non-finite number, NaN standing for null in point arrays, is null). */
 function cellText(cell: Cell): string {
   if (typeof cell === 'number') return Number.isFinite(cell) ? JSON.stringify(cell) : 'null';
   return JSON.stringify(cell);

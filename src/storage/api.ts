@@ -76,6 +76,8 @@ export interface PointReader {
    * (null), whose names match `glob`: WIRE.md part 3, GET /svcapi/series.
    */
   listSeries(grant: AccessGrant, collectionId: string | null, glob: string, limit: number): Promise<{ series: SeriesListing[]; total: number; has_more: boolean }>;
+  /** A number that changes whenever a write on this node adds series to the collection (caches of listings key on it). */
+  seriesVersion(collectionId: string): number;
   /**
    * The result of a query held in memory, by series key (the request's label, else its tag),
    * for answers built on the main thread (InfluxQL). Refused with a 400 naming `limitSetting`

@@ -147,9 +147,20 @@ export class ShardGateway implements PointWriter, MonitorSampler, LiveFeed {
     return outcome.lines ? { success: true, points, lines: outcome.lines } : { success: true, points };
   }
 
+  /** Bumped whenever a write adds series to a collection (the workers report them), for caches of series listings. */
+  private readonly seriesVersions = new Map<string, number>();
+
+  /** A number that changes whenever a write adds series to `collectionId` on this node. */
+  seriesVersion(collectionId: string): number {
+    return this.seriesVersions.get(collectionId) ?? 0;
+  }
+
   private absorb(outcome: WriteOutcome): void {
     for (const record of outcome.created) this.directory.catalog.remember(record);
-    for (const { collectionId, tags } of outcome.learned) this.directory.tagScopes.learn(collectionId, tags);
+    for (const { collectionId, tags } of outcome.learned) {
+      this.directory.tagScopes.learn(collectionId, tags);
+      this.seriesVersions.set(collectionId, (this.seriesVersions.get(collectionId) ?? 0) + 1);
+    }
     if (outcome.live) this.points.emit(outcome.live);
   }
 

@@ -75,6 +75,7 @@ export const storagePlugin = definePlugin({
           query: (...args) => gateway.query(...args),
           lastValues: (groups) => gateway.lastValues(groups),
           listSeries: (...args) => gateway.listSeries(...args),
+          seriesVersion: (id) => gateway.seriesVersion(id),
           collect: (...args) => gateway.collect(...args),
         }),
         provide(MONITOR_SAMPLER, gateway),
