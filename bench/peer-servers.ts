@@ -4,6 +4,7 @@
 // waits, flushing and compaction before disk is measured, the package
 // version, reply checks and InfluxDB answer counting.
 
+import { influxdConfig } from '../test/support/influxd.js';
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -127,37 +128,16 @@ export async function startInfluxDb(tls: PeerTls, connections: number): Promise<
   const port = await freePort();
   const rpcPort = await freePort();
   const configFile = `${dir}.conf`;
-  // Defaults except: our own dirs and ports, HTTPS, no telemetry or self
-  // monitoring (it would add its own data), and short "cold" delays so the
-  // cache is snapshotted and fully compacted within seconds of the ingest
-  // instead of after 10 minutes and 4 hours.
+  // The tests' config (test/support/influxd.ts) with HTTPS and short "cold" delays, so the
+  // cache is snapshotted and fully compacted within seconds of the ingest instead of after 10
+  // minutes and 4 hours.
   fs.writeFileSync(
     configFile,
-    [
-      'reporting-enabled = false',
-      `bind-address = "127.0.0.1:${rpcPort}"`,
-      '[meta]',
-      `  dir = "${dir}/meta"`,
-      '  logging-enabled = false',
-      '[data]',
-      `  dir = "${dir}/data"`,
-      `  wal-dir = "${dir}/wal"`,
-      '  query-log-enabled = false',
-      '  cache-snapshot-write-cold-duration = "2s"',
-      '  compact-full-write-cold-duration = "5s"',
-      '[monitor]',
-      '  store-enabled = false',
-      '[continuous_queries]',
-      '  enabled = false',
-      '[http]',
-      '  enabled = true',
-      `  bind-address = "127.0.0.1:${port}"`,
-      '  log-enabled = false',
-      '  https-enabled = true',
-      `  https-certificate = "${tls.crt}"`,
-      `  https-private-key = "${tls.key}"`,
-      '',
-    ].join('\n'),
+    influxdConfig({
+      dir, port, rpcPort,
+      https: { certificate: tls.crt, privateKey: tls.key },
+      data: ['cache-snapshot-write-cold-duration = "2s"', 'compact-full-write-cold-duration = "5s"'],
+    }),
   );
   const proc = new ServerProcess('influxd', INFLUX_BIN, ['-config', configFile]);
   const client = new HttpsClient(port, tls.ca, connections);

@@ -4,6 +4,7 @@
 
 import { LinearRegExp } from '../meta/linear-regexp.js';
 import type { Expr } from './influxql/ast.js';
+import { parseTimeString } from './influxql/time-string.js';
 import { tagValue, type InfluxSeries } from './model.js';
 import { StatementError } from './errors.js';
 
@@ -88,10 +89,10 @@ function timeValue(e: Expr, now: number): number {
     case 'paren':
       return timeValue(e.expr, now);
     case 'string': {
-      const text = /^\d{4}-\d{2}-\d{2}$/.test(e.value) ? `${e.value}T00:00:00Z` : e.value.replace(' ', 'T');
-      const ms = Date.parse(/Z$|[+-]\d{2}:\d{2}$/.test(text) ? text : `${text}Z`);
-      if (!Number.isFinite(ms)) throw new StatementError(`invalid time ${JSON.stringify(e.value)}: use RFC 3339 (2024-06-01T00:00:00Z)`);
-      return ms;
+      // Read as InfluxDB reads time strings (a string without a zone is UTC here).
+      const t = parseTimeString(e.value);
+      if (!t) throw new StatementError(`invalid timestamp string ${JSON.stringify(e.value)}: use RFC 3339 (2024-06-01T00:00:00Z)`);
+      return Number(t.ns) / 1e6;
     }
     case 'number':
       return e.value / 1e6;

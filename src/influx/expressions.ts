@@ -102,33 +102,19 @@ export function uniqueNames(names: string[]): string[] {
 }
 
 export function evalAggregateExpr(expr: Expr, valueOf: (call: CallInfo) => number | null, calls: CallInfo[]): Cell {
-  const visit = (e: Expr): number | null => {
-    switch (e.type) {
-      case 'call': {
-        const info = (e as Expr & { info?: CallInfo }).info ?? calls[0]!;
-        return valueOf(info);
-      }
-      case 'number':
-        return e.value;
-      case 'paren':
-        return visit(e.expr);
-      case 'binary': {
-        const l = visit(e.left);
-        const r = visit(e.right);
-        return l === null || r === null ? null : arithmetic(e.op, l, r);
-      }
-      default:
-        throw new StatementError('only numbers and aggregate functions may be combined in an aggregate SELECT');
-    }
-  };
-  return visit(expr);
+  return evaluate(expr, 'only numbers and aggregate functions may be combined in an aggregate SELECT', (e) =>
+    e.type === 'call' ? valueOf((e as Expr & { info?: CallInfo }).info ?? calls[0]!) : undefined,
+  );
 }
 
 export function evalMath(expr: Expr, fields: Map<string, number>): Cell {
+  return evaluate(expr, 'only fields and numbers may be combined in a raw SELECT', (e) => (e.type === 'ref' ? (fields.get(e.name) ?? null) : undefined));
+}
+
+/** Arithmetic over numbers and the leaves `leaf` knows (undefined: a leaf it does not take, refused with `refusal`). */
+function evaluate(expr: Expr, refusal: string, leaf: (e: Expr) => number | null | undefined): number | null {
   const visit = (e: Expr): number | null => {
     switch (e.type) {
-      case 'ref':
-        return fields.get(e.name) ?? null;
       case 'number':
         return e.value;
       case 'paren':
@@ -138,8 +124,11 @@ export function evalMath(expr: Expr, fields: Map<string, number>): Cell {
         const r = visit(e.right);
         return l === null || r === null ? null : arithmetic(e.op, l, r);
       }
-      default:
-        throw new StatementError('only fields and numbers may be combined in a raw SELECT');
+      default: {
+        const value = leaf(e);
+        if (value === undefined) throw new StatementError(refusal);
+        return value;
+      }
     }
   };
   return visit(expr);

@@ -1,6 +1,7 @@
 // The InfluxQL parser (src/influx/influxql/): every statement form of WIRE.md part 3, what
 // Grafana's InfluxDB datasource and the influx CLI send, precedence, positions, and InfluxDB
 // 1.6's own error texts, checked against a running influxd (the tables below), plus token soups.
+import { prng } from '../support/prng.js';
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { Dimension, Expr, SelectStatement, Source, Statement } from '../../src/influx/influxql/ast.js';
@@ -1197,18 +1198,6 @@ test('expressions nest at most 1000 levels: deeper is a parse error, not a stack
   assert.equal(select(`SELECT v FROM m WHERE ${ors}`).condition!.type, 'binary');
 });
 
-/** mulberry32: a small seeded generator, so a failing soup can be replayed. */
-function random(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 test('token soups: nothing but InfluxQLParseError is thrown, nothing hangs', { timeout: 60_000 }, () => {
   const words = [
     'SELECT', 'FROM', 'WHERE', 'GROUP', 'BY', 'ORDER', 'LIMIT', 'OFFSET', 'SLIMIT', 'SOFFSET', 'SHOW', 'TAG', 'KEYS', 'VALUES', 'FIELD',
@@ -1224,7 +1213,7 @@ test('token soups: nothing but InfluxQLParseError is thrown, nothing hangs', { t
     'SHOW TAG VALUES FROM "cpu" WITH KEY IN ("host", "region") WHERE "dc" = \'x\' LIMIT 10',
     'SELECT percentile("v", 95) INTO "db"."rp".:MEASUREMENT FROM db..m, /re/ GROUP BY time(1m, now()) ORDER BY time DESC tz(\'UTC\')',
   ];
-  const rnd = random(20_240_601);
+  const rnd = prng(20_240_601);
   const pick = <T>(list: readonly T[]): T => list[Math.floor(rnd() * list.length)]!;
   const soups: string[] = [];
   for (let i = 0; i < 4000; i++) {

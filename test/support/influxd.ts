@@ -101,7 +101,7 @@ export class Influxd {
       const port = await freePort();
       const rpcPort = await freePort();
       const configFile = path.join(dir, 'influxd.conf');
-      fs.writeFileSync(configFile, configText(dir, port, rpcPort));
+      fs.writeFileSync(configFile, influxdConfig({ dir, port, rpcPort }));
       // INFLUXDB_* variables would override the file's settings: none reaches the server.
       const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('INFLUXDB_')));
       const child = spawn(INFLUXD_BIN, ['-config', configFile], { stdio: ['ignore', 'pipe', 'pipe'], env });
@@ -208,31 +208,45 @@ export function quoteIdent(name: string): string {
   return `"${name.replace(/["\\]/g, (c) => `\\${c}`)}"`;
 }
 
+/** What a run of influxd may change in its config (see influxdConfig). */
+export interface InfluxdConfigOptions {
+  dir: string;
+  port: number;
+  rpcPort: number;
+  /** Serve HTTPS with this certificate and key (the bench's peers share one certificate). */
+  https?: { certificate: string; privateKey: string };
+  /** More lines of the [data] section (the bench's short cold durations, so compaction is quick). */
+  data?: string[];
+}
+
 /**
  * The config: the defaults of 1.6 except our own dirs and ports, and nothing that writes data
  * or traffic of its own (reporting to InfluxData, the `_internal` monitor database, continuous
- * queries) or floods the output (HTTP access log, query log, logo).
+ * queries) or floods the output (HTTP access log, query log, logo). bench/peer-servers.ts starts
+ * its peer with the same one.
  */
-function configText(dir: string, port: number, rpcPort: number): string {
+export function influxdConfig(o: InfluxdConfigOptions): string {
   return [
     'reporting-enabled = false',
-    `bind-address = "127.0.0.1:${rpcPort}"`,
+    `bind-address = "127.0.0.1:${o.rpcPort}"`,
     '[meta]',
-    `  dir = "${dir}/meta"`,
+    `  dir = "${o.dir}/meta"`,
     '  logging-enabled = false',
     '[data]',
-    `  dir = "${dir}/data"`,
-    `  wal-dir = "${dir}/wal"`,
+    `  dir = "${o.dir}/data"`,
+    `  wal-dir = "${o.dir}/wal"`,
     '  query-log-enabled = false',
+    ...(o.data ?? []).map((line) => `  ${line}`),
     '[monitor]',
     '  store-enabled = false',
     '[continuous_queries]',
     '  enabled = false',
     '[http]',
     '  enabled = true',
-    `  bind-address = "127.0.0.1:${port}"`,
+    `  bind-address = "127.0.0.1:${o.port}"`,
     '  log-enabled = false',
     '  auth-enabled = false',
+    ...(o.https ? ['  https-enabled = true', `  https-certificate = "${o.https.certificate}"`, `  https-private-key = "${o.https.privateKey}"`] : []),
     '[logging]',
     '  level = "warn"',
     '  suppress-logo = true',

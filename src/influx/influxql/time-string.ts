@@ -11,6 +11,8 @@
  * (day within its month, leap years included). Anything else, or anything after, is not a time.
  */
 
+import { daysFromCivil } from '../../../shared/civil-date.js';
+
 export interface TimeString {
   /** Nanoseconds since the epoch, the wall time taken as UTC when the string has no zone. */
   ns: bigint;
@@ -35,16 +37,6 @@ function daysIn(month: number, year: number): number {
   return [4, 6, 9, 11].includes(month) ? 30 : 31;
 }
 
-/** Days from 1970-01-01 to the date (proleptic Gregorian). */
-function daysFromEpoch(year: number, month: number, day: number): number {
-  const y = month <= 2 ? year - 1 : year;
-  const era = Math.floor(y / 400);
-  const yoe = y - era * 400;
-  const doy = Math.floor((153 * (month + (month > 2 ? -3 : 9)) + 2) / 5) + day - 1;
-  const doe = yoe * 365 + Math.floor(yoe / 4) - Math.floor(yoe / 100) + doy;
-  return era * 146097 + doe - 719468;
-}
-
 /** The time `s` stands for, or null when InfluxDB answers `invalid timestamp string`. */
 export function parseTimeString(s: string): TimeString | null {
   if (!looksLikeTime(s)) return null;
@@ -52,7 +44,7 @@ export function parseTimeString(s: string): TimeString | null {
   const month = Number(s.slice(5, 7));
   const day = Number(s.slice(8, 10));
   if (month < 1 || month > 12 || day < 1 || day > daysIn(month, year)) return null;
-  const dayNs = BigInt(daysFromEpoch(year, month, day)) * 86_400_000_000_000n;
+  const dayNs = BigInt(daysFromCivil(year, month, day)) * 86_400_000_000_000n;
   if (s.length === 10) return { ns: dayNs, zoned: false };
 
   const separator = s[10];
