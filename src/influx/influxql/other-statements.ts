@@ -68,20 +68,15 @@ export function nameOnDatabase(p: ClauseParser, what: string): Statement {
 }
 
 export function deleteStatement(p: ClauseParser): Statement {
-  const tok = p.next();
-  let sources: Source[] | null = null;
-  if (tok.kind === 'FROM') {
-    sources = p.sources(false).sources;
-    checkNoDatabase(sources);
-  } else {
-    p.unscan();
-  }
-  const condition = p.condition();
-  if (condition === null && sources === null) throw found(tok, ['FROM', 'WHERE']);
-  return unsupported('DELETE');
+  return fromOrWhere(p, 'DELETE');
 }
 
 export function dropSeries(p: ClauseParser): Statement {
+  return fromOrWhere(p, 'DROP SERIES');
+}
+
+/** `[FROM sources] [WHERE condition]` with at least one of them (DELETE, DROP SERIES), as InfluxDB requires. */
+function fromOrWhere(p: ClauseParser, what: string): Statement {
   const tok = p.next();
   let sources: Source[] | null = null;
   if (tok.kind === 'FROM') {
@@ -92,7 +87,7 @@ export function dropSeries(p: ClauseParser): Statement {
   }
   const condition = p.condition();
   if (condition === null && sources === null) throw found(tok, ['FROM', 'WHERE']);
-  return unsupported('DROP SERIES');
+  return unsupported(what);
 }
 
 export function dropSubscription(p: ClauseParser): Statement {
