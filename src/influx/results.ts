@@ -115,21 +115,21 @@ function writeSeries(out: AnswerBuilder, s: ResultSeries, epoch: Epoch): void {
   out.add(']}');
 }
 
-/** The whole answer of a request's statements. */
-export function resultsBytes(results: StatementResult[], epoch: Epoch): Buffer {
+/** One statement's part of the answer (`{"statement_id": i, …}`), as bytes. */
+export function statementBytes(r: StatementResult, i: number, epoch: Epoch): Buffer {
   const out = new AnswerBuilder();
-  out.add('{"results":[');
-  results.forEach((r, i) => {
-    if (i > 0) out.add(',');
-    if ('error' in r) return out.add(`{"statement_id":${i},"error":${JSON.stringify(r.error)}}`);
-    if (r.series.length === 0) return out.add(`{"statement_id":${i}}`);
+  if ('error' in r) out.add(`{"statement_id":${i},"error":${JSON.stringify(r.error)}}`);
+  else if (r.series.length === 0) out.add(`{"statement_id":${i}}`);
+  else {
     out.add(`{"statement_id":${i},"series":[`);
     r.series.forEach((series, k) => {
       if (k > 0) out.add(',');
       writeSeries(out, series, epoch);
     });
     out.add(']}');
-  });
-  out.add(']}');
+  }
   return out.finish();
 }
+
+export const RESULTS_HEAD = '{"results":[';
+export const RESULTS_TAIL = ']}';

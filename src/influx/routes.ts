@@ -9,10 +9,12 @@ import type { Reply } from '../http/route.js';
 import { badRequest } from '../../shared/errors.js';
 import type { Executor } from './executor.js';
 import { InfluxQLParseError, parseQuery } from './influxql/parser.js';
-import { epochOf, resultsBytes, type StatementResult } from './results.js';
+import { epochOf, RESULTS_HEAD, RESULTS_TAIL, statementBytes } from './results.js';
 
 const VERSION_HEADERS = { 'x-influxdb-version': '1.8.10', 'x-influxdb-build': 'OSS' };
 const FORM = 'application/x-www-form-urlencoded';
+/** Bytes handed to the socket at a time, so a slow reader paces the answer. */
+const CHUNK_BYTES = 64 * 1024;
 
 export function influxRoutes(executor: Executor, credentials: InfluxCredentials, now: () => number): Route[] {
   const authenticate = (source: Parameters<NonNullable<Route['authenticate']>>[0]) => credentials.authenticate(source);
@@ -41,10 +43,25 @@ export function influxRoutes(executor: Executor, credentials: InfluxCredentials,
     // Only comments or `;`: no statement, and InfluxDB answers an empty object.
     if (statements.length === 0) return { status: 200, headers: VERSION_HEADERS, body: {} };
     const db = typeof params.db === 'string' && params.db !== '' ? params.db : null;
-    const results: StatementResult[] = [];
     const budget = { remaining: executor.requestBudgetBytes };
-    for (const statement of statements) results.push(await executor.run(statement, { grant: req.grant, db, signal: req.signal, budget }));
-    return { status: 200, headers: VERSION_HEADERS, contentType: 'application/json', body: resultsBytes(results, epoch) };
+    // Streamed statement by statement: one statement's answer is held at a time, and a client that
+    // stops reading is cut off after storage.resultStallTimeoutMs, as on the other query routes.
+    return {
+      status: 200,
+      headers: VERSION_HEADERS,
+      contentType: 'application/json',
+      stream: async (out) => {
+        await out.write(RESULTS_HEAD);
+        for (let i = 0; i < statements.length; i++) {
+          if (out.aborted) return;
+          const result = await executor.run(statements[i]!, { grant: req.grant, db, signal: req.signal, budget });
+          if (i > 0) await out.write(',');
+          const bytes = statementBytes(result, i, epoch);
+          for (let at = 0; at < bytes.length; at += CHUNK_BYTES) await out.write(bytes.subarray(at, Math.min(bytes.length, at + CHUNK_BYTES)));
+        }
+        await out.write(RESULTS_TAIL);
+      },
+    };
   };
 
   const description =

@@ -202,6 +202,9 @@ export class ShardGateway implements PointWriter, MonitorSampler, LiveFeed {
     const stop = new AbortController();
     const onAbort = () => stop.abort();
     signal.addEventListener('abort', onAbort, { once: true });
+    // The shards send a result as far as their credit goes and wait for the bytes to be taken
+    // (onFlushed): here every chunk is taken as it comes, so credit is given back at once.
+    const flushed = new Set<(bytes: number) => void>();
     const sink: ResponseStream = {
       write(chunk) {
         if (tooLarge) return;
@@ -213,9 +216,15 @@ export class ShardGateway implements PointWriter, MonitorSampler, LiveFeed {
           return;
         }
         chunks.push(part);
+        queueMicrotask(() => {
+          for (const listener of flushed) listener(part.byteLength);
+        });
       },
       queuedBytes: 0,
-      onFlushed: () => () => {},
+      onFlushed: (listener) => {
+        flushed.add(listener);
+        return () => flushed.delete(listener);
+      },
       get aborted() {
         return tooLarge || signal.aborted;
       },

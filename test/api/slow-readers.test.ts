@@ -291,6 +291,29 @@ describe('large results and slow readers', { timeout: 240_000 }, () => {
     await queryWorks();
   }
 
+  test('InfluxQL /query streams statement by statement: a slow reader gets it byte-exact, a paused one is cut, a vanishing one leaves the shard free', async () => {
+    // BIG is written without labels: in InfluxQL a measurement of its own name with the field `value`.
+    const q = (statement: string) => `/query?db=${encodeURIComponent(Object.values(SCOPE).join('/'))}&epoch=ms&q=${encodeURIComponent(statement)}`;
+    const raw = q('SELECT "value" FROM "BIG"; SELECT count("value") FROM "BIG"');
+    const fast = await read(svc, raw, { token: admin }).done;
+    assert.equal(fast.status, 200);
+    assert.ok(fast.complete);
+    const answer = JSON.parse(fast.bytes.toString('utf8'));
+    assert.equal(answer.results[0].series[0].values.length, POINTS);
+    assert.deepEqual(answer.results[1].series[0].values, [[0, POINTS]]);
+    const slow = read(svc, raw, { token: admin, rate: 8 << 20 });
+    await writeWorks();
+    await queryWorks();
+    const slowly = await slow.done;
+    assert.ok(slowly.complete);
+    assert.ok(slowly.bytes.equals(fast.bytes), 'the slow reader got the same bytes');
+    await pausedReaderIsCut(q('SELECT "value" FROM "BIG"'));
+    const gone = await read(svc, raw, { token: admin, vanishAfter: 2 << 20 }).done;
+    assert.equal(gone.error, 'vanished');
+    await writeWorks();
+    await queryWorks();
+  });
+
   test('vanishing readers cancel their queries; the next request on the shard answers normally', async () => {
     for (const accept of [undefined, 'application/msgpack', 'text/csv']) {
       const gone = await read(svc, rawPath, { token: admin, vanishAfter: 3 << 20, accept }).done;
