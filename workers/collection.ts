@@ -90,7 +90,7 @@ export class Collection {
     this.record = record;
     this.tagNames = tagNames;
     this.tagLabels = tagLabels;
-    this.tagLog = new TagLog(path.join(dir, TAG_LOG_FILE), 0, 0);
+    this.tagLog = new TagLog(path.join(dir, TAG_LOG_FILE));
     tagNames.forEach((name, i) => this.tagIds.set(name, i));
     const capacity = Math.max(16, tagNames.length);
     this.lastTs = new Float64Array(capacity).fill(-Infinity);

@@ -85,19 +85,12 @@ function recordLine(record: TagLogRecord): string {
 /** The open log of one collection: appends records durably, undoes a failed append. */
 export class TagLog {
   private fd: number | null = null;
-  private size: number;
+  /** The log is empty when a collection is opened: open compacts whatever it held into meta.json. */
+  private size = 0;
   /** Records appended since the last compaction. */
-  records: number;
+  records = 0;
 
-  constructor(readonly path: string, size: number, records: number) {
-    this.size = size;
-    this.records = records;
-  }
-
-  /** Cuts a torn tail found at open (the good part is what readTagLog returned). */
-  static cutTo(file: string, goodBytes: number): void {
-    fs.truncateSync(file, goodBytes);
-  }
+  constructor(readonly path: string) {}
 
   /** Appends records and fdatasyncs them; on failure the file is as it was and the error thrown. */
   append(records: readonly TagLogRecord[]): void {

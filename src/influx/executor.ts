@@ -18,7 +18,6 @@ import { evalCondition, matchesTags, regex, splitTime } from './conditions.js';
 import { callsIn, columnName, evalAggregateExpr, evalMath, refsIn, uniqueNames, type CallInfo } from './expressions.js';
 import { applyFill, applyTransforms, escapeGlob, mergeByTime, page } from './rows.js';
 
-export { StatementError };
 
 export interface ExecutorDeps {
   reader: PointReader;
@@ -354,7 +353,6 @@ export class Executor {
     // Each call's per-bucket values and times.
     const calls = fields.flatMap((f) => f.calls);
     const computed = new Map<CallInfo, { values: Array<number | null>; times: Array<number | null> }>();
-    // (start may have moved back one interval for a transform; the grid is placed from there.)
     let anyData = false;
     for (const call of calls) {
       const members = group.series.filter((x) => x.field === call.field);
