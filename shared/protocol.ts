@@ -207,7 +207,7 @@ export interface WriteFrameHeader {
    * against this list with the scope it decoded itself, so what is checked is what is written.
    */
   allowedUnits: string[] | null;
-  /** Set for points another shard decoded: an HSW1 body for this collection. */
+  /** Set for points another shard decoded: an HSW1 (or PROM_REMOTE_WRITE) body for this collection. */
   collectionId?: string;
   /** With collectionId: the label set of each of the body's tags (HSW1 has no place for them). */
   labels?: ReadonlyArray<SeriesLabels | null>;
@@ -217,8 +217,11 @@ export interface WriteFrameHeader {
   rows?: boolean;
   /** Set when contentType is LINE_PROTOCOL: the timestamp unit and the time of lines without one. */
   lineProtocol?: { precision: Precision; nowMs: number };
-  /** The body is gzip-compressed; decoded, it may have at most `maxDecodedBytes` (else 413 naming `maxDecodedSetting`). */
-  contentEncoding?: 'gzip';
+  /**
+   * The body is gzip- or snappy-compressed (snappy: Prometheus remote write); decoded, it may have
+   * at most `maxDecodedBytes` (else 413 naming `maxDecodedSetting`).
+   */
+  contentEncoding?: 'gzip' | 'snappy';
   maxDecodedBytes?: number;
   maxDecodedSetting?: string;
   /** Historical data: the monitor does not see these points (backfill never raises alarms). */
@@ -233,6 +236,15 @@ export interface WriteFrameHeader {
 
 /** Internal content type of InfluxDB line protocol bodies (clients send text/plain). */
 export const LINE_PROTOCOL = 'text/x-influx-line-protocol';
+
+/**
+ * Internal content type of Prometheus remote write 1.0 bodies (clients send
+ * `application/x-protobuf` with `Content-Encoding: snappy`): a prompb WriteRequest, decoded in
+ * the worker (native-free-codecs/prom-remote.ts). Also the body of points another shard decoded
+ * from one, forwarded uncompressed with `collectionId`: unlike HSW1 it keeps NaN values (the
+ * stale marker) and costs no row per point per tag.
+ */
+export const PROM_REMOTE_WRITE = 'application/x-prometheus-remote-write';
 
 /** What a line protocol write reports besides its points (partial writes, skipped string fields). */
 export interface LineCounts {
@@ -278,8 +290,11 @@ export interface WriteOutcome {
   learned: Array<{ collectionId: string; tags: string[] }>;
   /** Collections created by this write (autoCreate). */
   created: CollectionRecord[];
-  /** Points for collections owned by other shards, as HSW1 binary bodies, for the main thread to forward. */
-  forward: Array<{ collectionId: string; body: Uint8Array; labels?: ReadonlyArray<SeriesLabels | null> }>;
+  /**
+   * Points for collections owned by other shards, for the main thread to forward: HSW1 binary
+   * bodies, or PROM_REMOTE_WRITE ones (`contentType`) for points of a remote write.
+   */
+  forward: Array<{ collectionId: string; body: Uint8Array; labels?: ReadonlyArray<SeriesLabels | null>; contentType?: string }>;
   /** Line protocol bodies only. */
   lines?: LineCounts;
   /** Points of live-watched tags this write appended (not for backfills). */

@@ -12,17 +12,21 @@
 // A body is decoded here (never on the main thread), checked against the
 // caller's units with the scope decoded here, and written all or nothing;
 // points of collections another shard owns go back to the main thread as
-// HSW1 bodies for it to forward.
+// HSW1 bodies for it to forward (Prometheus remote-write points as
+// uncompressed WriteRequests, which keep NaN values where HSW1 has none).
 
 import zlib from 'node:zlib';
 import { unpack } from 'msgpackr';
 import { linePointsByCollection } from '../native-free-codecs/write-body-line.js';
+import { promPointsByCollection } from '../native-free-codecs/write-body-prom.js';
+import { decodeWriteRequest, encodeWriteRequest, type Label } from '../native-free-codecs/prom-remote.js';
+import { snappyDecompress, SnappyError } from '../native-free-codecs/snappy.js';
 import { LineSeriesCache, parseLineProtocol, partialWriteMessage } from '../native-free-codecs/line-protocol.js';
 import { decodeBinaryBatch, decodeJsonWriteBody, decodeRowsObject, decodeWriteObject, encodeBinaryBatch, isRowsObject, WriteBodyError, type DecodeLimits, type PointBatch } from '../native-free-codecs/write-body.js';
 import type { RingConsumer } from '../shared/ring.js';
 import { duplicateScopeKey } from '../native-free-codecs/scope-peek.js';
 import { ServiceError } from '../shared/errors.js';
-import { LINE_PROTOCOL, readWriteFrame, type WriteFrameHeader, type WriteMode, type WriteOutcome, type WriteReply } from '../shared/protocol.js';
+import { LINE_PROTOCOL, PROM_REMOTE_WRITE, readWriteFrame, type WriteFrameHeader, type WriteMode, type WriteOutcome, type WriteReply } from '../shared/protocol.js';
 import { isCompleteScope, SCOPE_FIELDS } from '../shared/scope.js';
 import { collectionId as idOf, validateScope } from '../shared/scope-path.js';
 import { shardOf } from '../shared/shard-hash.js';
@@ -127,6 +131,7 @@ export class WriteLoop {
     }
     try {
       if (header.contentEncoding === 'gzip') body = gunzip(body, header);
+      else if (header.contentEncoding === 'snappy') body = unsnappy(body, header);
       const outcome = header.collectionId ? this.writeDecoded(header, body) : this.writeBody(header, body);
       return { mode: header.mode, reply: { ok: true, value: outcome } };
     } catch (err) {
@@ -184,6 +189,7 @@ export class WriteLoop {
 
   private writeBody(header: WriteFrameHeader, body: Uint8Array): WriteOutcome {
     if (header.contentType === LINE_PROTOCOL) return this.writeLines(header, body);
+    if (header.contentType === PROM_REMOTE_WRITE) return this.writeRemote(header, body);
     const outcome: WriteOutcome = { points: 0, learned: [], created: [], forward: [] };
     // msgpack maps and the HSW1 scope object keep the last of two equal keys without a word.
     const repeated = isJson(header.contentType) ? null : duplicateScopeKey(body, header.contentType);
@@ -229,6 +235,27 @@ export class WriteLoop {
     return this.writeGroups(header, groups, outcome);
   }
 
+  /**
+   * A Prometheus remote write (WIRE.md part 3): each series goes to the collection its labels
+   * organization/site/unit/grid name over the ingest client's scope, as the tag of its canonical
+   * series text, with its labels. A body that does not decode is a 400 (WriteBodyError).
+   */
+  private writeRemote(header: WriteFrameHeader, body: Uint8Array): WriteOutcome {
+    const base = header.defaultScope;
+    if (!base) throw new ServiceError('BAD_REQUEST', `${PROM_REMOTE_WRITE} bodies are taken only by POST /api/v1/write`);
+    const request = decodeWriteRequest(body, this.opts.limits);
+    const groups = promPointsByCollection(request, base).map(({ scope, batch }) => {
+      try {
+        validateScope(scope); // names from labels become folder names
+      } catch (err) {
+        const field = SCOPE_FIELDS.find((f) => scope[f] !== base[f]);
+        throw new ServiceError('BAD_REQUEST', `label ${field ?? 'grid'}: ${(err as Error).message}`);
+      }
+      return { collectionId: idOf(scope), batch };
+    });
+    return this.writeGroups(header, groups, { points: 0, learned: [], created: [], forward: [] });
+  }
+
   /** Checks every collection (grant, existence) before appending anything, then appends or forwards each. */
   private writeGroups(header: WriteFrameHeader, groups: Array<{ collectionId: string; batch: PointBatch }>, outcome: WriteOutcome): WriteOutcome {
     {
@@ -249,15 +276,25 @@ export class WriteLoop {
       }
       for (const { collectionId, batch: part } of groups) {
         if (this.isLocal(collectionId)) this.appendLocal(collectionId, part, header, outcome);
+        else if (header.contentType === PROM_REMOTE_WRITE) outcome.forward.push({ collectionId, body: toRemoteWrite(collectionId, part), contentType: PROM_REMOTE_WRITE });
         else outcome.forward.push({ collectionId, body: toBinary(collectionId, part), ...(part.labels ? { labels: part.labels } : {}) });
       }
     }
     return outcome;
   }
 
-  /** Points another shard decoded (and the main thread forwarded), as an HSW1 body. */
+  /** Points another shard decoded (and the main thread forwarded), as an HSW1 body or a remote-write one. */
   private writeDecoded(header: WriteFrameHeader, body: Uint8Array): WriteOutcome {
     const outcome: WriteOutcome = { points: 0, learned: [], created: [], forward: [] };
+    if (header.contentType === PROM_REMOTE_WRITE) {
+      const [organization, site, unit, grid] = header.collectionId!.split('/');
+      const groups = promPointsByCollection(decodeWriteRequest(body, this.opts.limits), { organization, site, unit, grid });
+      for (const { scope, batch } of groups) {
+        if (idOf(scope) !== header.collectionId) throw new ServiceError('INTERNAL', `forwarded remote-write points for ${header.collectionId} name collection ${idOf(scope)}`);
+        this.appendLocal(header.collectionId!, batch, header, outcome);
+      }
+      return outcome;
+    }
     const batch = decodeBinaryBatch(body, this.opts.limits);
     // The labels travel beside the HSW1 body, which has no place for them.
     if (header.labels && header.labels.length === batch.tagNames.length) batch.labels = header.labels;
@@ -366,6 +403,20 @@ function gunzip(body: Uint8Array, header: WriteFrameHeader): Uint8Array {
   }
 }
 
+/** A snappy body (Prometheus remote write) decoded, refused before any allocation when it claims more than header.maxDecodedBytes. */
+function unsnappy(body: Uint8Array, header: WriteFrameHeader): Uint8Array {
+  const limit = header.maxDecodedBytes ?? Number.MAX_SAFE_INTEGER;
+  try {
+    return snappyDecompress(body, limit);
+  } catch (err) {
+    if (!(err instanceof SnappyError)) throw err;
+    if (err.kind === 'too-large') {
+      throw new ServiceError('PAYLOAD_TOO_LARGE', `the decoded (snappy) body would be ${err.claimedBytes} bytes, more than ${limit} bytes (${header.maxDecodedSetting ?? 'the route limit'})`);
+    }
+    throw new ServiceError('BAD_REQUEST', `the body is not valid snappy (Content-Encoding: snappy): ${err.message}`);
+  }
+}
+
 function tooLarge(limit: number, header: WriteFrameHeader): ServiceError {
   return new ServiceError('PAYLOAD_TOO_LARGE', `the decoded (gunzipped) body is larger than ${limit} bytes (${header.maxDecodedSetting ?? 'the route limit'})`);
 }
@@ -386,6 +437,23 @@ function selectTags(batch: PointBatch, tagIndexes: number[]): PointBatch {
   });
   tagStart[tagIndexes.length] = at;
   return { scope: batch.scope, tagNames: tagIndexes.map((t) => batch.tagNames[t]), tagStart, timestamps, values, pointCount: total };
+}
+
+/**
+ * One collection's remote-written points as an uncompressed WriteRequest for the owning shard:
+ * each tag's labels with the collection's scope labels, so the owner maps it to the same tag in
+ * the same collection; values bit for bit (NaN payloads kept, unlike HSW1's NaN = no value).
+ */
+function toRemoteWrite(collectionId: string, batch: PointBatch): Uint8Array {
+  const [organization, site, unit, grid] = collectionId.split('/');
+  const scopeLabels: Label[] = [['grid', grid], ['organization', organization], ['site', site], ['unit', unit]];
+  return encodeWriteRequest(
+    batch.tagNames.map((_, t) => {
+      const from = batch.tagStart[t];
+      const to = batch.tagStart[t + 1];
+      return { labels: [...Object.entries(batch.labels?.[t] ?? {}), ...scopeLabels], timestamps: batch.timestamps.subarray(from, to), values: batch.values.subarray(from, to) };
+    }),
+  );
 }
 
 /** One collection's points as an HSW1 body (one row per point, NaN elsewhere) for the owning shard. */

@@ -2,13 +2,14 @@
 // twin, the InfluxDB-compatible /ingest/v2 (1.x and 2.x write paths, ping, health) for Telegraf
 // and the Influx client libraries, the same 1.x write and ping at the root for clients that take
 // no path prefix (WIRE.md part 3 "InfluxDB 1.x compatibility at the root": the `influx` CLI,
-// Grafana), and the counters. The bodies go to the storage workers undecoded (service.ts).
+// Grafana), Prometheus remote write 1.0 (WIRE.md part 3 "Prometheus compatibility"), and the
+// counters. The bodies go to the storage workers undecoded (service.ts).
 
 import type { GrantedRequest as Request, Route } from '../host/plugin.js';
 import { S } from '../http/compile.js';
 import type { JsonSchema, Reply } from '../http/route.js';
 import type { Precision } from '../../native-free-codecs/line-protocol.js';
-import { badRequest } from '../../shared/errors.js';
+import { badRequest, ServiceError } from '../../shared/errors.js';
 import type { IngestService } from './service.js';
 
 const tag = 'Ingest';
@@ -79,6 +80,22 @@ export function ingestRoutes(ingest: IngestService, maxBodyBytes: number): Route
     handler: (req) => lineReply(req, required(req, 'db'), typeof req.query.rp === 'string' && req.query.rp !== '' ? req.query.rp : null, false),
   });
 
+  /**
+   * Prometheus remote write: 204, or 400 for a body refused whole (Prometheus drops it), and a
+   * Retry-After on every 503 (Prometheus retries 5xx and 429, after that long when it is told).
+   */
+  const remoteWrite = async (req: Request): Promise<Reply> => {
+    try {
+      const result = await ingest.write(req, { clientId: required(req, 'db'), tagGroup: null, backfill: false, remoteWrite: true });
+      return result.success ? { status: 204 } : { status: 400, body: { error: result.error } };
+    } catch (err) {
+      if (err instanceof ServiceError && err.status === 503 && !err.headers?.['retry-after']) {
+        throw new ServiceError(err.code, err.message, { headers: { ...err.headers, 'retry-after': '1' } });
+      }
+      throw err;
+    }
+  };
+
   /** InfluxDB's ping (HEAD too, as every GET route): public, as InfluxDB's is. */
   const ping = (path: string): Route => ({
     method: 'GET', path, auth: 'public', tag,
@@ -104,6 +121,19 @@ export function ingestRoutes(ingest: IngestService, maxBodyBytes: number): Route
         const slash = bucket.indexOf('/');
         return slash < 0 ? lineReply(req, bucket, null, true) : lineReply(req, bucket.slice(0, slash), bucket.slice(slash + 1) || null, true);
       },
+    },
+    {
+      method: 'POST', path: '/api/v1/write', auth: 'jwt', tag, authenticate, ...limits,
+      summary: 'Prometheus remote write 1.0: ?db=<client_id>',
+      description:
+        'Body: a snappy-compressed protobuf `WriteRequest` (`Content-Type: application/x-protobuf`, `Content-Encoding: snappy`, both required: 415 otherwise). ' +
+        'Each series goes to the collection its labels organization/site/unit/grid name over the client\'s scope (grid: the client\'s, else `default`), as the tag `<__name__>{<k>="<v>",…}` (keys sorted, scope labels and `__name__` out of the braces), with its labels. ' +
+        'Values as sent: NaN, ±Inf and the stale marker are stored bit for bit. Credentials as /ingest/v2 (`authorization: {credentials: <API key or JWT>}` in Prometheus). ' +
+        '204 on success; 400 `{error}` for a body that does not decode (Prometheus drops it); 403 outside your grant; 413 above ingest.maxBodyBytes (sent or decompressed, refused from the snappy preamble); 429 and 503 with Retry-After (Prometheus retries).',
+      query: { type: 'object', properties: { db: S.string() }, additionalProperties: true },
+      rawBody: { contentTypes: ['application/x-protobuf'], description: 'snappy-compressed prompb.WriteRequest', bufferReused: true },
+      responses: { 204: { description: 'written' }, 400: { description: 'the body does not decode, or cannot be stored' } },
+      handler: remoteWrite,
     },
     ping('/ingest/v2/ping'),
     ping('/ping'),

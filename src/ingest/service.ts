@@ -1,6 +1,6 @@
 // External ingest (WIRE.md part 2 "Ingest"): a collector names its ingest client (an
-// `ingestconfigs` row) and a tag group; its body, in any write format or as rows or InfluxDB
-// line protocol, goes to that client's collection through the same storage write as
+// `ingestconfigs` row) and a tag group; its body, in any write format or as rows, InfluxDB
+// line protocol or a Prometheus remote write, goes to that client's collection through the same storage write as
 // /svcapi/write_fast, decoded and access-checked in the storage worker. Here: the client, the
 // per-client rate limit, the counters, and backfill's place behind live ingest.
 
@@ -13,7 +13,7 @@ import type { IngestClientsTable } from '../meta/tables/ingest-clients.js';
 import type { Collections, PointWriter, WriteOptions, WriteResult } from '../storage/api.js';
 import type { Precision } from '../../native-free-codecs/line-protocol.js';
 import { ServiceError } from '../../shared/errors.js';
-import { LINE_PROTOCOL } from '../../shared/protocol.js';
+import { LINE_PROTOCOL, PROM_REMOTE_WRITE } from '../../shared/protocol.js';
 import { validateScope } from '../../shared/scope-path.js';
 import { IngestClients } from './clients.js';
 import { IngestCredentials } from './credentials.js';
@@ -43,7 +43,13 @@ export interface IngestRequest {
   backfill: boolean;
   /** Line protocol with this timestamp unit; absent for the other bodies. */
   precision?: Precision;
+  /** A Prometheus remote write 1.0 body (snappy-compressed protobuf). */
+  remoteWrite?: boolean;
 }
+
+/** What Prometheus sends (remote write 1.0); a `proto` parameter naming another message is remote write 2.0, which is not spoken here. */
+const REMOTE_WRITE_CONTENT_TYPE = 'application/x-protobuf';
+const REMOTE_WRITE_1_MESSAGE = 'prometheus.WriteRequest';
 
 export class IngestService {
   readonly stats = new IngestStats();
@@ -101,19 +107,22 @@ export class IngestService {
   private async store(req: Request, ingest: IngestRequest, scope: { organization: string; site: string; unit: string; grid: string }): Promise<WriteResult> {
     validateScope(scope); // a tag group that cannot be a folder name is a 400 naming it
     const encoding = (req.headers['content-encoding'] ?? 'identity').trim().toLowerCase();
-    if (encoding !== 'identity' && encoding !== 'gzip' && encoding !== '') {
+    if (ingest.remoteWrite) checkRemoteWrite(req.headers['content-type'], encoding);
+    else if (encoding !== 'identity' && encoding !== 'gzip' && encoding !== '') {
       throw new ServiceError('UNSUPPORTED_MEDIA_TYPE', `Content-Encoding ${JSON.stringify(encoding)} is not supported (gzip or none)`);
     }
     const settings = this.o.settings;
+    // Compressed bodies are decoded in the storage worker, bounded there by ingest.maxBodyBytes.
+    const compressed = encoding === 'gzip' || encoding === 'snappy' ? encoding : undefined;
     const options: WriteOptions = {
       defaultScope: scope,
       rows: true,
       autoCreate: true,
       backfill: ingest.backfill || undefined,
-      ...(encoding === 'gzip' ? { contentEncoding: 'gzip', maxDecodedBytes: settings.maxBodyBytes, maxDecodedSetting: 'ingest.maxBodyBytes' } : {}),
+      ...(compressed ? { contentEncoding: compressed, maxDecodedBytes: settings.maxBodyBytes, maxDecodedSetting: 'ingest.maxBodyBytes' } : {}),
       ...(ingest.precision ? { lineProtocol: { precision: ingest.precision, nowMs: Date.now() } } : {}),
     };
-    const contentType = ingest.precision ? LINE_PROTOCOL : (req.headers['content-type'] ?? 'application/json').toLowerCase();
+    const contentType = ingest.precision ? LINE_PROTOCOL : ingest.remoteWrite ? PROM_REMOTE_WRITE : (req.headers['content-type'] ?? 'application/json').toLowerCase();
     const write = () => this.o.writer.write(req.grant, req.rawBody!, contentType, 'fast', req.signal, options);
     return ingest.backfill ? this.behindLive(write) : this.live(write);
   }
@@ -143,6 +152,19 @@ export class IngestService {
     });
     this.backfillTail = turn.catch(() => {});
     return turn;
+  }
+}
+
+/** A remote write body must be snappy-compressed protobuf of remote write 1.0: else 415 naming what came. */
+function checkRemoteWrite(contentType: string | undefined, encoding: string): void {
+  if (encoding !== 'snappy') {
+    throw new ServiceError('UNSUPPORTED_MEDIA_TYPE', `Content-Encoding ${JSON.stringify(encoding)} is not supported by remote write: send Content-Encoding: snappy`);
+  }
+  if (contentType === undefined) return;
+  const [type, ...params] = contentType.split(';').map((part) => part.trim());
+  const proto = params.find((p) => p.toLowerCase().startsWith('proto='))?.slice(6);
+  if (type.toLowerCase() !== REMOTE_WRITE_CONTENT_TYPE || (proto !== undefined && proto !== REMOTE_WRITE_1_MESSAGE)) {
+    throw new ServiceError('UNSUPPORTED_MEDIA_TYPE', `Content-Type ${JSON.stringify(contentType)} is not supported by remote write: send ${REMOTE_WRITE_CONTENT_TYPE} (remote write 1.0, ${REMOTE_WRITE_1_MESSAGE})`);
   }
 }
 

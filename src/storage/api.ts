@@ -26,7 +26,7 @@ export interface WriteOptions {
   defaultScope?: CollectionScope;
   rows?: boolean;
   lineProtocol?: WriteFrameHeader['lineProtocol'];
-  contentEncoding?: 'gzip';
+  contentEncoding?: 'gzip' | 'snappy';
   maxDecodedBytes?: number;
   maxDecodedSetting?: string;
   backfill?: boolean;

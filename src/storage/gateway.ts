@@ -136,9 +136,9 @@ export class ShardGateway implements PointWriter, MonitorSampler, LiveFeed {
     if (outcome.refused) return { success: false, error: outcome.refused };
     this.absorb(outcome);
     let points = outcome.points;
-    for (const { collectionId, body, labels } of outcome.forward) {
+    for (const { collectionId, body, labels, contentType } of outcome.forward) {
       const owner = this.shards.shardFor(collectionId);
-      const forwarded = await owner.write(body, { mode: header.mode, contentType: 'application/octet-stream', autoCreate: header.autoCreate, allowedUnits: null, collectionId, ...(labels ? { labels } : {}), ...(header.backfill ? { backfill: true } : {}) });
+      const forwarded = await owner.write(body, { mode: header.mode, contentType: contentType ?? 'application/octet-stream', autoCreate: header.autoCreate, allowedUnits: null, collectionId, ...(labels ? { labels } : {}), ...(header.backfill ? { backfill: true } : {}) });
       if (forwarded.error) throw ServiceError.fromWire(forwarded.error);
       if (forwarded.refused) return { success: false, error: forwarded.refused };
       this.absorb(forwarded);

@@ -28,7 +28,7 @@ export function seriesRoutes(gateway: ShardGateway): Route[] {
       description:
         '`collection` (`org/site/unit/grid`, optional: every collection you can see; 404 when it is not one of them), `match` (a glob on the tag name: `*` any run, `?` one character, `\\` makes the next literal; case-sensitive; default `*`), ' +
         `\`limit\` (1..${MAX_LIMIT}, default ${DEFAULT_LIMIT}). Ordered by collection, then tag name. \`total\` counts every match, \`has_more\` says whether the page left some out. ` +
-        '`labels` is the series\' label set where it has one (line protocol: `measurement`, `field` and the line\'s other tags). Points of /svcapi/write_buffered appear after the next flush.',
+        '`labels` is the series\' label set where it has one (line protocol: `measurement`, `field` and the line\'s other tags; Prometheus remote write: its labels). `last_value` is null when the last point is NaN or ±Inf. Points of /svcapi/write_buffered appear after the next flush.',
       query: S.object({
         collection: S.string({ minLength: 1, maxLength: 1024 }),
         match: S.string({ maxLength: 1024 }),
@@ -37,7 +37,10 @@ export function seriesRoutes(gateway: ShardGateway): Route[] {
       responses: { 200: { description: 'the series', schema: S.object({ series: S.array(SERIES), total: S.integer(), has_more: S.boolean() }, ['series', 'total', 'has_more']) } },
       handler: async (req) => {
         const q = req.query as { collection?: string; match?: string; limit?: number };
-        return { body: await gateway.listSeries(req.grant, q.collection ?? null, q.match ?? '*', q.limit ?? DEFAULT_LIMIT) };
+        const listing = await gateway.listSeries(req.grant, q.collection ?? null, q.match ?? '*', q.limit ?? DEFAULT_LIMIT);
+        // A remote-written series may end on NaN (a stale marker) or ±Inf, which JSON cannot carry: null, as in query results.
+        for (const s of listing.series) if (s.last_value !== null && !Number.isFinite(s.last_value)) s.last_value = null;
+        return { body: listing };
       },
     },
   ];
