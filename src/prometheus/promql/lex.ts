@@ -1,0 +1,428 @@
+// The PromQL lexer of Prometheus 2.42, redone as a first pass before the lezer-promql parser
+// (parse.ts). The lezer grammar is newer and more lenient than 2.42 (number literals with `_`,
+// `1s1m`-style durations, any escape in a string, `inf` as a label in `by (...)`...), so this pass
+// gives the tokens as 2.42 sees them: its lexical errors with 2.42's wording, the kinds that
+// decide what a position may hold (a NUMBER is not a DURATION), the names of called functions,
+// and the words for "unexpected <token>" messages. It also bounds the work: nesting deeper than
+// MAX_DEPTH or more than MAX_TOKENS tokens end the scan, so lezer (which recurses on deep trees)
+// never sees a pathological input.
+
+export const MAX_DEPTH = 256;
+export const MAX_TOKENS = 100_000;
+
+export type TokenKind =
+  | 'identifier' // a word without ':' that is no keyword
+  | 'metricIdentifier' // a word with ':'
+  | 'aggregator' // sum, avg, ... (any case)
+  | 'keyword' // by, without, on, ignoring, group_left, group_right, bool, offset
+  | 'preprocessor' // start, end
+  | 'operator' // + - * / % ^ == != < <= > >= =~ !~ @ and or unless atan2
+  | 'number' // decimal, hex, exponent, Inf, NaN (unsigned)
+  | 'duration' // 5m, 1h30m (validated where a duration is expected)
+  | 'string'
+  | 'punct'; // ( ) { } [ ] , = :
+
+export interface Token {
+  kind: TokenKind;
+  text: string;
+  start: number;
+  end: number;
+}
+
+export interface LexError {
+  position: number;
+  message: string;
+}
+
+export interface LexResult {
+  tokens: Token[];
+  /** The first lexical error; `tokens` holds what came before it. */
+  error: LexError | null;
+}
+
+const AGGREGATORS = new Set(['sum', 'avg', 'count', 'min', 'max', 'group', 'stddev', 'stdvar', 'topk', 'bottomk', 'count_values', 'quantile']);
+const KEYWORDS = new Set(['offset', 'by', 'without', 'on', 'ignoring', 'group_left', 'group_right', 'bool']);
+const WORD_OPERATORS = new Set(['and', 'or', 'unless', 'atan2']);
+
+const isSpace = (c: string) => c === ' ' || c === '\t' || c === '\n' || c === '\r';
+const isDigit = (c: string) => c >= '0' && c <= '9';
+const isAlpha = (c: string) => c === '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+const isAlphaNumeric = (c: string) => isAlpha(c) || isDigit(c);
+
+/** Go's %q of a string (strconv.Quote), enough for error messages. */
+export function goQuote(s: string): string {
+  let out = '"';
+  for (const ch of s) {
+    const code = ch.codePointAt(0)!;
+    if (ch === '"' || ch === '\\') out += `\\${ch}`;
+    else if (ch === '\n') out += '\\n';
+    else if (ch === '\t') out += '\\t';
+    else if (ch === '\r') out += '\\r';
+    else if (code < 0x20 || code === 0x7f) out += `\\x${code.toString(16).padStart(2, '0')}`;
+    else out += ch;
+  }
+  return `${out}"`;
+}
+
+/** Go's %q of a rune: 'x'. */
+function goQuoteRune(ch: string): string {
+  if (ch === "'") return "'\\''";
+  return `'${goQuote(ch).slice(1, -1).replace(/\\"/g, '"')}'`;
+}
+
+/** Go's %#U of a rune: U+0071 'q'. */
+function goRuneName(ch: string): string {
+  return `U+${ch.codePointAt(0)!.toString(16).toUpperCase().padStart(4, '0')} ${goQuoteRune(ch)}`;
+}
+
+/** How 2.42's parser names a token in "unexpected ..." messages (Item.desc); null is the end of input. */
+export function describeToken(token: Token | null): string {
+  if (token === null) return 'end of input';
+  const short = (s: string) => ([...s].length > 10 ? `${goQuote([...s].slice(0, 10).join(''))}...` : goQuote(s));
+  switch (token.kind) {
+    case 'operator':
+      return `<op:${token.text}>`;
+    case 'aggregator':
+      return `<aggr:${token.text}>`;
+    case 'keyword':
+      return `<${token.text}>`;
+    case 'preprocessor':
+    case 'punct':
+      return short(token.text);
+    case 'identifier':
+      return `identifier ${goQuote(token.text)}`;
+    case 'metricIdentifier':
+      return `metric identifier ${goQuote(token.text)}`;
+    default:
+      return `${token.kind} ${short(token.text)}`;
+  }
+}
+
+class LexFailure extends Error {
+  constructor(readonly position: number, message: string) {
+    super(message);
+  }
+}
+
+/** Splits `input` into 2.42's tokens (comments and spaces dropped), stopping at the first error. */
+export function lex(input: string): LexResult {
+  const tokens: Token[] = [];
+  let pos = 0;
+  let parenDepth = 0;
+  let braceOpen = false;
+  let bracketOpen = false;
+  let gotColon = false;
+
+  const peek = (offset = 0) => input[pos + offset] ?? '';
+  const fail = (start: number, message: string): never => {
+    throw new LexFailure(start, message);
+  };
+  const emit = (kind: TokenKind, start: number) => {
+    if (tokens.length >= MAX_TOKENS) fail(start, `expression too large: more than ${MAX_TOKENS} tokens`);
+    tokens.push({ kind, text: input.slice(start, pos), start, end: pos });
+  };
+  const acceptOne = (set: string) => {
+    if (pos < input.length && set.includes(input[pos]!)) {
+      pos++;
+      return true;
+    }
+    return false;
+  };
+  const acceptRun = (set: string) => {
+    while (acceptOne(set));
+  };
+
+  // The shape of a number; true when what follows cannot continue it (so it is a NUMBER).
+  const scanNumber = () => {
+    let digits = '0123456789';
+    if (acceptOne('0') && acceptOne('xX')) digits = '0123456789abcdefABCDEF';
+    acceptRun(digits);
+    if (acceptOne('.')) acceptRun(digits);
+    if (acceptOne('eE')) {
+      acceptOne('+-');
+      acceptRun('0123456789');
+    }
+    return !isAlphaNumeric(peek());
+  };
+  // Units after the digits of a duration (their order is checked by parseDuration).
+  const acceptRemainingDuration = () => {
+    if (!acceptOne('smhdwy')) return false;
+    acceptOne('s');
+    while (acceptOne('0123456789')) {
+      acceptRun('0123456789');
+      if (!acceptOne('smhdw')) return false;
+      acceptOne('s');
+    }
+    // 2.42 reads the character after the duration; it belongs to a bad one's text.
+    if (!isAlphaNumeric(peek())) return true;
+    pos++;
+    return false;
+  };
+
+  const lexNumberOrDuration = (start: number) => {
+    if (scanNumber()) return emit('number', start);
+    if (acceptRemainingDuration()) return emit('duration', start);
+    fail(start, `bad number or duration syntax: ${goQuote(input.slice(start, pos))}`);
+  };
+
+  const lexDuration = (start: number) => {
+    if (scanNumber()) fail(start, 'missing unit character in duration');
+    if (!acceptRemainingDuration()) fail(start, `bad duration syntax: ${goQuote(input.slice(start, pos))}`);
+    emit('duration', start);
+  };
+
+  // One escape after a backslash, checked as 2.42 does (the value is decoded by unquote).
+  const lexEscape = (start: number, quote: string) => {
+    let ch = input[pos++] ?? '';
+    let n: number;
+    let base: number;
+    let max: number;
+    if ('abfnrtv\\'.includes(ch) && ch !== '') return;
+    if (ch === quote) return;
+    if (ch >= '0' && ch <= '7') [n, base, max] = [3, 8, 255];
+    else if (ch === 'x' || ch === 'u' || ch === 'U') {
+      [n, base, max] = ch === 'x' ? [2, 16, 255] : ch === 'u' ? [4, 16, 0x10ffff] : [8, 16, 0x10ffff];
+      ch = input[pos++] ?? '';
+    } else if (ch === '') return fail(start, 'escape sequence not terminated');
+    else return fail(start, `unknown escape sequence ${goRuneName(String.fromCodePoint(input.codePointAt(pos - 1)!))}`);
+    let x = 0;
+    for (;;) {
+      const d = /^[0-9a-fA-F]$/.test(ch) ? parseInt(ch, 16) : 16;
+      if (d >= base) {
+        if (ch === '') fail(start, 'escape sequence not terminated');
+        fail(start, `illegal character ${goRuneName(String.fromCodePoint(input.codePointAt(pos - 1)!))} in escape sequence`);
+      }
+      x = x * base + d;
+      if (--n === 0) break;
+      ch = input[pos++] ?? '';
+    }
+    if (x > max || (x >= 0xd800 && x < 0xe000)) fail(start, 'escape sequence is an invalid Unicode code point');
+  };
+
+  const lexString = (start: number, quote: string) => {
+    for (;;) {
+      const ch = input[pos++];
+      if (ch === undefined || ch === '\n') fail(start, 'unterminated quoted string');
+      if (ch === '\\') lexEscape(start, quote);
+      else if (ch === quote) return emit('string', start);
+    }
+  };
+
+  const lexRawString = (start: number) => {
+    const close = input.indexOf('`', pos);
+    if (close < 0) fail(start, 'unterminated raw string');
+    pos = close + 1;
+    emit('string', start);
+  };
+
+  const skipComment = () => {
+    while (pos < input.length && input[pos] !== '\n' && input[pos] !== '\r') pos++;
+  };
+
+  // Inside `{...}` every word is a label name, keywords included.
+  const lexInsideBraces = () => {
+    const start = pos;
+    const ch = input[pos++];
+    if (ch === undefined) return fail(input.length, 'unexpected end of input inside braces');
+    if (ch === '#') return skipComment();
+    if (isSpace(ch)) return;
+    if (isAlpha(ch)) {
+      while (isAlphaNumeric(peek())) pos++;
+      return emit('identifier', start);
+    }
+    if (ch === ',') return emit('punct', start);
+    if (ch === '"' || ch === "'") return lexString(start, ch);
+    if (ch === '`') return lexRawString(start);
+    if (ch === '=') {
+      if (acceptOne('~')) return emit('operator', start);
+      return emit('punct', start);
+    }
+    if (ch === '!') {
+      if (acceptOne('~') || acceptOne('=')) return emit('operator', start);
+      return fail(start, `unexpected character after '!' inside braces: ${goQuoteRune(peek() || '\0')}`);
+    }
+    if (ch === '{') return fail(start, "unexpected left brace '{'");
+    if (ch === '}') {
+      braceOpen = false;
+      return emit('punct', start);
+    }
+    fail(start, `unexpected character inside braces: ${goQuoteRune(String.fromCodePoint(input.codePointAt(start)!))}`);
+  };
+
+  const lexWord = (start: number) => {
+    while (isAlphaNumeric(peek()) || peek() === ':') pos++;
+    const lower = input.slice(start, pos).toLowerCase();
+    if (lower === 'inf' || lower === 'nan') emit('number', start);
+    else if (AGGREGATORS.has(lower)) emit('aggregator', start);
+    else if (KEYWORDS.has(lower)) emit('keyword', start);
+    else if (WORD_OPERATORS.has(lower)) emit('operator', start);
+    else if (lower === 'start' || lower === 'end') emit('preprocessor', start);
+    else emit(lower.includes(':') ? 'metricIdentifier' : 'identifier', start);
+  };
+
+  const lexStatement = () => {
+    if (braceOpen) return lexInsideBraces();
+    const start = pos;
+    const ch = input[pos++];
+    if (ch === undefined) {
+      if (parenDepth !== 0) fail(input.length, 'unclosed left parenthesis');
+      if (bracketOpen) fail(input.length, 'unclosed left bracket');
+      return;
+    }
+    if (ch === '#') return skipComment();
+    if (isSpace(ch)) return;
+    if (',*/%+-^@'.includes(ch)) return emit(ch === ',' ? 'punct' : 'operator', start);
+    if (ch === '=') {
+      if (peek() === '~') fail(start, "unexpected character after '=': '~'");
+      return emit(acceptOne('=') ? 'operator' : 'punct', start);
+    }
+    if (ch === '!') {
+      if (!acceptOne('=')) fail(start, `unexpected character after '!': ${goQuoteRune(peek() || '\0')}`);
+      return emit('operator', start);
+    }
+    if (ch === '<' || ch === '>') {
+      acceptOne('=');
+      return emit('operator', start);
+    }
+    if (isDigit(ch) || (ch === '.' && isDigit(peek()))) {
+      pos = start;
+      return lexNumberOrDuration(start);
+    }
+    if (ch === '"' || ch === "'") return lexString(start, ch);
+    if (ch === '`') return lexRawString(start);
+    if (isAlpha(ch) || ch === ':') {
+      // Inside brackets 2.42 reads any word character as the subquery's colon.
+      if (!bracketOpen) return lexWord(start);
+      if (gotColon) fail(start, `unexpected colon ${goQuoteRune(ch)}`);
+      gotColon = true;
+      return emit('punct', start);
+    }
+    if (ch === '(') {
+      if (++parenDepth > MAX_DEPTH) fail(start, `expression nested deeper than ${MAX_DEPTH} levels`);
+      return emit('punct', start);
+    }
+    if (ch === ')') {
+      if (--parenDepth < 0) fail(start, "unexpected right parenthesis ')'");
+      return emit('punct', start);
+    }
+    if (ch === '{') {
+      braceOpen = true;
+      return emit('punct', start);
+    }
+    if (ch === '[') {
+      if (bracketOpen) fail(start, "unexpected left bracket '['");
+      gotColon = false;
+      emit('punct', start);
+      while (isSpace(peek())) pos++;
+      bracketOpen = true;
+      return lexDuration(pos);
+    }
+    if (ch === ']') {
+      if (!bracketOpen) fail(start, "unexpected right bracket ']'");
+      bracketOpen = false;
+      return emit('punct', start);
+    }
+    fail(start, `unexpected character: ${goQuoteRune(String.fromCodePoint(input.codePointAt(start)!))}`);
+  };
+
+  try {
+    while (pos < input.length || braceOpen || parenDepth !== 0 || bracketOpen) lexStatement();
+    return { tokens, error: null };
+  } catch (err) {
+    if (!(err instanceof LexFailure)) throw err;
+    return { tokens, error: { position: err.position, message: err.message } };
+  }
+}
+
+// Literal values, read as 2.42 reads them (Go's strconv and prometheus/common's model package).
+
+const MAX_INT64 = 2n ** 63n - 1n;
+const DURATION_PARTS = /^(?:(\d+)y)?(?:(\d+)w)?(?:(\d+)d)?(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?(?:(\d+)ms)?$/;
+const DAY_MS = 24 * 60 * 60 * 1000;
+const UNIT_MS = [365 * DAY_MS, 7 * DAY_MS, DAY_MS, 60 * 60 * 1000, 60 * 1000, 1000, 1].map(BigInt);
+
+/**
+ * A duration in milliseconds by Prometheus' model.ParseDuration: integer counts of the units y w d
+ * h m s ms, each at most once and in that order (`1h30m`), or a bare "0"; the total must fit
+ * Go's time.Duration (nanoseconds in an int64, about 292 years). Throws with Prometheus' message.
+ */
+export function parseDuration(text: string): number {
+  if (text === '0') return 0;
+  if (text === '') throw new Error('empty duration string');
+  const parts = DURATION_PARTS.exec(text);
+  if (!parts) throw new Error(`not a valid duration string: ${goQuote(text)}`);
+  let nanos = 0n;
+  UNIT_MS.forEach((unitMs, i) => {
+    const count = parts[i + 1];
+    if (count !== undefined) nanos += BigInt(count) * unitMs * 1_000_000n;
+  });
+  if (nanos > MAX_INT64) throw new Error('duration out of range');
+  return Number(nanos / 1_000_000n);
+}
+
+/** Go's strconv.ParseInt(text, 0, 64): hex, leading-0 octal or decimal; null when it fails. */
+function parseGoInt(text: string): number | null {
+  let value: bigint;
+  if (/^0[xX][0-9a-fA-F]+$/.test(text)) value = BigInt(`0x${text.slice(2)}`);
+  else if (/^0[0-7]+$/.test(text)) value = BigInt(`0o${text.slice(1)}`);
+  else if (/^(0|[1-9][0-9]*)$/.test(text)) value = BigInt(text);
+  else return null;
+  return value > MAX_INT64 ? null : Number(value);
+}
+
+/** A NUMBER token's value as 2.42 computes it (an integer first, else a float; `010` is 8). */
+export function parseNumber(text: string): number {
+  const asInt = parseGoInt(text);
+  if (asInt !== null) return asInt;
+  const lower = text.toLowerCase();
+  if (lower === 'inf') return Infinity;
+  if (lower === 'nan') return NaN;
+  if (/^([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?$/.test(text)) {
+    const value = Number(text);
+    if (Number.isFinite(value)) return value;
+    throw new Error(`error parsing number: strconv.ParseFloat: parsing ${goQuote(text)}: value out of range`);
+  }
+  throw new Error(`error parsing number: strconv.ParseFloat: parsing ${goQuote(text)}: invalid syntax`);
+}
+
+function pushUtf8(bytes: number[], cp: number): void {
+  if (cp < 0x80) bytes.push(cp);
+  else if (cp < 0x800) bytes.push(0xc0 | (cp >> 6), 0x80 | (cp & 0x3f));
+  else if (cp < 0x10000) bytes.push(0xe0 | (cp >> 12), 0x80 | ((cp >> 6) & 0x3f), 0x80 | (cp & 0x3f));
+  else bytes.push(0xf0 | (cp >> 18), 0x80 | ((cp >> 12) & 0x3f), 0x80 | ((cp >> 6) & 0x3f), 0x80 | (cp & 0x3f));
+}
+
+const SIMPLE_ESCAPES: Record<string, number> = { a: 7, b: 8, f: 12, n: 10, r: 13, t: 9, v: 11, '\\': 92, "'": 39, '"': 34 };
+
+/**
+ * The value of a STRING token the lexer accepted (quotes included). Go strings are bytes, and
+ * `\xHH` and octal escapes give single bytes: the bytes are decoded as UTF-8 at the end, so
+ * "\xe2\x82\xac" is "€" and a stray byte becomes U+FFFD.
+ */
+export function unquote(text: string): string {
+  const body = text.slice(1, -1);
+  if (text[0] === '`' || !body.includes('\\')) return body;
+  const bytes: number[] = [];
+  for (let i = 0; i < body.length; ) {
+    if (body[i] !== '\\') {
+      const cp = body.codePointAt(i)!;
+      pushUtf8(bytes, cp);
+      i += cp > 0xffff ? 2 : 1;
+      continue;
+    }
+    const e = body[i + 1]!;
+    i += 2;
+    if (e in SIMPLE_ESCAPES) bytes.push(SIMPLE_ESCAPES[e]!);
+    else if (e >= '0' && e <= '7') {
+      bytes.push(parseInt(body.slice(i - 1, i + 2), 8));
+      i += 2;
+    } else {
+      const digits = e === 'x' ? 2 : e === 'u' ? 4 : 8;
+      const cp = parseInt(body.slice(i, i + digits), 16);
+      if (e === 'x') bytes.push(cp);
+      else pushUtf8(bytes, cp);
+      i += digits;
+    }
+  }
+  return new TextDecoder().decode(Uint8Array.from(bytes));
+}
