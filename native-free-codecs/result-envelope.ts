@@ -14,10 +14,11 @@ import { format1Header } from './result-binary.js';
 import { CSV_HEADER } from './result-csv.js';
 
 /**
- * How a query's result is encoded: JSON, msgpack, binary format 1 (WIRE.md), or CSV with the
- * time in epoch ms (`csv`) or ISO 8601 UTC (`csv-iso`).
+ * How a query's result is encoded: JSON, msgpack, binary format 1 (WIRE.md), CSV with the
+ * time in epoch ms (`csv`) or ISO 8601 UTC (`csv-iso`), or, between the threads only, raw
+ * float64 columns (`f64`, result-f64.ts: what the main thread computes on).
  */
-export type ResultFormat = 'json' | 'msgpack' | 'binary1' | 'csv' | 'csv-iso';
+export type ResultFormat = 'json' | 'msgpack' | 'binary1' | 'csv' | 'csv-iso' | 'f64';
 
 export function isCsv(format: ResultFormat): format is 'csv' | 'csv-iso' {
   return format === 'csv' || format === 'csv-iso';
@@ -29,6 +30,7 @@ const CLOSE_OBJECT = 0x7d;
 /** What precedes the series fragments of a result holding `seriesCount` series. */
 export function resultHead(format: ResultFormat, seriesCount: number): Uint8Array {
   if (format === 'json') return Uint8Array.of(OPEN_OBJECT);
+  if (format === 'f64') return new Uint8Array(0);
   if (isCsv(format)) return new TextEncoder().encode(CSV_HEADER);
   if (format === 'msgpack') {
     const w = new MsgpackPointWriter(8);

@@ -36,7 +36,26 @@ export type AggregatorSpec =
   | { name: 'scale'; factor: number }
   | { name: 'div'; divisor: number }
   | { name: 'filter'; filter_op: FilterOp; threshold: number }
-  | { name: 'trim'; trim: TrimMode };
+  | { name: 'trim'; trim: TrimMode }
+  | PromqlWindowStep;
+
+/**
+ * Internal, never parsed from a request: a PromQL range-vector function (shared/promql-windows.ts)
+ * evaluated over the scan for a step grid. Step i's window ends at `first_end + i × step_ms`
+ * (at `first_end` for every step when `fixed_end`, the `@` modifier) and spans `range_ms`; the
+ * output has one point per step with a result, its timestamp the step's index. `arg` is
+ * quantile_over_time's φ.
+ */
+export interface PromqlWindowStep {
+  name: 'promql_window';
+  fn: string;
+  range_ms: number;
+  first_end: number;
+  step_ms: number;
+  steps: number;
+  fixed_end: boolean;
+  arg: number;
+}
 
 /** A bad aggregator spec; the message starts with the path of the offending field. */
 export class AggregatorError extends Error {

@@ -113,6 +113,11 @@ export interface Config {
     readonly tokenCacheSeconds: number;
     readonly tokenCacheMaxEntries: number;
   };
+  readonly promql: {
+    readonly maxSamples: number;
+    readonly maxSeries: number;
+    readonly timeoutMs: number;
+  };
   readonly compat: {
     readonly openMonitorAndBackup: boolean;
   };

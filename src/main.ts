@@ -26,6 +26,7 @@ import { HttpServer } from './http/server.js';
 import { ingestPlugin } from './ingest/plugin.js';
 import { influxPlugin } from './influx/plugin.js';
 import { processLogPlugin } from './jobs/plugin.js';
+import { prometheusPlugin } from './prometheus/plugin.js';
 import { livePlugin } from './live/plugin.js';
 import { createLogger, flushLogs, type Logger } from './log.js';
 import { MetaStore } from './meta/store.js';
@@ -50,6 +51,7 @@ export const PLUGINS: readonly Plugin<any, any>[] = [
   storagePlugin,
   ingestPlugin,
   influxPlugin,
+  prometheusPlugin,
   backupPlugin,
   connectorPlugin,
   monitorPlugin,

@@ -18,7 +18,8 @@
  *   the first and the last point's buckets (always the start, whatever the align flags).
  */
 
-import { isSamplingStep, type AggregatorSpec, type FilterOp, type SamplingStep, type TrimMode } from '../shared/aggregator-spec.js';
+import { isSamplingStep, type AggregatorSpec, type FilterOp, type PromqlWindowStep, type SamplingStep, type TrimMode } from '../shared/aggregator-spec.js';
+import { slideWindow, WINDOW_FUNCTIONS } from '../shared/promql-windows.js';
 import { BucketGrid, UNIT_MS } from '../shared/time-units.js';
 
 /** One tag's series: `count` points, sorted by timestamp, one value per timestamp. */
@@ -344,6 +345,13 @@ export function runPipeline(
       series = trim(series, spec.trim); // views only: nothing is written
       continue;
     }
+    if (spec.name === 'promql_window') {
+      const out = new SeriesBuilder(Math.max(16, Math.min(spec.steps, 4096)), maxPoints);
+      promqlWindows(spec, series, out.add);
+      series = { timestamps: out.timestamps, values: out.values, count: out.count };
+      owned = true;
+      continue;
+    }
     if (!owned) {
       series = { timestamps: series.timestamps.slice(0, series.count), values: series.values.slice(0, series.count), count: series.count };
       owned = true;
@@ -361,7 +369,15 @@ function trim(s: Series, mode: TrimMode): Series {
 }
 
 /** Runs one point-wise step in place on `s` and returns the new count (output index <= input index). */
-function pointwise(spec: Exclude<AggregatorSpec, SamplingStep | { name: 'trim' }>, s: Series): number {
+/** A PromQL range function over the step grid: one pass over the series (timestamps of the output are step indexes). */
+function promqlWindows(spec: PromqlWindowStep, s: Series, add: (ts: number, value: number) => void): void {
+  const fn = WINDOW_FUNCTIONS.get(spec.fn);
+  if (fn === undefined) throw new Error(`unknown PromQL window function ${spec.fn}`);
+  const windowEnd = spec.fixed_end ? () => spec.first_end : (i: number) => spec.first_end + i * spec.step_ms;
+  slideWindow(s.timestamps, s.values, s.count, spec.range_ms, windowEnd, spec.steps, fn, () => spec.arg, add);
+}
+
+function pointwise(spec: Exclude<AggregatorSpec, SamplingStep | PromqlWindowStep | { name: 'trim' }>, s: Series): number {
   const t = s.timestamps;
   const v = s.values;
   const n = s.count;

@@ -19,6 +19,7 @@ import { MsgpackPointWriter } from '../native-free-codecs/result-msgpack.js';
 import { encodeFormat2, Format1Writer } from '../native-free-codecs/result-binary.js';
 import { waitForChangeAsync, type RingProducer } from '../shared/ring.js';
 import type { AggregatorSpec } from '../shared/aggregator-spec.js';
+import { encodeF64Fragment } from '../native-free-codecs/result-f64.js';
 import { OP, QUERY_CANCELLED, QUERY_CREDIT, QUERY_SEQ, querySlotWord, type TaskOf } from '../shared/protocol.js';
 import { BucketStream, PointLimitError, runPipeline, streamableStep } from './aggregators.js';
 import { type QueryAllowance, type QueryMemory, SeriesBuffer } from './series-buffer.js';
@@ -79,6 +80,7 @@ export class QueryRunner {
           if (task.format === 'json') await this.jsonFragment(flow, json, key, series, first);
           else if (csv) await this.csvFragment(flow, csv, key, series);
           else if (task.format === 'msgpack') await this.msgpackFragment(flow, key, series);
+          else if (task.format === 'f64') await flow.send(encodeF64Fragment(key, series.timestamps, series.values, series.count));
           else await this.format1Fragment(flow, key, series);
           series.dispose();
         }

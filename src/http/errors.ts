@@ -7,8 +7,11 @@
 import { ServiceError } from '../../shared/errors.js';
 import { redactApiKeys } from '../log.js';
 
-/** `error`: `{error: message}`; `status`: `{status: "error", message}`; `influx2`: `{code: <InfluxDB 2 code>, message}`. */
-export type ErrorShape = 'error' | 'status' | 'influx2';
+/**
+ * `error`: `{error: message}`; `status`: `{status: "error", message}`; `influx2`: `{code: <InfluxDB 2 code>, message}`;
+ * `prometheus`: `{status: "error", errorType, error}` as Prometheus' HTTP API answers.
+ */
+export type ErrorShape = 'error' | 'status' | 'influx2' | 'prometheus';
 
 /** InfluxDB 2's error codes by HTTP status (what its clients, Telegraf among them, read). */
 const INFLUX2_CODES: Record<number, string> = {
@@ -17,10 +20,17 @@ const INFLUX2_CODES: Record<number, string> = {
   501: 'not implemented', 503: 'unavailable', 507: 'unavailable',
 };
 
+/** Prometheus' errorType by HTTP status (its clients, Grafana among them, read it). */
+const PROMETHEUS_TYPES: Record<number, string> = {
+  400: 'bad_data', 401: 'unauthorized', 403: 'forbidden', 404: 'not_found', 405: 'bad_data', 406: 'bad_data', 413: 'bad_data', 415: 'bad_data',
+  422: 'execution', 429: 'unavailable', 501: 'unavailable', 503: 'unavailable', 507: 'unavailable',
+};
+
 export function errorBody(shape: ErrorShape, raw: string, status = 500): Record<string, string> {
   // A message may echo what the request held (a path): an API key pasted there is not sent back.
   const message = redactApiKeys(raw);
   if (shape === 'influx2') return { code: INFLUX2_CODES[status] ?? 'internal error', message };
+  if (shape === 'prometheus') return { status: 'error', errorType: PROMETHEUS_TYPES[status] ?? 'internal', error: message };
   return shape === 'status' ? { status: 'error', message } : { error: message };
 }
 
@@ -42,5 +52,10 @@ export const ERROR_SCHEMA = {
       required: ['status', 'message'],
     },
     { type: 'object', properties: { code: { type: 'string' }, message: { type: 'string' } }, required: ['code', 'message'] },
+    {
+      type: 'object',
+      properties: { status: { type: 'string', enum: ['error'] }, errorType: { type: 'string' }, error: { type: 'string' } },
+      required: ['status', 'errorType', 'error'],
+    },
   ],
 } as const;

@@ -10,8 +10,8 @@ import type { AccessGrant } from '../meta/access-grant.js';
 import type { ResponseStream } from '../http/route.js';
 import { Signal } from '../signal.js';
 import { resultHead, resultTail } from '../../native-free-codecs/result-envelope.js';
+import { decodeF64Fragments } from '../../native-free-codecs/result-f64.js';
 import { peekScope } from '../../native-free-codecs/scope-peek.js';
-import { unpack } from 'msgpackr';
 import { badRequest, ServiceError } from '../../shared/errors.js';
 import { OP, type BufferStats, type LivePoints, type MonitorSample, type MonitorSampleRequest, type SeriesListing, type ResultFormat, type WriteFrameHeader, type WriteMode, type WriteOutcome } from '../../shared/protocol.js';
 import { isCompleteScope } from '../../shared/scope.js';
@@ -233,25 +233,14 @@ export class ShardGateway implements PointWriter, MonitorSampler, LiveFeed {
       },
     };
     try {
-      await this.query(groups, start, end, 'msgpack', sink, stop.signal);
+      await this.query(groups, start, end, 'f64', sink, stop.signal);
     } catch (err) {
       if (!tooLarge) throw err;
     } finally {
       signal.removeEventListener('abort', onAbort);
     }
     if (tooLarge) throw badRequest(`the query needs more than ${limitSetting} (${maxBytes} bytes) of points on the main thread: narrow the time range, or aggregate (GROUP BY time)`);
-    const decoded = unpack(Buffer.concat(chunks)) as Record<string, Array<[number, number]>>;
-    const out = new Map<string, CollectedSeries>();
-    for (const [key, points] of Object.entries(decoded)) {
-      const ts = new Float64Array(points.length);
-      const values = new Float64Array(points.length);
-      for (let i = 0; i < points.length; i++) {
-        ts[i] = points[i]![0];
-        values[i] = points[i]![1] ?? NaN;
-      }
-      out.set(key, { ts, values });
-    }
-    return out;
+    return decodeF64Fragments(Buffer.concat(chunks));
   }
 
   /** Binary format 2 for one collection, built by its shard. */

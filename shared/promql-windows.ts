@@ -1,0 +1,246 @@
+// The functions of PromQL range vectors (rate, increase, *_over_time, …) as Prometheus 2.x
+// computes them over each step's window [end - range, end] of one series: both edges included,
+// stale markers left out. A series is slid over the whole step grid once (two indexes that only
+// move forward), so each sample is visited by the windows that hold it and never re-read. Shared
+// by both threads: the storage workers run it during a scan (the `promql_window` step of a
+// pipeline), the main thread over subquery results. Pure computation.
+
+/** A window: samples lo..hi-1 of ts/values; start/end its edges (ms); the step's scalar argument. */
+export type WindowFunction = (ts: Float64Array, v: Float64Array, lo: number, hi: number, start: number, end: number, rangeMs: number, arg: number) => number | undefined;
+
+function extrapolatedRate(isCounter: boolean, isRate: boolean): WindowFunction {
+  return (ts, v, lo, hi, start, end, rangeMs) => {
+    const n = hi - lo;
+    if (n < 2) return undefined;
+    let result = v[hi - 1]! - v[lo]!;
+    if (isCounter) {
+      let prev = v[lo]!;
+      for (let i = lo + 1; i < hi; i++) {
+        const cur = v[i]!;
+        if (cur < prev) result += prev;
+        prev = cur;
+      }
+    }
+    const firstT = ts[lo]!;
+    const lastT = ts[hi - 1]!;
+    let durationToStart = (firstT - start) / 1000;
+    const durationToEnd = (end - lastT) / 1000;
+    const sampledInterval = (lastT - firstT) / 1000;
+    const averageBetween = sampledInterval / (n - 1);
+    if (isCounter && result > 0 && v[lo]! >= 0) {
+      // A counter starts at zero: extrapolate no further back than where it would be zero.
+      const durationToZero = sampledInterval * (v[lo]! / result);
+      if (durationToZero < durationToStart) durationToStart = durationToZero;
+    }
+    const threshold = averageBetween * 1.1;
+    let interval = sampledInterval;
+    interval += durationToStart < threshold ? durationToStart : averageBetween / 2;
+    interval += durationToEnd < threshold ? durationToEnd : averageBetween / 2;
+    let factor = interval / sampledInterval;
+    if (isRate) factor /= rangeMs / 1000;
+    return result * factor;
+  };
+}
+
+function instantRate(isRate: boolean): WindowFunction {
+  return (ts, v, lo, hi) => {
+    if (hi - lo < 2) return undefined;
+    const last = v[hi - 1]!;
+    const previous = v[hi - 2]!;
+    const result = isRate && last < previous ? last : last - previous;
+    const interval = ts[hi - 1]! - ts[hi - 2]!;
+    if (interval === 0) return undefined;
+    return isRate ? result / (interval / 1000) : result;
+  };
+}
+
+/** Least-squares slope (per second) and intercept at `interceptTime`, as Prometheus' linearRegression. */
+export function linearRegression(ts: Float64Array, v: Float64Array, lo: number, hi: number, interceptTime: number): [number, number] {
+  let n = 0;
+  let sumX = 0;
+  let sumY = 0;
+  let sumXY = 0;
+  let sumX2 = 0;
+  const initY = v[lo]!;
+  let constY = true;
+  for (let i = lo; i < hi; i++) {
+    const y = v[i]!;
+    if (constY && i > lo && y !== initY) constY = false;
+    n++;
+    const x = (ts[i]! - interceptTime) / 1000;
+    sumX += x;
+    sumY += y;
+    sumXY += x * y;
+    sumX2 += x * x;
+  }
+  if (constY) return Number.isFinite(initY) ? [0, initY] : [NaN, NaN];
+  const covXY = sumXY - (sumX * sumY) / n;
+  const varX = sumX2 - (sumX * sumX) / n;
+  const slope = covXY / varX;
+  return [slope, sumY / n - (slope * sumX) / n];
+}
+
+/** Sorts as Go's sort.Float64s: NaN first, then ascending. */
+export function sortGoFloats(values: Float64Array): Float64Array {
+  values.sort();
+  let nan = 0;
+  for (let i = values.length - 1; i >= 0 && Number.isNaN(values[i]!); i--) nan++;
+  if (nan > 0 && nan < values.length) {
+    values.copyWithin(nan, 0, values.length - nan);
+    values.fill(NaN, 0, nan);
+  }
+  return values;
+}
+
+/** Prometheus' quantile over values sorted as sortGoFloats sorts them (φ outside 0..1 gives ∓Inf). */
+export function quantileOfSorted(q: number, sorted: ArrayLike<number>): number {
+  const n = sorted.length;
+  if (n === 0 || Number.isNaN(q)) return NaN;
+  if (q < 0) return -Infinity;
+  if (q > 1) return Infinity;
+  const rank = q * (n - 1);
+  const lower = Math.max(0, Math.floor(rank));
+  const upper = Math.min(n - 1, lower + 1);
+  const weight = rank - Math.floor(rank);
+  return sorted[lower]! * (1 - weight) + sorted[upper]! * weight;
+}
+
+function mean(v: Float64Array, lo: number, hi: number): number {
+  let m = 0;
+  let count = 0;
+  for (let i = lo; i < hi; i++) {
+    const x = v[i]!;
+    count++;
+    if (!Number.isFinite(m) && !Number.isNaN(m)) {
+      // An infinite mean stays what it is unless an opposite infinity or a NaN comes.
+      if (Number.isFinite(x) || (x === m)) continue;
+    }
+    m += x / count - m / count;
+  }
+  return m;
+}
+
+function variance(v: Float64Array, lo: number, hi: number): number {
+  let count = 0;
+  let m = 0;
+  let aux = 0;
+  for (let i = lo; i < hi; i++) {
+    const x = v[i]!;
+    count++;
+    const delta = x - m;
+    m += delta / count;
+    aux += delta * (x - m);
+  }
+  return aux / count;
+}
+
+export const WINDOW_FUNCTIONS: ReadonlyMap<string, WindowFunction> = new Map<string, WindowFunction>([
+  ['rate', extrapolatedRate(true, true)],
+  ['increase', extrapolatedRate(true, false)],
+  ['delta', extrapolatedRate(false, false)],
+  ['irate', instantRate(true)],
+  ['idelta', instantRate(false)],
+  ['deriv', (ts, v, lo, hi) => (hi - lo < 2 ? undefined : linearRegression(ts, v, lo, hi, ts[lo]!)[0])],
+  ['resets', (_ts, v, lo, hi) => {
+    let resets = 0;
+    for (let i = lo + 1; i < hi; i++) if (v[i]! < v[i - 1]!) resets++;
+    return resets;
+  }],
+  ['changes', (_ts, v, lo, hi) => {
+    let changes = 0;
+    for (let i = lo + 1; i < hi; i++) {
+      const cur = v[i]!;
+      const prev = v[i - 1]!;
+      if (cur !== prev && !(Number.isNaN(cur) && Number.isNaN(prev))) changes++;
+    }
+    return changes;
+  }],
+  ['avg_over_time', (_ts, v, lo, hi) => mean(v, lo, hi)],
+  ['sum_over_time', (_ts, v, lo, hi) => {
+    let sum = 0;
+    for (let i = lo; i < hi; i++) sum += v[i]!;
+    return sum;
+  }],
+  ['count_over_time', (_ts, _v, lo, hi) => hi - lo],
+  ['min_over_time', (_ts, v, lo, hi) => {
+    let min = v[lo]!;
+    for (let i = lo + 1; i < hi; i++) if (v[i]! < min || Number.isNaN(min)) min = v[i]!;
+    return min;
+  }],
+  ['max_over_time', (_ts, v, lo, hi) => {
+    let max = v[lo]!;
+    for (let i = lo + 1; i < hi; i++) if (v[i]! > max || Number.isNaN(max)) max = v[i]!;
+    return max;
+  }],
+  ['last_over_time', (_ts, v, _lo, hi) => v[hi - 1]!],
+  ['present_over_time', () => 1],
+  ['stdvar_over_time', (_ts, v, lo, hi) => variance(v, lo, hi)],
+  ['stddev_over_time', (_ts, v, lo, hi) => Math.sqrt(variance(v, lo, hi))],
+  ['quantile_over_time', (_ts, v, lo, hi, _s, _e, _r, q) => quantileOfSorted(q, sortGoFloats(v.slice(lo, hi)))],
+]);
+
+/** The special NaN (0x7ff0000000000002) Prometheus writes when a series goes away. */
+export function isStaleMarker(v: number): boolean {
+  if (v === v) return false;
+  staleView.setFloat64(0, v);
+  return staleView.getUint32(0) === 0x7ff00000 && staleView.getUint32(4) === 2;
+}
+
+const staleView = new DataView(new ArrayBuffer(8));
+
+/** Whether `fn` names a window function. */
+export function isWindowFunction(fn: string): boolean {
+  return WINDOW_FUNCTIONS.has(fn);
+}
+
+/**
+ * Slides the window of `fn` over one series (samples 0..count-1, time order) for `steps` steps:
+ * step i's window ends at windowEnd(i) and spans rangeMs before it. Stale markers are skipped.
+ * `emit(i, value)` receives each step's result (none where the window is empty or `fn` answers
+ * nothing).
+ */
+export function slideWindow(
+  ts: Float64Array,
+  values: Float64Array,
+  count: number,
+  rangeMs: number,
+  windowEnd: (i: number) => number,
+  steps: number,
+  fn: WindowFunction,
+  arg: (i: number) => number,
+  emit: (step: number, value: number) => void,
+): void {
+  let stale = 0;
+  for (let k = 0; k < count; k++) if (isStaleMarker(values[k]!)) stale++;
+  if (stale > 0) {
+    const keptTs = new Float64Array(count - stale);
+    const keptValues = new Float64Array(count - stale);
+    let n = 0;
+    for (let k = 0; k < count; k++) {
+      if (isStaleMarker(values[k]!)) continue;
+      keptTs[n] = ts[k]!;
+      keptValues[n++] = values[k]!;
+    }
+    ts = keptTs;
+    values = keptValues;
+    count = n;
+  }
+  let lo = 0;
+  let hi = 0;
+  let lastEnd = -Infinity;
+  for (let i = 0; i < steps; i++) {
+    const end = windowEnd(i);
+    const start = end - rangeMs;
+    if (end < lastEnd) {
+      lo = 0; // a window that moved back (a negative step never comes, but stay exact)
+      hi = 0;
+    }
+    lastEnd = end;
+    while (lo < count && ts[lo]! < start) lo++;
+    if (hi < lo) hi = lo;
+    while (hi < count && ts[hi]! <= end) hi++;
+    if (hi === lo) continue;
+    const value = fn(ts, values, lo, hi, start, end, rangeMs, arg(i));
+    if (value !== undefined) emit(i, value);
+  }
+}

@@ -1,0 +1,148 @@
+// The series PromQL, remote read and the metadata routes see: every series of every collection
+// the caller's grant reaches, with its Prometheus labels (labels.ts), chosen by label matchers
+// (regular expressions fully anchored and run on the linear-time matcher, so no pattern can make
+// a request backtrack), and their samples read through the storage workers. Listings are cached
+// per collection while no write adds series to it (seriesVersion), at most a few seconds.
+
+import type { AccessGrant } from '../meta/access-grant.js';
+import { LinearRegExp } from '../meta/linear-regexp.js';
+import type { Collections, PointReader, SeriesRequest } from '../storage/api.js';
+import type { AggregatorSpec } from '../../shared/aggregator-spec.js';
+import { ServiceError } from '../../shared/errors.js';
+import { collectionId as idOf } from '../../shared/scope-path.js';
+import { keyOf, seriesLabels, type Labels } from './labels.js';
+import type { LabelMatcher } from './promql/ast.js';
+import { executionError, PromQLError, type RawSeries } from './promql/values.js';
+
+const LISTING_CACHE_MS = 5_000;
+const LISTING_CACHE_ENTRIES = 10_000;
+const REGEX_STEPS = 5_000_000;
+
+export interface CatalogSeries {
+  collectionId: string;
+  tag: string;
+  labels: Labels;
+}
+
+export interface SourceLimits {
+  /** Most series one request may reach (a listing larger than this is refused). */
+  maxSeries: number;
+  /** Bytes of samples one request may hold on the main thread (storage.queryMemoryBytes). */
+  maxBytes: number;
+}
+
+type Test = (value: string) => boolean;
+
+/** A matcher as a test of a label's value ("" for an absent label). */
+export function compileMatcher(m: LabelMatcher): Test {
+  switch (m.type) {
+    case '=':
+      return (v) => v === m.value;
+    case '!=':
+      return (v) => v !== m.value;
+    case '=~':
+    case '!~': {
+      const re = anchoredRegexp(m.value);
+      return m.type === '=~' ? re : (v) => !re(v);
+    }
+  }
+}
+
+function anchoredRegexp(source: string): Test {
+  // Go's leading flag group (?i) becomes the matcher's flag; the pattern matches the whole value.
+  const flagged = /^\(\?([ims]+)\)/.exec(source);
+  const body = flagged ? source.slice(flagged[0].length) : source;
+  const flags = flagged ? [...new Set(flagged[1]!)].join('') : '';
+  let re: LinearRegExp;
+  try {
+    re = new LinearRegExp(`^(?:${body})$`, flags);
+  } catch (err) {
+    throw new PromQLError('bad_data', `invalid regular expression ${JSON.stringify(source)}: ${(err as Error).message}`);
+  }
+  return (v) => {
+    try {
+      return re.test(v, { remaining: REGEX_STEPS });
+    } catch {
+      throw executionError(`regular expression ${JSON.stringify(source)} is too costly for this value`);
+    }
+  };
+}
+
+export class SeriesSource {
+  private readonly listings = new Map<string, { version: number; until: number; series: CatalogSeries[] }>();
+
+  constructor(
+    private readonly reader: PointReader,
+    private readonly collections: Collections,
+    private readonly limits: SourceLimits,
+  ) {}
+
+  /** Every series the grant reaches (refused above limits.maxSeries). */
+  async catalog(grant: AccessGrant): Promise<CatalogSeries[]> {
+    const ids = this.collections.visible(grant).map((record) => idOf(record));
+    const lists = await Promise.all(ids.map((id) => this.listing(grant, id)));
+    const total = lists.reduce((n, l) => n + l.length, 0);
+    if (total > this.limits.maxSeries) throw this.tooMany();
+    return lists.flat();
+  }
+
+  private tooMany(): PromQLError {
+    return executionError(`the query reaches more than ${this.limits.maxSeries} series (promql.maxSeries): narrow its label matchers`);
+  }
+
+  private async listing(grant: AccessGrant, id: string): Promise<CatalogSeries[]> {
+    const version = this.reader.seriesVersion(id);
+    const cached = this.listings.get(id);
+    const now = Date.now();
+    if (cached && cached.version === version && cached.until > now) return cached.series;
+    let listed;
+    try {
+      listed = await this.reader.listSeries(grant, id, '*', this.limits.maxSeries);
+    } catch (err) {
+      if (err instanceof ServiceError && err.status === 404) return []; // removed meanwhile
+      throw err;
+    }
+    if (listed.has_more) throw this.tooMany();
+    const series = listed.series.map((s) => ({ collectionId: id, tag: s.tag, labels: seriesLabels(id, s.tag, s.labels) }));
+    if (this.listings.size >= LISTING_CACHE_ENTRIES) this.listings.clear();
+    this.listings.set(id, { version, until: now + LISTING_CACHE_MS, series });
+    return series;
+  }
+
+  /** The series whose labels satisfy every matcher. */
+  async match(grant: AccessGrant, matchers: readonly LabelMatcher[]): Promise<CatalogSeries[]> {
+    const tests = matchers.map((m) => ({ name: m.name, test: compileMatcher(m) }));
+    const all = await this.catalog(grant);
+    return all.filter((s) => tests.every(({ name, test }) => test(valueOf(s.labels, name))));
+  }
+
+  /** The samples of `series` in [start, end], in the order given; with a pipeline, what it makes of them in the workers. */
+  async samples(series: readonly CatalogSeries[], start: number, end: number, signal: AbortSignal, pipeline: AggregatorSpec[] = []): Promise<RawSeries[]> {
+    if (series.length === 0) return [];
+    const groups = new Map<string, SeriesRequest[]>();
+    series.forEach((s, i) => {
+      let list = groups.get(s.collectionId);
+      if (!list) groups.set(s.collectionId, (list = []));
+      list.push({ tag: s.tag, pipeline, label: String(i) });
+    });
+    let got;
+    try {
+      got = await this.reader.collect([...groups].map(([collectionId, requests]) => ({ collectionId, series: requests })), start, end, signal, this.limits.maxBytes, 'storage.queryMemoryBytes');
+    } catch (err) {
+      if (err instanceof ServiceError && err.status === 400) throw executionError(err.message);
+      throw err;
+    }
+    const empty = new Float64Array(0);
+    return series.map((s, i) => {
+      const points = got.get(String(i));
+      return { labels: s.labels, ts: points?.ts ?? empty, values: points?.values ?? empty };
+    });
+  }
+}
+
+function valueOf(labels: Labels, name: string): string {
+  for (const [k, v] of labels) if (k === name) return v;
+  return '';
+}
+
+export { keyOf };
