@@ -504,3 +504,37 @@ export function encodeReadRequest(request: { queries: ReadonlyArray<{ startTimes
   }
   return w.buf;
 }
+
+// ---- remote read: the response (for clients of remote read: tests, tools) ----------------------
+
+/** One query's series of a ReadResponse, labels and samples as encodeReadResponse wrote them. */
+export interface ReadResultSeries {
+  labels: readonly Label[];
+  timestamps: Float64Array;
+  values: Float64Array;
+}
+
+/**
+ * Decodes a (decompressed) ReadResponse: per QueryResult, its series. A QueryResult holds
+ * repeated TimeSeries in field 1, the shape of a WriteRequest, so each is read as one.
+ */
+export function decodeReadResponse(bytes: Uint8Array): { results: ReadResultSeries[][] } {
+  const r = new ProtoReader(bytes);
+  const results: ReadResultSeries[][] = [];
+  while (r.pos < r.end) {
+    const key = r.key();
+    if (key !== ((1 << 3) | WIRE_LENGTH_DELIMITED)) {
+      r.skip(key);
+      continue;
+    }
+    const end = r.delimitedEnd('QueryResult');
+    const batch = decodeWriteRequest(bytes.subarray(r.pos, end));
+    r.pos = end;
+    results.push(batch.series.map((s, i) => ({
+      labels: s.labels,
+      timestamps: batch.timestamps.slice(batch.seriesStart[i], batch.seriesStart[i + 1]),
+      values: batch.values.slice(batch.seriesStart[i], batch.seriesStart[i + 1]),
+    })));
+  }
+  return { results };
+}

@@ -17,6 +17,8 @@ import { executionError, PromQLError, type RawSeries } from './promql/values.js'
 const LISTING_CACHE_MS = 5_000;
 const LISTING_CACHE_ENTRIES = 10_000;
 const REGEX_STEPS = 5_000_000;
+/** Most series of one collection a listing holds (storage.maxSeriesPerCollection's default). */
+const MAX_LISTED_SERIES = 1_000_000;
 
 export interface CatalogSeries {
   collectionId: string;
@@ -77,12 +79,10 @@ export class SeriesSource {
     private readonly limits: SourceLimits,
   ) {}
 
-  /** Every series the grant reaches (refused above limits.maxSeries). */
+  /** Every series the grant reaches. */
   async catalog(grant: AccessGrant): Promise<CatalogSeries[]> {
     const ids = this.collections.visible(grant).map((record) => idOf(record));
     const lists = await Promise.all(ids.map((id) => this.listing(grant, id)));
-    const total = lists.reduce((n, l) => n + l.length, 0);
-    if (total > this.limits.maxSeries) throw this.tooMany();
     return lists.flat();
   }
 
@@ -97,23 +97,25 @@ export class SeriesSource {
     if (cached && cached.version === version && cached.until > now) return cached.series;
     let listed;
     try {
-      listed = await this.reader.listSeries(grant, id, '*', this.limits.maxSeries);
+      listed = await this.reader.listSeries(grant, id, '*', MAX_LISTED_SERIES);
     } catch (err) {
       if (err instanceof ServiceError && err.status === 404) return []; // removed meanwhile
       throw err;
     }
-    if (listed.has_more) throw this.tooMany();
+    if (listed.has_more) throw executionError(`collection ${id} holds more than ${MAX_LISTED_SERIES} series: PromQL cannot list it`);
     const series = listed.series.map((s) => ({ collectionId: id, tag: s.tag, labels: seriesLabels(id, s.tag, s.labels) }));
     if (this.listings.size >= LISTING_CACHE_ENTRIES) this.listings.clear();
     this.listings.set(id, { version, until: now + LISTING_CACHE_MS, series });
     return series;
   }
 
-  /** The series whose labels satisfy every matcher. */
+  /** The series whose labels satisfy every matcher (refused above limits.maxSeries). */
   async match(grant: AccessGrant, matchers: readonly LabelMatcher[]): Promise<CatalogSeries[]> {
     const tests = matchers.map((m) => ({ name: m.name, test: compileMatcher(m) }));
     const all = await this.catalog(grant);
-    return all.filter((s) => tests.every(({ name, test }) => test(valueOf(s.labels, name))));
+    const found = all.filter((s) => tests.every(({ name, test }) => test(valueOf(s.labels, name))));
+    if (found.length > this.limits.maxSeries) throw this.tooMany();
+    return found;
   }
 
   /** The samples of `series` in [start, end], in the order given; with a pipeline, what it makes of them in the workers. */
