@@ -173,6 +173,8 @@ export function prometheusRoutes(source: SeriesSource, credentials: InfluxCreden
       const timeoutText = one(params, 'timeout');
       const timeout = Math.min(settings.timeoutMs, timeoutText ? durationParam(timeoutText, 'timeout') : Infinity);
       const controller = new AbortController();
+      // A timeout of 0 has expired already (Prometheus' context.WithTimeout does the same).
+      if (timeout <= 0) controller.abort();
       const timer = setTimeout(() => controller.abort(), timeout);
       const onClose = () => controller.abort();
       req.signal.addEventListener('abort', onClose, { once: true });

@@ -177,6 +177,13 @@ describe('Prometheus query API', () => {
     assert.equal(lookaround.status, 400, lookaround.text);
   });
 
+  test('a query past its timeout is 503 timeout', async () => {
+    const res = await api('query', { query: 'requests_total', time: at(T0), timeout: '0s' }, basic(acmeKey));
+    assert.equal(res.status, 503, res.text);
+    assert.equal(res.body.errorType, 'timeout');
+    assert.match(res.body.error, /query timed out in expression evaluation/);
+  });
+
   test('metadata and buildinfo answer as Prometheus does', async () => {
     const meta = await api('metadata', {}, basic(acmeKey));
     assert.deepEqual(meta.body, { status: 'success', data: {} });

@@ -40,6 +40,7 @@ export interface EvaluationOptions {
 }
 
 export async function evaluate(expr: Expr, options: EvaluationOptions): Promise<{ value: Value; grid: Grid }> {
+  if (options.signal.aborted) throw new PromQLError('timeout', 'query timed out in expression evaluation');
   const grid = new Grid(options.start, options.step, Math.floor((options.end - options.start) / options.step) + 1);
   const plan: Plan = { query: { start: options.start, end: options.end }, ranges: new Map(), windows: new Map() };
   planSelectors(expr, grid, plan);
@@ -62,6 +63,7 @@ export async function evaluate(expr: Expr, options: EvaluationOptions): Promise<
       windowed.set(call, series);
     }),
   ]);
+  if (options.signal.aborted) throw new PromQLError('timeout', 'query timed out in expression evaluation');
   const evaluator = new Evaluator(data, windowed, options, samples);
   return { value: evaluator.eval(expr, grid), grid };
 }
