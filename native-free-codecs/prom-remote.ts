@@ -74,16 +74,52 @@ for (let c = 0; c < 256; c++) {
   NAME_PART[c] = letter || (c >= 0x30 && c <= 0x39) ? 1 : 0;
 }
 
+/**
+ * Short ASCII strings seen lately, by a hash of their bytes: label names and most label values
+ * repeat in every body a Prometheus sends (`__name__`, `job`, `instance`, metric names, hosts),
+ * and one string per repetition was most of the decoder's garbage (bench/prom-remote-write.ts).
+ * A slot holds the last string hashed to it; a hit is checked byte by byte, so a collision only
+ * costs a new string.
+ */
+const INTERN_SLOTS = 1 << 13;
+const INTERN_MAX_BYTES = 48;
+const interned: string[] = new Array<string>(INTERN_SLOTS).fill('');
+
+/** ASCII bytes as a string, the same string object as last time for short ones. */
+function internAscii(buf: Uint8Array, start: number, end: number): string {
+  const n = end - start;
+  let h = 0x811c9dc5;
+  for (let i = start; i < end; i++) h = Math.imul(h ^ buf[i], 0x01000193);
+  const slot = (h >>> 0) & (INTERN_SLOTS - 1);
+  const known = interned[slot];
+  if (known.length === n) {
+    let same = true;
+    for (let i = 0; i < n; i++) {
+      if (known.charCodeAt(i) !== buf[start + i]) {
+        same = false;
+        break;
+      }
+    }
+    if (same) return known;
+  }
+  let made = '';
+  for (let i = start; i < end; i++) made += String.fromCharCode(buf[i]);
+  interned[slot] = made;
+  return made;
+}
+
 /** A string field's bytes as a string: ASCII without the decoder's call, the rest strictly (invalid UTF-8 is malformed). */
 function text(buf: Uint8Array, start: number, end: number, what: () => string): string {
-  let ascii = true;
-  for (let i = start; i < end; i++) {
-    if (buf[i] >= 0x80) {
-      ascii = false;
-      break;
+  if (end - start <= INTERN_MAX_BYTES) {
+    let ascii = true;
+    for (let i = start; i < end; i++) {
+      if (buf[i] >= 0x80) {
+        ascii = false;
+        break;
+      }
     }
+    if (ascii) return end === start ? '' : internAscii(buf, start, end);
   }
-  if (ascii) return end - start === 0 ? '' : asciiString(buf, start, end);
   return utf8String(buf, start, end, what());
 }
 
@@ -225,7 +261,7 @@ function readLabel(r: ProtoReader, labelEnd: number, seriesEnd: number, index: n
     const name = text(buf, nameStart, nameEnd, () => `timeseries ${index}: label name ${names.length}`);
     malformed(`timeseries ${index}: label name ${JSON.stringify(name)} must match [a-zA-Z_][a-zA-Z0-9_]*`);
   }
-  const name = asciiString(buf, nameStart, nameEnd);
+  const name = nameEnd - nameStart <= INTERN_MAX_BYTES ? internAscii(buf, nameStart, nameEnd) : asciiString(buf, nameStart, nameEnd);
   names.push(name);
   values.push(text(buf, valueStart, valueEnd, () => `timeseries ${index}: the value of label ${name}`));
 }
