@@ -240,7 +240,7 @@ export class HttpServer<G> {
       result.then(
         (reply) => {
           this.bodies.giveBack(ex);
-          this.exchanges.reply(ex, route, reply);
+          this.answer(ex, route, reply);
         },
         (err) => {
           this.bodies.giveBack(ex);
@@ -249,7 +249,16 @@ export class HttpServer<G> {
       );
     } else {
       this.bodies.giveBack(ex);
-      this.exchanges.reply(ex, route, result);
+      this.answer(ex, route, result);
+    }
+  }
+
+  /** Sends a handler's reply; a reply that cannot be sent (a serializer refusing a value) is a 500, never an unhandled rejection. */
+  private answer(ex: Exchange, route: CompiledRoute<G>, reply: Reply): void {
+    try {
+      this.exchanges.reply(ex, route, reply);
+    } catch (err) {
+      this.exchanges.fail(ex, err);
     }
   }
 }
