@@ -70,9 +70,11 @@ function goQuoteRune(ch: string): string {
   return `'${goQuote(ch).slice(1, -1).replace(/\\"/g, '"')}'`;
 }
 
-/** Go's %#U of a rune: U+0071 'q'. */
+/** Go's %#U of a rune: U+0071 'q' (the character only when printable). */
 function goRuneName(ch: string): string {
-  return `U+${ch.codePointAt(0)!.toString(16).toUpperCase().padStart(4, '0')} ${goQuoteRune(ch)}`;
+  const code = ch.codePointAt(0)!;
+  const name = `U+${code.toString(16).toUpperCase().padStart(4, '0')}`;
+  return code < 0x20 || code === 0x7f ? name : `${name} '${ch}'`;
 }
 
 /** How 2.42's parser names a token in "unexpected ..." messages (Item.desc); null is the end of input. */
@@ -302,7 +304,8 @@ export function lex(input: string): LexResult {
       return emit('punct', start);
     }
     if (ch === ')') {
-      if (--parenDepth < 0) fail(start, "unexpected right parenthesis ')'");
+      // 2.42 has emitted the parenthesis when it notices, so the error is just after it.
+      if (--parenDepth < 0) fail(start + 1, "unexpected right parenthesis ')'");
       return emit('punct', start);
     }
     if (ch === '{') {
