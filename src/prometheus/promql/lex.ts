@@ -27,6 +27,10 @@ export interface Token {
   text: string;
   start: number;
   end: number;
+  /** Read between `{` and `}` (where every word is a label name). */
+  inBraces: boolean;
+  /** Read between `[` and `]`. */
+  inBrackets: boolean;
 }
 
 export interface LexError {
@@ -121,7 +125,7 @@ export function lex(input: string): LexResult {
   };
   const emit = (kind: TokenKind, start: number) => {
     if (tokens.length >= MAX_TOKENS) fail(start, `expression too large: more than ${MAX_TOKENS} tokens`);
-    tokens.push({ kind, text: input.slice(start, pos), start, end: pos });
+    tokens.push({ kind, text: input.slice(start, pos), start, end: pos, inBraces: braceOpen, inBrackets: bracketOpen });
   };
   const acceptOne = (set: string) => {
     if (pos < input.length && set.includes(input[pos]!)) {
@@ -245,8 +249,9 @@ export function lex(input: string): LexResult {
     }
     if (ch === '{') return fail(start, "unexpected left brace '{'");
     if (ch === '}') {
+      emit('punct', start);
       braceOpen = false;
-      return emit('punct', start);
+      return;
     }
     fail(start, `unexpected character inside braces: ${goQuoteRune(String.fromCodePoint(input.codePointAt(start)!))}`);
   };
@@ -293,7 +298,7 @@ export function lex(input: string): LexResult {
     if (ch === '"' || ch === "'") return lexString(start, ch);
     if (ch === '`') return lexRawString(start);
     if (isAlpha(ch) || ch === ':') {
-      // Inside brackets 2.42 reads any word character as the subquery's colon.
+      // Inside brackets 2.42 reads any word character as the subquery's colon (`x[5m y]` is x[5m:]).
       if (!bracketOpen) return lexWord(start);
       if (gotColon) fail(start, `unexpected colon ${goQuoteRune(ch)}`);
       gotColon = true;
@@ -309,8 +314,9 @@ export function lex(input: string): LexResult {
       return emit('punct', start);
     }
     if (ch === '{') {
+      emit('punct', start);
       braceOpen = true;
-      return emit('punct', start);
+      return;
     }
     if (ch === '[') {
       if (bracketOpen) fail(start, "unexpected left bracket '['");
@@ -335,6 +341,125 @@ export function lex(input: string): LexResult {
     if (!(err instanceof LexFailure)) throw err;
     return { tokens, error: { position: err.position, message: err.message } };
   }
+}
+
+// What 2.42's grammar refuses in a sequence of tokens and lezer's grammar takes, and the words
+// its messages give for where an unexpected token is.
+
+/** Functions of Prometheus 2.42 that this engine does not have (others are unknown to 2.42 too). */
+const UNSUPPORTED_FUNCTIONS = new Set(
+  'acos acosh asin asinh atan atanh cos cosh days_in_month day_of_month day_of_week day_of_year deg histogram_count histogram_sum histogram_fraction holt_winters hour minute month pi predict_linear rad sgn sin sinh tan tanh year'.split(' '),
+);
+
+export function unknownFunction(name: string): string {
+  return UNSUPPORTED_FUNCTIONS.has(name) ? `function ${JSON.stringify(name)} is not supported` : `unknown function with name ${JSON.stringify(name)}`;
+}
+
+export interface Problem {
+  position: number;
+  what: string;
+  /** Where 2.42 notices it: a call of an unknown function when the call is complete. */
+  order: number;
+}
+
+/** The subquery's colon: 2.42 reads any word character inside brackets as one. */
+export const isColon = (t: Token | undefined) => t !== undefined && t.kind === 'punct' && t.inBrackets && (t.text === ':' || isAlpha(t.text));
+
+const isWord = (t: Token | undefined, word: string) => t !== undefined && t.text.toLowerCase() === word && t.kind !== 'identifier';
+
+/** Whether the token at `i` is where an operand starts (so `offset` there is a metric name). */
+export function startsOperand(tokens: readonly Token[], i: number): boolean {
+  // and/or/unless are metric names where an operand starts, so a run of them alternates.
+  let k = 0;
+  while (i - k - 1 >= 0 && ['and', 'or', 'unless'].some((w) => isWord(tokens[i - k - 1], w))) k++;
+  if (k > 0) return startsOperandAfter(tokens[i - k - 1]) === (k % 2 === 0);
+  return startsOperandAfter(tokens[i - 1]);
+}
+
+function startsOperandAfter(previous: Token | undefined): boolean {
+  if (!previous) return true;
+  if (previous.kind === 'operator') return previous.text !== '@';
+  return previous.text === '(' || previous.text === ',' || isWord(previous, 'bool');
+}
+
+/** `offset` used as the keyword (2.42 also takes it for a metric name where an operand starts). */
+const isOffset = (tokens: readonly Token[], i: number) => isWord(tokens[i], 'offset') && !startsOperand(tokens, i);
+
+/** 2.42's words for where the token at `i` is unexpected (' in <context>, expected <what>'), or ''. */
+export function contextOf(tokens: readonly Token[], i: number): string {
+  const prev = tokens[i - 1];
+  if (!prev) return '';
+  if (tokens[i]?.inBraces && (prev.inBraces || prev.text === '{')) {
+    if (prev.text === '{' || prev.text === ',') return ' in label matching, expected identifier or "}"';
+    if (prev.kind === 'identifier') return ' in label matching, expected label matching operator';
+    if (prev.kind === 'operator' || prev.text === '=') return ' in label matching, expected string';
+    if (prev.kind === 'string') return ' in label matching, expected "," or "}"';
+    return '';
+  }
+  const signed = prev.text === '-' || prev.text === '+';
+  if (prev.text === '@' || ((signed || prev.kind === 'preprocessor') && tokens[i - 2]?.text === '@')) return ' in @, expected timestamp';
+  if (prev.text === '(' && ['on', 'ignoring', 'by', 'without', 'group_left', 'group_right'].some((w) => isWord(tokens[i - 2], w))) return ' in grouping opts, expected label';
+  if (isOffset(tokens, i - 1) || (prev.text === '-' && isOffset(tokens, i - 2))) return ' in offset, expected duration';
+  if (isWord(prev, 'on') || isWord(prev, 'ignoring')) return ' in grouping opts, expected "("';
+  const grouping = tokens[i - 2]?.kind === 'aggregator' || tokens[i - 2]?.text === ')';
+  if ((isWord(prev, 'by') || isWord(prev, 'without')) && grouping) return ' in grouping opts, expected "("';
+  return '';
+}
+
+/**
+ * The first of: a call of a function this engine lacks (noticed at its closing parenthesis, as
+ * 2.42 does), a duration where 2.42 takes none (lezer takes `5m` for a number), `start(` or `end(`
+ * not after `@` (lezer has such functions).
+ */
+export function tokenProblem(tokens: readonly Token[], isFunction: (name: string) => boolean): Problem | null {
+  let first: Problem | null = null;
+  const note = (problem: Problem) => {
+    if (!first || problem.order < first.order) first = problem;
+  };
+  const unexpected = (t: Token, i: number, context = contextOf(tokens, i)) => note({ position: t.start, what: `unexpected ${describeToken(t)}${context}`, order: t.start });
+  const calls: Array<Token | null> = []; // per open parenthesis, the unknown function it calls
+  tokens.forEach((t, i) => {
+    const prev = tokens[i - 1];
+    if (t.text === '(' && t.kind === 'punct') {
+      calls.push(prev?.kind === 'identifier' && !isFunction(prev.text) ? prev : null);
+      if (prev?.kind === 'preprocessor' && tokens[i - 2]?.text !== '@') unexpected(t, i, '');
+    }
+    if (t.text === ')' && t.kind === 'punct') {
+      const call = calls.pop();
+      if (call) note({ position: call.start, what: unknownFunction(call.text), order: t.start });
+    }
+    if (t.kind === 'duration' && !t.inBrackets) {
+      // After offset, lezer reads signs and parentheses too: those are refused where read.
+      let j = i - 1;
+      while (tokens[j] && (tokens[j]!.text === '-' || tokens[j]!.text === '+' || tokens[j]!.text === '(')) j--;
+      if (!isOffset(tokens, j)) unexpected(t, i);
+    }
+    // After offset 2.42 takes a duration, or a minus and a duration.
+    const afterOffset = isOffset(tokens, i - 1) ? t.text !== '-' : prev?.text === '-' && isOffset(tokens, i - 2);
+    if (afterOffset && t.kind !== 'duration') unexpected(t, i);
+    // Inside brackets: a duration, then `:` or the end, then a duration or the end (the `]`).
+    if (t.inBrackets && prev?.text !== '[') {
+      const context = tokens[i - 2]?.text === '[' ? ' in subquery or range, expected ":" or "]"' : isColon(prev) ? ' in subquery selector, expected duration or "]"' : ' in subquery selector, expected "]"';
+      const arithmetic = t.kind === 'operator' || t.text === '(' ? ' (duration arithmetic is not supported)' : '';
+      if (tokens[i - 2]?.text === '[' ? !isColon(t) : !isColon(prev) || t.kind !== 'duration') unexpected(t, i, context + arithmetic);
+    }
+    // 2.42 checks a duration when its next token comes.
+    if (t.kind === 'duration' && (t.inBrackets || isOffset(tokens, i - 1) || (prev?.text === '-' && isOffset(tokens, i - 2)))) {
+      let ms = 1;
+      try {
+        ms = parseDuration(t.text);
+      } catch (err) {
+        note({ position: t.start, what: (err as Error).message, order: t.end });
+      }
+      if (ms === 0) note({ position: t.start, what: 'duration must be greater than 0', order: t.end });
+    }
+    // Quoted label names are newer than 2.42.
+    if (t.kind === 'string' && ((t.inBraces && (prev?.text === '{' || (prev?.text === ',' && prev.inBraces))) || (!t.inBraces && prev?.text === '('))) {
+      const context = contextOf(tokens, i);
+      if (context.includes('label')) unexpected(t, i, context);
+    }
+  });
+  return first;
 }
 
 // Literal values, read as 2.42 reads them (Go's strconv and prometheus/common's model package).
