@@ -500,6 +500,18 @@ test(`nesting deeper than ${MAX_DEPTH} levels is refused quickly, never overflow
   assert.equal(errorOf(`${'x + '.repeat(MAX_DEPTH)}x`).message, `1:1: parse error: ${tooDeep}`);
 });
 
+/** Regex matchers: RE2 syntax as Go's regexp/syntax reads it, and which ones match the empty string. */
+const REGEXPS = [
+  'a|b', '(?i)abc', '(?i:a)b', '(?-i)a', '(?is)a', '(?U)a*', '(?x)a', '(?P<name>a)', '(?<name>a)', '(?:a)', '(?=a)', '(?!a)', '(?<=a)', '(?<!a)', '(?#c)', '(?>a)',
+  String.raw`\1`, String.raw`(a)\1`, String.raw`\0`, String.raw`\012`, String.raw`\8`, String.raw`\x41`, String.raw`\x4`, String.raw`\x{41}`, String.raw`\x{110000}`,
+  String.raw`\u0041`, String.raw`\a\f\t\n\r\v`, String.raw`\e`, String.raw`\cA`, String.raw`\d\D\s\S\w\W`, String.raw`\b\B`, String.raw`\A\z`, String.raw`\Z`,
+  String.raw`\pL`, String.raw`\p{Greek}`, String.raw`\p{^Greek}`, String.raw`\p{Foo}`, String.raw`\PL`, String.raw`\P{Lu}`, String.raw`\pX`, String.raw`\p{Any}`, String.raw`\C`,
+  String.raw`\Q.*\E`, String.raw`\Qab`, String.raw`\Q\E*`, String.raw`\k<n>`, String.raw`\-\.\/\ \_`, String.raw`\é`, '[a-z]', '[]a]', '[^]a]', '[a', '[z-a]', '[a-]', '[-a]',
+  '[[:alpha:]]', '[[:^digit:]x]', '[[:foo:]]', String.raw`[\d]`, String.raw`[\b]`, String.raw`[\pL]`, String.raw`[a-\d]`, String.raw`[\d-z]`, String.raw`[\Q]\E]`, '[é-ü]',
+  'a{2}', 'a{2,}', 'a{2,3}', 'a{,3}', 'a{3,2}', 'a{1000}', 'a{1001}', 'a{0,1001}', '{', 'a{', '}', ']', '*', '+a', 'a**', 'a*?', 'a??', 'a*+', 'x++', 'a{2}{3}', 'a{2}*',
+  '^*', '$*', String.raw`\b*`, '(*)', '(', ')', '()', '(|)', '|', '^$', '.*', '\\', 'a\\', '(?i', '(?', '(?)', '(?i-)', '(?-)', '(?i)(?-i)', 'é',
+];
+
 // Expressions given to the real Prometheus parser. It must accept exactly the ones this parser
 // accepts, but for KNOWN_DEVIATIONS; rejected ones must have Prometheus' message, but for
 // OWN_WORDING (Prometheus' yacc messages name the grammar rule, which lezer's tree does not).
@@ -541,6 +553,8 @@ const ORACLE: string[] = [
   'x + group_left y', 'x / on(a) group_left(b, c) y', '"a" + 1', '1 + "a"', '-"a"', '-(1)', '- -1', '-2^2', '2^3^2', 'x </ y', 'x atan2 y', 'x + fill(0) y',
   'x[5m] anchored', 'x smoothed', 'x + y z', 'x +', '(x', 'x)', '()', '(1 + 2) * 3', '-x * y', 'x > bool on(a) group_left y', 'x == on() y', 'atan2(x)',
   'x @ (1)', 'x offset', 'sum by', 'x @', 'rate(\n  x[5m],\n)', 'x +\n  foo bar', 'sum(\n  x # c\n  y)', '# c\n\n  x offset 0',
+  ...REGEXPS.map((re) => `x{a=~${JSON.stringify(re)}}`),
+  '{a=~"(?i)"}', '{a=~"a?"}', '{a=~"\\\\b"}', '{a=~"^$"}', '{a!~""}', '{a=~"[^a]*"}', '{a!~"a+"}', '{a=~"(?s).+"}', '{a=~"\\\\Q\\\\E"}', '{a=~"|a"}',
   // Known deviations.
   'holt_winters(x[5m], 0.5, 0.5)', 'predict_linear(x[5m], 60)', 'sgn(x)', 'day_of_month()',
 ];
@@ -550,7 +564,7 @@ const KNOWN_DEVIATIONS = new Set(['x atan2 y', 'holt_winters(x[5m], 0.5, 0.5)', 
 /** Refused by both, where this parser's message differs from 2.42's. */
 const OWN_WORDING = new Set([
   'x[5m+1m]', 'x[5m:-1m]', 'x[5m:1m+1m]', 'x </ y', 'x[5m] anchored', 'x smoothed',
-  'limitk by (a) (1, x)', 'sum by (a) by (b) (x)', 'x{a=~"*"}', 'x{a=~"a**"}', 'atan2(x)',
+  'limitk by (a) (1, x)', 'sum by (a) by (b) (x)', 'atan2(x)',
   'sum(\n  x # c\n  y)',
 ]);
 

@@ -123,124 +123,211 @@ function matchesEmpty(m: LabelMatcher): boolean {
   }
 }
 
-/** A JavaScript RegExp with the meaning of Prometheus' fully anchored RE2 matcher pattern (validated). */
-function anchored(pattern: string): RegExp {
-  return new RegExp(`^(?:${translate(pattern)})$`);
-}
-
-class RegexpSyntax extends Error {}
-
-const FLAG_GROUP = /^\(\?([imsU]*(?:-[imsU]*)?)([:)])/;
-const REPEAT = /^\{(\d+)(,(\d*))?\}/;
-
-/**
- * Rewrites the RE2 syntax that JavaScript reads otherwise or not at all (inline flags, `\A` `\z`
- * `\Q...\E` `\pN` `\C`, `\a`, octal and `\x{...}` escapes, a `]` first in a class, `(?P<name>`)
- * into JavaScript of the same shape, and refuses what RE2 refuses but JavaScript accepts
- * (lookarounds, backreferences, unknown escapes, repeat counts over 1000). Case-insensitive flags
- * are dropped: the result serves for validation and for matching the empty string.
- */
-function translate(pattern: string): string {
-  let out = '';
-  let inClass = false;
-  for (let i = 0; i < pattern.length; ) {
-    const c = pattern[i]!;
-    if (c === '\\') {
-      const [js, length] = escape(pattern, i, inClass);
-      out += js;
-      i += length;
-    } else if (inClass) {
-      if (c === ']') inClass = false;
-      else if (c === '[' && pattern.startsWith('[:', i)) {
-        // A POSIX class such as [:alpha:] stands for one character.
-        const end = pattern.indexOf(':]', i + 2);
-        if (end > 0) {
-          out += '\\w';
-          i = end + 2;
-          continue;
-        }
-      }
-      out += c === '[' ? '\\[' : c;
-      i++;
-    } else if (c === '[') {
-      inClass = true;
-      out += c;
-      i++;
-      if (pattern[i] === '^') out += pattern[i++];
-      if (pattern[i] === ']') {
-        out += '\\]';
-        i++;
-      }
-    } else if (c === '(' && pattern[i + 1] === '?') {
-      const flags = FLAG_GROUP.exec(pattern.slice(i));
-      if (flags && flags[1] !== '' && flags[1] !== '-') {
-        out += flags[2] === ':' ? '(?:' : '';
-        i += flags[0].length;
-      } else if (pattern.startsWith('(?:', i)) {
-        out += '(?:';
-        i += 3;
-      } else if (pattern.startsWith('(?P<', i)) {
-        out += '(';
-        i = pattern.indexOf('>', i) + 1 || pattern.length;
-      } else throw new RegexpSyntax(`invalid or unsupported Perl syntax: \`${pattern.slice(i, i + 3)}\``);
-    } else if (c === '{' && REPEAT.test(pattern.slice(i))) {
-      const [text, min, , max] = REPEAT.exec(pattern.slice(i))!;
-      if (Number(min) > 1000 || (max !== undefined && max !== '' && Number(max) > 1000)) throw new RegexpSyntax(`invalid repeat count: \`${text}\``);
-      out += text;
-      i += text.length;
-    } else {
-      out += c;
-      i++;
-    }
-  }
-  return out;
-}
-
-/** One escape at `pattern[i]` (a backslash): its JavaScript form and the length it spans. */
-function escape(pattern: string, i: number, inClass: boolean): [string, number] {
-  const c = pattern[i + 1];
-  if (c === undefined) throw new RegexpSyntax('trailing backslash at end of expression: ``');
-  const octal = /^[0-7]{1,3}/.exec(pattern.slice(i + 1))?.[0] ?? '';
-  if (c === '0' || (c >= '1' && c <= '7' && octal.length > 1)) return [`\\u${parseInt(octal, 8).toString(16).padStart(4, '0')}`, 1 + octal.length];
-  if (c === 'x') {
-    const braced = /^\{([0-9a-fA-F]{1,8})\}/.exec(pattern.slice(i + 2));
-    if (braced) return [`\\u${Math.min(parseInt(braced[1]!, 16), 0xffff).toString(16).padStart(4, '0')}`, 2 + braced[0].length];
-    if (/^[0-9a-fA-F]{2}/.test(pattern.slice(i + 2))) return [pattern.slice(i, i + 4), 4];
-    throw new RegexpSyntax(`invalid escape sequence: \`${pattern.slice(i, i + 4)}\``);
-  }
-  if (c === 'Q') {
-    const end = pattern.indexOf('\\E', i + 2);
-    const literal = pattern.slice(i + 2, end < 0 ? pattern.length : end);
-    return [literal.replace(/[\\^$.*+?()[\]{}|/-]/g, '\\$&'), end < 0 ? pattern.length - i : end + 2 - i];
-  }
-  if (c === 'p' || c === 'P') {
-    const name = /^\{[^}]*\}|^[A-Za-z]/.exec(pattern.slice(i + 2));
-    if (!name) throw new RegexpSyntax(`invalid character class range: \`${pattern.slice(i, i + 3)}\``);
-    return [inClass ? '\\w' : '[\\s\\S]', 2 + name[0].length];
-  }
-  if (c === 'a') return ['\\x07', 2];
-  if (c === 'C') return [inClass ? '\\w' : '[\\s\\S]', 2];
-  if (!inClass && c === 'A') return ['^', 2];
-  if (!inClass && c === 'z') return ['$', 2];
-  if ('fnrtvdDsSwW'.includes(c) || (!inClass && 'bB'.includes(c))) return [`\\${c}`, 2];
-  if (c < '\x80' && !/[0-9A-Za-z]/.test(c)) return [`\\${c}`, 2];
-  throw new RegexpSyntax(`invalid escape sequence: \`\\${c}\``);
-}
-
-/** Why Prometheus would refuse `pattern` as a regex matcher (Go's message, roughly), or null. */
+/** Why Prometheus would refuse `pattern` as a regex matcher (Go's regexp/syntax message), or null. */
 export function regexpError(pattern: string): string | null {
-  const full = `^(?:${pattern})$`;
   try {
     anchored(pattern);
     return null;
   } catch (err) {
     if (err instanceof RegexpSyntax) return err.message;
-    const why = err instanceof Error ? err.message : String(err);
-    if (/Unterminated group/.test(why)) return `missing closing ): \`${full}\``;
-    if (/Unmatched '\)'/.test(why)) return `unexpected ): \`${full}\``;
-    if (/Unterminated character class/.test(why)) return `missing closing ]: \`${pattern.slice(pattern.lastIndexOf('['))})$\``;
-    if (/Nothing to repeat/.test(why)) return `missing argument to repetition operator: \`${full}\``;
-    if (/out of order/.test(why)) return `invalid repeat count: \`${full}\``;
-    return `invalid regular expression: \`${full}\``;
+    return `invalid regular expression: \`^(?:${pattern})$\``;
   }
+}
+
+/** A JavaScript RegExp of Prometheus' fully anchored matcher pattern; throws RegexpSyntax as Go would. */
+function anchored(pattern: string): RegExp {
+  return new RegExp(re2ToJs(`^(?:${pattern})$`));
+}
+
+class RegexpSyntax extends Error {}
+
+const REPEAT = /^\{(\d+)(?:(,)(\d*))?\}/;
+const FLAGS = /^\(\?[imsU]*(?:-[imsU]+)?[:)]/;
+/** How far Go reads a `(?` group it refuses: to the first character that cannot continue flags. */
+const BAD_GROUP = /^\(\?(?:[imsU]*-[imsU]*-|[imsU]*-[:)]|[imsU]*(?:-[imsU]*)?[^imsU:)-]|[imsU]*(?:-[imsU]*)?$)/;
+const POSIX_CLASSES = new Set(['alnum', 'alpha', 'ascii', 'blank', 'cntrl', 'digit', 'graph', 'lower', 'print', 'punct', 'space', 'upper', 'word', 'xdigit']);
+const ANY = '[\\s\\S]';
+
+/** A character in a JavaScript pattern without the u flag (astral ones as a one-character stand-in). */
+const jsChar = (code: number, inClass: boolean) => (code <= 0xffff ? `\\u${code.toString(16).padStart(4, '0')}` : inClass ? '\\w' : ANY);
+
+/** Whether Go knows a Unicode class name (\pL, \p{Greek}, \p{^Lu}): Any, a category, a script. */
+function unicodeClass(name: string): boolean {
+  const bare = name.startsWith('^') ? name.slice(1) : name;
+  if (bare === 'Any') return true;
+  const known = (source: string) => {
+    try {
+      new RegExp(source, 'u');
+      return true;
+    } catch {
+      return false;
+    }
+  };
+  return /^[A-Z][a-z]?$/.test(bare) ? known(`\\p{${bare}}`) : /^[A-Za-z_]+$/.test(bare) && known(`\\p{Script=${bare}}`);
+}
+
+/**
+ * Reads an RE2 pattern as Go's regexp/syntax does, refusing what it refuses with its message, and
+ * writes a JavaScript pattern of the same shape: inline flags dropped (the result serves for
+ * validation and matching the empty string), classes such as \pL or [:alpha:] as one-character
+ * stand-ins, assertions grouped so they may be repeated as RE2 allows.
+ */
+function re2ToJs(full: string): string {
+  let i = 0;
+  let out = '';
+  let depth = 0;
+  let atom = false; // something a repetition can apply to precedes
+  let repeat: string | null = null; // the repetition just read, if the last thing was one
+  const fail = (message: string): never => {
+    throw new RegexpSyntax(message);
+  };
+  const hex = (text: string) => /^[0-9a-fA-F]+$/.test(text);
+
+  // One escape at full[i] (a backslash); `range` when it is the upper end of a class range.
+  const escape = (inClass: boolean, range = false): { js: string; code: number | null } => {
+    const c = full[i + 1];
+    if (c === undefined) fail('trailing backslash at end of expression: ``');
+    const literal = (code: number, length: number) => {
+      i += length;
+      return { js: jsChar(code, inClass), code };
+    };
+    if (c >= '0' && c <= '7') {
+      const digits = /^[0-7]{1,3}/.exec(full.slice(i + 1))![0];
+      if (c !== '0' && digits.length === 1) fail(`invalid escape sequence: \`\\${c}\``);
+      return literal(parseInt(digits, 8), 1 + digits.length);
+    }
+    if (c === 'x') {
+      if (full[i + 2] === '{') {
+        const close = full.indexOf('}', i + 3);
+        const digits = full.slice(i + 3, close);
+        if (close < 0 || !hex(digits) || parseInt(digits, 16) > 0x10ffff) fail(`invalid escape sequence: \`${full.slice(i, close < 0 ? full.length : close)}\``);
+        return literal(parseInt(digits, 16), close + 1 - i);
+      }
+      if (!hex(full.slice(i + 2, i + 4)) || full.slice(i + 2, i + 4).length < 2) fail(`invalid escape sequence: \`${full.slice(i, i + 4)}\``);
+      return literal(parseInt(full.slice(i + 2, i + 4), 16), 4);
+    }
+    const simple = 'afnrtv'.indexOf(c);
+    if (simple >= 0) return literal([7, 12, 10, 13, 9, 11][simple]!, 2);
+    if (c < '\x80' && !/[0-9A-Za-z]/.test(c)) return literal(c.charCodeAt(0), 2);
+    if (!range && 'dDsSwW'.includes(c)) {
+      i += 2;
+      return { js: `\\${c}`, code: null };
+    }
+    if (!range && (c === 'p' || c === 'P')) {
+      const name = full[i + 2] === '{' ? full.slice(i + 3, full.indexOf('}', i + 3)) : (full[i + 2] ?? '');
+      const length = full[i + 2] === '{' ? name.length + 4 : 3;
+      if (!unicodeClass(name) || (full[i + 2] === '{' && full.indexOf('}', i + 3) < 0)) fail(`invalid character class range: \`${full.slice(i, i + length)}\``);
+      i += length;
+      return { js: inClass ? '\\w' : ANY, code: null };
+    }
+    if (!inClass && 'bBAz'.includes(c)) {
+      i += 2;
+      return { js: c === 'A' ? '(?:^)' : c === 'z' ? '(?:$)' : `(?:\\${c})`, code: null };
+    }
+    return fail(`invalid escape sequence: \`\\${c}\``);
+  };
+
+  // A class [...] at full[i].
+  const charClass = () => {
+    const start = i;
+    let js = '[';
+    i++;
+    if (full[i] === '^') js += full[i++];
+    for (let first = true; ; first = false) {
+      if (i >= full.length) fail(`missing closing ]: \`${full.slice(start)}\``);
+      if (full[i] === ']' && !first) break;
+      const posix = /^\[:(\^?)([a-z]+):\]/.exec(full.slice(i));
+      if (posix) {
+        if (!POSIX_CLASSES.has(posix[2]!)) fail(`invalid character class range: \`${posix[0]}\``);
+        js += '\\w';
+        i += posix[0].length;
+        continue;
+      }
+      const rangeStart = i;
+      const one = (range: boolean) => {
+        if (full[i] === '\\') return escape(true, range);
+        const code = full.codePointAt(i)!;
+        i += code > 0xffff ? 2 : 1;
+        return { js: jsChar(code, true), code };
+      };
+      const lo = one(false);
+      js += lo.js;
+      if (lo.code !== null && full[i] === '-' && full[i + 1] !== ']' && i + 1 < full.length) {
+        i++;
+        const hi = one(true);
+        if (hi.code! < lo.code) fail(`invalid character class range: \`${full.slice(rangeStart, i)}\``);
+        js += `-${hi.js}`;
+      }
+    }
+    i++;
+    return `${js}]`;
+  };
+
+  while (i < full.length) {
+    const c = full[i]!;
+    const rest = full.slice(i);
+    const quantifier = c === '*' || c === '+' || c === '?' ? c : c === '{' ? (REPEAT.exec(rest)?.[0] ?? null) : null;
+    if (quantifier !== null) {
+      const counts = REPEAT.exec(quantifier);
+      if (counts && (Number(counts[1]) > 1000 || Number(counts[3] || counts[1]) > 1000 || (counts[3] && Number(counts[3]) < Number(counts[1])))) fail(`invalid repeat count: \`${quantifier}\``);
+      let text = quantifier;
+      if (full[i + quantifier.length] === '?') text += '?';
+      if (repeat !== null) fail(`invalid nested repetition operator: \`${repeat}${text}\``);
+      if (!atom) fail(`missing argument to repetition operator: \`${text}\``);
+      out += text;
+      i += text.length;
+      repeat = text;
+      continue;
+    }
+    repeat = null;
+    if (c === '(') {
+      if (rest.startsWith('(?')) {
+        const flags = FLAGS.exec(rest);
+        if (flags) {
+          i += flags[0].length;
+          if (flags[0].endsWith(')')) continue; // flags for what follows: nothing to repeat
+          out += '(?:';
+        } else if (/^\(\?P<[A-Za-z0-9_]+>/.test(rest)) {
+          i = full.indexOf('>', i) + 1;
+          out += '(';
+        } else {
+          fail(`invalid or unsupported Perl syntax: \`${BAD_GROUP.exec(rest)?.[0] ?? rest.slice(0, 3)}\``);
+        }
+      } else {
+        out += '(';
+        i++;
+      }
+      depth++;
+      atom = false;
+    } else if (c === ')') {
+      if (depth === 0) fail(`unexpected ): \`${full}\``);
+      depth--;
+      out += ')';
+      i++;
+      atom = true;
+    } else if (c === '|') {
+      out += '|';
+      i++;
+      atom = false;
+    } else if (c === '[') {
+      out += charClass();
+      atom = true;
+    } else if (c === '\\' && full[i + 1] === 'Q') {
+      const end = full.indexOf('\\E', i + 2);
+      const quoted = full.slice(i + 2, end < 0 ? full.length : end);
+      for (const ch of quoted) out += jsChar(ch.codePointAt(0)!, false);
+      i = end < 0 ? full.length : end + 2;
+      if (quoted !== '') atom = true;
+    } else if (c === '\\') {
+      out += escape(false).js;
+      atom = true;
+    } else {
+      const code = full.codePointAt(i)!;
+      out += c === '^' || c === '$' ? `(?:${c})` : c === '.' ? '.' : jsChar(code, false);
+      i += code > 0xffff ? 2 : 1;
+      atom = true;
+    }
+  }
+  if (depth > 0) fail(`missing closing ): \`${full}\``);
+  return out;
 }

@@ -2,10 +2,11 @@
 // (parse.ts). The lezer grammar is newer and more lenient than 2.42 (number literals with `_`,
 // `1s1m`-style durations, any escape in a string, `inf` as a label in `by (...)`...), so this pass
 // gives the tokens as 2.42 sees them: its lexical errors with 2.42's wording, the kinds that
-// decide what a position may hold (a NUMBER is not a DURATION), the names of called functions,
-// and the words for "unexpected <token>" messages. It also bounds the work: nesting deeper than
-// MAX_DEPTH or more than MAX_TOKENS tokens end the scan, so lezer (which recurses on deep trees)
-// never sees a pathological input.
+// decide what a position may hold (a NUMBER is not a DURATION), and the words for "unexpected
+// <token>" messages. On the tokens it then finds what 2.42's grammar refuses and lezer's takes
+// (tokenProblem), and it reads literal values as 2.42 does. It also bounds the work: nesting
+// deeper than MAX_DEPTH or more than MAX_TOKENS tokens end the scan, so lezer (which recurses on
+// deep trees) never sees a pathological input.
 
 export const MAX_DEPTH = 256;
 export const MAX_TOKENS = 100_000;
@@ -358,7 +359,7 @@ export function unknownFunction(name: string): string {
 export interface Problem {
   position: number;
   what: string;
-  /** Where 2.42 notices it: a call of an unknown function when the call is complete. */
+  /** Offset where 2.42 notices it (a call of an unknown function: its closing parenthesis), to find the first. */
   order: number;
 }
 
@@ -407,9 +408,10 @@ export function contextOf(tokens: readonly Token[], i: number): string {
 }
 
 /**
- * The first of: a call of a function this engine lacks (noticed at its closing parenthesis, as
- * 2.42 does), a duration where 2.42 takes none (lezer takes `5m` for a number), `start(` or `end(`
- * not after `@` (lezer has such functions).
+ * The first of what 2.42 refuses in these tokens and lezer's grammar may take: a call of a
+ * function this engine lacks, a duration where 2.42 takes none (lezer takes `5m` for a number) or
+ * an invalid one, `start(` or `end(` not after `@`, more than one duration after offset, duration
+ * arithmetic in brackets, quoted label names.
  */
 export function tokenProblem(tokens: readonly Token[], isFunction: (name: string) => boolean): Problem | null {
   let first: Problem | null = null;

@@ -1,12 +1,13 @@
 // The PromQL parser: text to the syntax tree of ast.ts, accepting what Prometheus 2.42 accepts and
-// refusing the rest with its error messages (`1:5: parse error: unexpected end of input`).
+// refusing the rest with the error 2.42 reports first, in its words and at its line and column
+// (`1:5: parse error: unexpected end of input`).
 //
-// Three passes. lex.ts tokenizes as 2.42 does (its lexical errors, the token kinds). The grammar
-// is @prometheus-io/lezer-promql's; it is newer than 2.42, so its tree is read with care: numbers
-// and durations are handed to it as same-length placeholders (the 2.42 token decides what they
-// are), its newer features are refused, and where its precedence differs from 2.42's yacc grammar
-// (a sign on a literal before `^`; offset, @ and [...] binding looser than operators) the tree is
-// rearranged. Last, check.ts makes 2.42's type checks.
+// lex.ts tokenizes as 2.42 does and finds what 2.42's grammar refuses in the tokens alone. The
+// grammar is @prometheus-io/lezer-promql's, newer and more lenient than 2.42's: it parses a copy of
+// the input where the tokens it would read otherwise are same-length placeholders, and its tree
+// is read with care: newer features are refused, and where its precedence differs from 2.42's
+// yacc grammar (a sign on a literal before `^`; offset, @ and [...] binding looser than
+// operators) the tree is rearranged. Last, check.ts makes 2.42's type checks (its checkAST).
 
 import type { SyntaxNode, Tree } from '@lezer/common';
 import { parser } from '@prometheus-io/lezer-promql';
@@ -65,9 +66,11 @@ function kids(node: SyntaxNode): SyntaxNode[] {
 }
 
 /**
- * The input lezer parses, of the same length: NUMBER and DURATION tokens become `1` (`.1`) and
- * `1s`; `offset` where an operand starts (2.42 takes it for a metric name there, lezer always for
- * the keyword) becomes an identifier; calls of unknown functions become calls of `ln`.
+ * The input lezer parses, of the same length (its positions are the input's): NUMBER and DURATION
+ * tokens become `1` and `1s` (the token says which it is); `offset` where an operand starts (2.42
+ * takes it for a metric name there, lezer always for the keyword) becomes an identifier; a word in
+ * brackets, 2.42's subquery colon, becomes `:`; and calls of unknown functions become calls of
+ * `ln` (a one-letter name just goes), so that lezer reads their arguments.
  */
 function lezerText(input: string, tokens: readonly Token[]): string {
   const parts: string[] = [];
@@ -79,7 +82,6 @@ function lezerText(input: string, tokens: readonly Token[]): string {
     else if (t.kind === 'duration') placeholder = t.text.length > 1 ? '1s' : '1';
     else if (isColon(t)) placeholder = ':';
     else if (t.kind === 'keyword' && t.text.toLowerCase() === 'offset' && startsOperand(tokens, i)) placeholder = 'o'.padEnd(t.end - t.start, '_');
-    // A function unknown here is still a call to 2.42: a known one keeps lezer reading its arguments.
     else if (t.kind === 'identifier' && tokens[i + 1]?.text === '(' && !FUNCTIONS.has(t.text)) placeholder = t.text.length > 1 ? 'ln' : ' ';
     else return;
     parts.push(input.slice(from, t.start), placeholder.padEnd(t.end - t.start, ' '));
