@@ -37,6 +37,8 @@ export interface Token {
 export interface LexError {
   position: number;
   message: string;
+  /** The input is over MAX_TOKENS: not worth parsing what precedes the error. */
+  tooLarge: boolean;
 }
 
 export interface LexResult {
@@ -106,7 +108,7 @@ export function describeToken(token: Token | null): string {
 }
 
 class LexFailure extends Error {
-  constructor(readonly position: number, message: string) {
+  constructor(readonly position: number, message: string, readonly tooLarge = false) {
     super(message);
   }
 }
@@ -121,11 +123,11 @@ export function lex(input: string): LexResult {
   let gotColon = false;
 
   const peek = (offset = 0) => input[pos + offset] ?? '';
-  const fail = (start: number, message: string): never => {
-    throw new LexFailure(start, message);
+  const fail = (start: number, message: string, tooLarge = false): never => {
+    throw new LexFailure(start, message, tooLarge);
   };
   const emit = (kind: TokenKind, start: number) => {
-    if (tokens.length >= MAX_TOKENS) fail(start, `expression too large: more than ${MAX_TOKENS} tokens`);
+    if (tokens.length >= MAX_TOKENS) fail(start, `expression too large: more than ${MAX_TOKENS} tokens`, true);
     tokens.push({ kind, text: input.slice(start, pos), start, end: pos, inBraces: braceOpen, inBrackets: bracketOpen });
   };
   const acceptOne = (set: string) => {
@@ -246,7 +248,7 @@ export function lex(input: string): LexResult {
     }
     if (ch === '!') {
       if (acceptOne('~') || acceptOne('=')) return emit('operator', start);
-      return fail(start, `unexpected character after '!' inside braces: ${goQuoteRune(peek() || '\0')}`);
+      return fail(start, `unexpected character after '!' inside braces: ${goQuoteRune(peek() || '\uFFFD')}`);
     }
     if (ch === '{') return fail(start, "unexpected left brace '{'");
     if (ch === '}') {
@@ -285,7 +287,7 @@ export function lex(input: string): LexResult {
       return emit(acceptOne('=') ? 'operator' : 'punct', start);
     }
     if (ch === '!') {
-      if (!acceptOne('=')) fail(start, `unexpected character after '!': ${goQuoteRune(peek() || '\0')}`);
+      if (!acceptOne('=')) fail(start, `unexpected character after '!': ${goQuoteRune(peek() || '\uFFFD')}`);
       return emit('operator', start);
     }
     if (ch === '<' || ch === '>') {
@@ -340,7 +342,7 @@ export function lex(input: string): LexResult {
     return { tokens, error: null };
   } catch (err) {
     if (!(err instanceof LexFailure)) throw err;
-    return { tokens, error: { position: err.position, message: err.message } };
+    return { tokens, error: { position: err.position, message: err.message, tooLarge: err.tooLarge } };
   }
 }
 
@@ -445,16 +447,27 @@ export function tokenProblem(tokens: readonly Token[], isFunction: (name: string
       const arithmetic = t.kind === 'operator' || t.text === '(' ? ' (duration arithmetic is not supported)' : '';
       if (tokens[i - 2]?.text === '[' ? !isColon(t) : !isColon(prev) || t.kind !== 'duration') unexpected(t, i, context + arithmetic);
     }
-    // 2.42 checks a duration when its next token comes.
+    // 2.42 reads the value of a duration or a number where it takes one right after the token,
+    // before it reads the next one.
+    const readAt = t.end - 0.5;
     if (t.kind === 'duration' && (t.inBrackets || isOffset(tokens, i - 1) || (prev?.text === '-' && isOffset(tokens, i - 2)))) {
       let ms = 1;
       try {
         ms = parseDuration(t.text);
       } catch (err) {
-        note({ position: t.start, what: (err as Error).message, order: t.end });
+        note({ position: t.start, what: (err as Error).message, order: readAt });
       }
-      if (ms === 0) note({ position: t.start, what: 'duration must be greater than 0', order: t.end });
+      if (ms === 0) note({ position: t.start, what: 'duration must be greater than 0', order: readAt });
     }
+    if (t.kind === 'number' && !afterOffset && !contextOf(tokens, i).includes('grouping')) {
+      try {
+        parseNumber(t.text);
+      } catch (err) {
+        note({ position: t.start, what: (err as Error).message, order: readAt });
+      }
+    }
+    // `</` and `>/` are newer operators; to 2.42 a comparison and a division.
+    if (t.text === '/' && (prev?.text === '<' || prev?.text === '>') && prev.end === t.start) unexpected(t, i, ` (the ${prev.text}/ operator is not supported)`);
     // Quoted label names are newer than 2.42.
     if (t.kind === 'string' && ((t.inBraces && (prev?.text === '{' || (prev?.text === ',' && prev.inBraces))) || (!t.inBraces && prev?.text === '('))) {
       const context = contextOf(tokens, i);

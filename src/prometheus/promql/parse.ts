@@ -15,6 +15,7 @@ import { FUNCTIONS, type AggregateOp, type BinaryExpr, type BinaryOp, type Expr,
 import { checkTypes, regexpError, type Positions } from './check.js';
 import {
   MAX_DEPTH,
+  MAX_TOKENS,
   contextOf,
   describeToken,
   goQuote,
@@ -30,7 +31,7 @@ import {
   type Token,
 } from './lex.js';
 
-export { MAX_DEPTH, parseDuration };
+export { MAX_DEPTH, MAX_TOKENS, parseDuration };
 
 /** A refused input; the message reads as Prometheus' (`<line>:<col>: parse error: <what>`). */
 export class PromQLParseError extends Error {
@@ -38,7 +39,7 @@ export class PromQLParseError extends Error {
   readonly position: number;
 
   constructor(input: string, position: number, what: string) {
-    const lineStart = input.lastIndexOf('\n', position - 1) + 1;
+    const lineStart = position > 0 ? input.lastIndexOf('\n', position - 1) + 1 : 0;
     const line = input.slice(0, lineStart).split('\n').length;
     const column = [...input.slice(lineStart, position)].length + 1;
     super(`${line}:${column}: parse error: ${what}`);
@@ -156,7 +157,8 @@ function buildProblemBefore(input: string, tokens: readonly Token[], tree: Tree,
       try {
         builder.expr(node, 1);
       } catch (err) {
-        if (err instanceof BuildFailure) return { position: err.position, what: err.what, order: node.to };
+        // Reduced right after its last token, before the next is read.
+        if (err instanceof BuildFailure) return { position: err.position, what: err.what, order: node.to - 0.5 };
         throw err;
       }
       return null;
@@ -191,8 +193,8 @@ function analyze(input: string, tokens: readonly Token[], beforeLexicalError: bo
     if (token?.text === ')' && tokens[i - 1]?.text === ',') candidates.push({ position: tokens[i - 1]!.start, what: 'trailing commas not allowed in function call args', order: position });
     else candidates.push({ position, what: `unexpected ${describeToken(token)}${contextOf(tokens, i)}`, order: position });
   }
-  // Before a lexical error, only what the last token's arrival reduced.
-  if (beforeLexicalError) limit = Math.min(limit, tokens.at(-1)?.start ?? 0);
+  // Before a lexical error, what ends with the last token (2.42 reduces it before reading on).
+  if (beforeLexicalError) limit = Math.min(limit, tokens.at(-1)?.end ?? 0);
   if (limit !== Infinity && !found?.deep) candidates.unshift(buildProblemBefore(input, tokens, tree, limit));
   // The first noticed; on a tie, what reduces before what is read.
   let problem: Problem | null = null;
@@ -207,6 +209,7 @@ export function parsePromQL(input: string): Expr {
   };
   const { tokens, error } = lex(input);
   if (error) {
+    if (error.tooLarge) fail(error.position, error.message);
     // 2.42 meets grammar errors before the lexical one first; the parse of the part before it
     // ends early, which is no error of the whole input.
     const { problem } = analyze(input.slice(0, error.position), tokens, true);
