@@ -19,7 +19,7 @@ import {
   type VectorMatching,
   type VectorSelector,
 } from '../../src/prometheus/promql/ast.js';
-import { MAX_DEPTH, MAX_TOKENS, PromQLParseError, parseDuration, parsePromQL } from '../../src/prometheus/promql/parse.js';
+import { MAX_DEPTH, MAX_TOKENS, MAX_TREE_DEPTH, PromQLParseError, parseDuration, parsePromQL } from '../../src/prometheus/promql/parse.js';
 import { prng } from '../support/prng.js';
 
 const S = 1000;
@@ -480,22 +480,31 @@ test(`nesting deeper than ${MAX_DEPTH} levels is refused quickly, never overflow
   for (let i = 1; i < MAX_DEPTH; i++) tree = (tree as { expr: Expr }).expr;
   assert.deepEqual(tree, x);
   assert.ok(parsePromQL(`${'x + '.repeat(200)}x`));
+  // Wide is not deep: many arguments, labels or matchers are no nesting.
+  assert.equal((parsePromQL(`label_join(x, "a", ","${', "b"'.repeat(20_000)})`) as { args: Expr[] }).args.length, 20_003);
+  assert.equal((parsePromQL(`sum by (${Array.from({ length: 5000 }, (_, i) => `l${i}`).join(', ')}) (x)`) as AggregateExpr).grouping.length, 5000);
 
   const tooDeep = `expression nested deeper than ${MAX_DEPTH} levels`;
-  const tooLarge = `expression too large: more than ${MAX_TOKENS} tokens`;
+  const tooMany = `expression too large: more than ${MAX_TOKENS} tokens`;
+  const tooLarge = `expression too large: it may nest more than ${MAX_TREE_DEPTH} levels`;
   // [input, error, milliseconds it may take at most (generous: tests run side by side)]
   const huge: Array<[string, string, number]> = [
     ['('.repeat(1 << 20), tooDeep, 500],
     [`${'abs('.repeat(1 << 18)}x${')'.repeat(1 << 18)}`, tooDeep, 500],
     [')'.repeat(1 << 20), "unexpected right parenthesis ')'", 500],
     ['{'.repeat(1 << 20), "unexpected left brace '{'", 500],
-    [`${'-'.repeat(1 << 20)}x`, tooLarge, 3000],
-    [`${'x + '.repeat(1 << 18)}x`, tooLarge, 3000],
-    [`x${' offset 1m'.repeat(1 << 16)}`, tooLarge, 3000],
-    [`${'-'.repeat(20_000)}x`, tooDeep, 3000],
-    [`${'x ^ '.repeat(20_000)}x`, tooDeep, 3000],
-    [`x${' offset 1m'.repeat(20_000)}`, tooDeep, 3000],
-    [`x${'[1m]'.repeat(20_000)}`, tooDeep, 3000],
+    [`${'-'.repeat(1 << 20)}x`, tooLarge, 500],
+    [`${'x + '.repeat(1 << 18)}x`, tooLarge, 500],
+    [`${'x ^ '.repeat(1 << 18)}x`, tooLarge, 500],
+    [`x${' offset 1m'.repeat(1 << 16)}`, tooLarge, 500],
+    [`x${'[1m]'.repeat(1 << 16)}`, tooLarge, 500],
+    [`x${' anchored'.repeat(1 << 16)}`, tooLarge, 500],
+    [`${'(x ^ '.repeat(200)}${'x ^ '.repeat(1000)}`, tooLarge, 500],
+    [`label_join(x, "a", ","${', "b"'.repeat(100_000)})`, tooMany, 3000],
+    [`${'-'.repeat(900)}x`, tooDeep, 3000],
+    [`${'x ^ '.repeat(500)}x`, tooDeep, 3000],
+    [`x${' offset 1m'.repeat(500)}`, tooDeep, 3000],
+    [`x${'[1m]'.repeat(900)}`, tooDeep, 3000],
   ];
   for (const [input, what, bound] of huge) {
     const started = performance.now();
@@ -516,6 +525,8 @@ const REGEXPS = [
   String.raw`\Q.*\E`, String.raw`\Qab`, String.raw`\Q\E*`, String.raw`\k<n>`, String.raw`\-\.\/\ \_`, String.raw`\é`, '[a-z]', '[]a]', '[^]a]', '[a', '[z-a]', '[a-]', '[-a]',
   '[[:alpha:]]', '[[:^digit:]x]', '[[:foo:]]', String.raw`[\d]`, String.raw`[\b]`, String.raw`[\pL]`, String.raw`[a-\d]`, String.raw`[\d-z]`, String.raw`[\Q]\E]`, '[é-ü]',
   'a{2}', 'a{2,}', 'a{2,3}', 'a{,3}', 'a{3,2}', 'a{1000}', 'a{1001}', 'a{0,1001}', '{', 'a{', '}', ']', '*', '+a', 'a**', 'a*?', 'a??', 'a*+', 'x++', 'a{2}{3}', 'a{2}*',
+  '(a{1000}){1000}', '(a{10}){100}', '(a{10}){101}', '(a{10,}){100}', '(a{0}){1000}', '(?:(?:a{10}){10}){11}', '(a{1,3}){334}?', '(a{2}|b{500}){2}', '(a{2}|b{501}){2}',
+  `${'('.repeat(998)}a${')'.repeat(998)}`, `${'('.repeat(999)}a${')'.repeat(999)}`, `${'(?:a|'.repeat(499)}${')'.repeat(499)}`, `${'(?:a|'.repeat(500)}${')'.repeat(500)}`,
   '^*', '$*', String.raw`\b*`, '(*)', '(', ')', '()', '(|)', '|', '^$', '.*', '\\', 'a\\', '(?i', '(?', '(?)', '(?i-)', '(?-)', '(?i)(?-i)', 'é',
 ];
 

@@ -134,9 +134,18 @@ export function regexpError(pattern: string): string | null {
   }
 }
 
+const recent = new Map<string, RegExp>();
+
 /** A JavaScript RegExp of Prometheus' fully anchored matcher pattern; throws RegexpSyntax as Go would. */
 function anchored(pattern: string): RegExp {
-  return new RegExp(re2ToJs(`^(?:${pattern})$`));
+  // Each pattern is checked while parsing, then tried on "": the few last ones are kept.
+  let re = recent.get(pattern);
+  if (!re) {
+    re = new RegExp(re2ToJs(`^(?:${pattern})$`));
+    if (recent.size >= 16) recent.clear();
+    recent.set(pattern, re);
+  }
+  return re;
 }
 
 class RegexpSyntax extends Error {}
@@ -175,8 +184,6 @@ function unicodeClass(name: string): boolean {
 function re2ToJs(full: string): string {
   let i = 0;
   let out = '';
-  let depth = 0;
-  let atom = false; // something a repetition can apply to precedes
   let repeat: string | null = null; // the repetition just read, if the last thing was one
   const fail = (message: string): never => {
     throw new RegexpSyntax(message);
@@ -263,17 +270,27 @@ function re2ToJs(full: string): string {
     return `${js}]`;
   };
 
+  // Go's parser limits the height of the tree it builds and the product of nested counted
+  // repeats; the pieces of each open group are kept for those checks.
+  const frames: Frame[] = [{ alternatives: [[]], capture: false }];
+  const pieces = () => frames.at(-1)!.alternatives.at(-1)!;
+  const leaf = (literal: boolean) => pieces().push(literal ? LITERAL : SINGLE);
   while (i < full.length) {
     const c = full[i]!;
-    const rest = full.slice(i);
+    const rest = c === '(' || c === '{' ? full.slice(i) : '';
     const quantifier = c === '*' || c === '+' || c === '?' ? c : c === '{' ? (REPEAT.exec(rest)?.[0] ?? null) : null;
     if (quantifier !== null) {
       const counts = REPEAT.exec(quantifier);
-      if (counts && (Number(counts[1]) > 1000 || Number(counts[3] || counts[1]) > 1000 || (counts[3] && Number(counts[3]) < Number(counts[1])))) fail(`invalid repeat count: \`${quantifier}\``);
+      const [min, max] = counts ? [Number(counts[1]), counts[2] === undefined ? Number(counts[1]) : counts[3] === '' ? -1 : Number(counts[3])] : [0, 0];
+      if (counts && (min > 1000 || max > 1000 || (max >= 0 && max < min))) fail(`invalid repeat count: \`${quantifier}\``);
       let text = quantifier;
       if (full[i + quantifier.length] === '?') text += '?';
       if (repeat !== null) fail(`invalid nested repetition operator: \`${repeat}${text}\``);
-      if (!atom) fail(`missing argument to repetition operator: \`${text}\``);
+      const last = pieces().pop();
+      if (!last) fail(`missing argument to repetition operator: \`${text}\``);
+      const counted: Repeat[] = counts ? [{ count: max < 0 ? min : max, within: last!.repeats }] : last!.repeats;
+      if (counts && (min >= 2 || max >= 2) && !repeatIsValid(counted[0]!, 1000)) fail(`invalid repeat count: \`${text}\``);
+      pieces().push({ height: last!.height + 1, repeats: counted, literal: false });
       out += text;
       i += text.length;
       repeat = text;
@@ -281,12 +298,14 @@ function re2ToJs(full: string): string {
     }
     repeat = null;
     if (c === '(') {
+      let capture = true;
       if (rest.startsWith('(?')) {
         const flags = FLAGS.exec(rest);
         if (flags) {
           i += flags[0].length;
           if (flags[0].endsWith(')')) continue; // flags for what follows: nothing to repeat
           out += '(?:';
+          capture = false;
         } else if (/^\(\?P<[A-Za-z0-9_]+>/.test(rest)) {
           i = full.indexOf('>', i) + 1;
           out += '(';
@@ -297,37 +316,109 @@ function re2ToJs(full: string): string {
         out += '(';
         i++;
       }
-      depth++;
-      atom = false;
+      frames.push({ alternatives: [[]], capture });
     } else if (c === ')') {
-      if (depth === 0) fail(`unexpected ): \`${full}\``);
-      depth--;
+      if (frames.length === 1) fail(`unexpected ): \`${full}\``);
+      const group = groupPiece(frames.pop()!);
+      pieces().push(group);
       out += ')';
       i++;
-      atom = true;
     } else if (c === '|') {
+      frames.at(-1)!.alternatives.push([]);
       out += '|';
       i++;
-      atom = false;
     } else if (c === '[') {
       out += charClass();
-      atom = true;
+      leaf(false);
     } else if (c === '\\' && full[i + 1] === 'Q') {
       const end = full.indexOf('\\E', i + 2);
       const quoted = full.slice(i + 2, end < 0 ? full.length : end);
       for (const ch of quoted) out += jsChar(ch.codePointAt(0)!, false);
       i = end < 0 ? full.length : end + 2;
-      if (quoted !== '') atom = true;
+      if (quoted !== '') leaf(true);
     } else if (c === '\\') {
-      out += escape(false).js;
-      atom = true;
+      const { js, code } = escape(false);
+      out += js;
+      leaf(code !== null);
     } else {
       const code = full.codePointAt(i)!;
       out += c === '^' || c === '$' ? `(?:${c})` : c === '.' ? '.' : jsChar(code, false);
       i += code > 0xffff ? 2 : 1;
-      atom = true;
+      leaf(c !== '^' && c !== '$' && c !== '.');
     }
   }
-  if (depth > 0) fail(`missing closing ): \`${full}\``);
+  if (frames.length > 1) fail(`missing closing ): \`${full}\``);
+  if (groupPiece(frames[0]!).height > 1000) fail(`expression nests too deeply: \`${full}\``);
   return out;
+}
+
+/** What Go's parser makes of a piece of pattern, as far as its limits go. */
+interface Piece {
+  /** Height of its tree (Go refuses over 1000). */
+  height: number;
+  /** The counted repeats ({n,m}) in it, outermost first (at most one: a group's stand for all of theirs). */
+  repeats: Repeat[];
+  /** A literal character: consecutive ones are one node to Go. */
+  literal: boolean;
+  /** A group without capture and alternatives: Go splices its sequence into the enclosing one. */
+  spliced?: Sequence;
+}
+
+/** A sequence of pieces, summed up for splicing: Go merges literals across the seams. */
+interface Sequence {
+  units: number;
+  highest: number;
+  startsLiteral: boolean;
+  endsLiteral: boolean;
+}
+
+interface Repeat {
+  /** The count that weighs (the maximum, or the minimum when there is none). */
+  count: number;
+  within: Repeat[];
+}
+
+interface Frame {
+  alternatives: Piece[][];
+  capture: boolean;
+}
+
+/** Go's repeatIsValid: nested counted repeats multiply to at most `n` (iterative: they may nest deep). */
+function repeatIsValid(repeat: Repeat, n: number): boolean {
+  const pending: Array<[Repeat, number]> = [[repeat, n]];
+  for (let next = pending.pop(); next; next = pending.pop()) {
+    const [{ count, within }, limit] = next;
+    if (count === 0) continue;
+    if (count > limit) return false;
+    for (const inner of within) pending.push([inner, Math.floor(limit / count)]);
+  }
+  return true;
+}
+
+/** One node of Go's tree: a literal character, or another single thing (class, anchor, dot). */
+const LITERAL: Piece = { height: 1, repeats: [], literal: true };
+const SINGLE: Piece = { height: 1, repeats: [], literal: false };
+
+function sequenceOf(alternative: readonly Piece[]): Sequence {
+  const sequence: Sequence = { units: 0, highest: 0, startsLiteral: false, endsLiteral: false };
+  for (const piece of alternative) {
+    const part = piece.spliced ?? { units: 1, highest: piece.height, startsLiteral: piece.literal, endsLiteral: piece.literal };
+    if (part.units === 0) continue;
+    if (sequence.units === 0) sequence.startsLiteral = part.startsLiteral;
+    sequence.units += part.units - (sequence.endsLiteral && part.startsLiteral ? 1 : 0);
+    sequence.highest = Math.max(sequence.highest, part.highest);
+    sequence.endsLiteral = part.endsLiteral;
+  }
+  return sequence;
+}
+
+function groupPiece(frame: Frame): Piece {
+  const sequences = frame.alternatives.map(sequenceOf);
+  const heights = sequences.map(({ units, highest }) => (units === 0 ? 1 : units === 1 ? highest : 1 + highest));
+  const height = (heights.length > 1 ? 1 + heights.reduce((most, h) => Math.max(most, h), 0) : heights[0]!) + (frame.capture ? 1 : 0);
+  // One repeat of count 1 stands for the group (it divides nothing): no copying of inner lists.
+  const within = frame.alternatives.flatMap((alternative) => alternative.flatMap((piece) => piece.repeats));
+  const repeats = within.length > 0 ? [{ count: 1, within }] : [];
+  const spliced = !frame.capture && frame.alternatives.length === 1 ? sequences[0] : undefined;
+  return { height, repeats, literal: false, ...(spliced ? { spliced } : {}) };
 }

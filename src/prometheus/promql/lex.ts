@@ -4,12 +4,20 @@
 // gives the tokens as 2.42 sees them: its lexical errors with 2.42's wording, the kinds that
 // decide what a position may hold (a NUMBER is not a DURATION), and the words for "unexpected
 // <token>" messages. On the tokens it then finds what 2.42's grammar refuses and lezer's takes
-// (tokenProblem), and it reads literal values as 2.42 does. It also bounds the work: nesting
-// deeper than MAX_DEPTH or more than MAX_TOKENS tokens end the scan, so lezer (which recurses on
-// deep trees) never sees a pathological input.
+// (tokenProblem), and it reads literal values as 2.42 does. It also bounds the work: lezer
+// recurses on the depth of its tree and overflows the stack a few thousand levels down, so
+// parentheses deeper than MAX_DEPTH, a tree that may be deeper than MAX_TREE_DEPTH, or more than
+// MAX_TOKENS tokens end the scan before lezer sees the input.
 
 export const MAX_DEPTH = 256;
 export const MAX_TOKENS = 100_000;
+/**
+ * A bound on lezer's tree depth, checked on the tokens: each token adds at most one level of
+ * nesting to its group (between parentheses, brackets, braces or commas), so the tokens of the
+ * open groups and the deepest closed group inside each count. A query within MAX_DEPTH levels
+ * of expressions stays far below it.
+ */
+export const MAX_TREE_DEPTH = 1024;
 
 export type TokenKind =
   | 'identifier' // a word without ':' that is no keyword
@@ -126,9 +134,29 @@ export function lex(input: string): LexResult {
   const fail = (start: number, message: string, tooLarge = false): never => {
     throw new LexFailure(start, message, tooLarge);
   };
+  // Per open group: its tokens since its start or last comma, and the deepest group closed in it.
+  const groups = [{ tokens: 0, deepest: 0 }];
+  let depthBound = 0; // the sum of both over the open groups
   const emit = (kind: TokenKind, start: number) => {
     if (tokens.length >= MAX_TOKENS) fail(start, `expression too large: more than ${MAX_TOKENS} tokens`, true);
-    tokens.push({ kind, text: input.slice(start, pos), start, end: pos, inBraces: braceOpen, inBrackets: bracketOpen });
+    const text = input.slice(start, pos);
+    tokens.push({ kind, text, start, end: pos, inBraces: braceOpen, inBrackets: bracketOpen });
+    const group = groups.at(-1)!;
+    if (kind === 'punct' && (text === ')' || text === ']' || text === '}') && groups.length > 1) {
+      groups.pop();
+      const parent = groups.at(-1)!;
+      const closed = group.tokens + group.deepest;
+      depthBound -= closed - Math.max(0, closed - parent.deepest);
+      parent.deepest = Math.max(parent.deepest, closed);
+    } else if (kind === 'punct' && text === ',') {
+      depthBound -= group.tokens + group.deepest;
+      group.tokens = group.deepest = 0;
+    } else {
+      group.tokens++;
+      depthBound++;
+      if (kind === 'punct' && (text === '(' || text === '[' || text === '{')) groups.push({ tokens: 0, deepest: 0 });
+    }
+    if (depthBound > MAX_TREE_DEPTH) fail(start, `expression too large: it may nest more than ${MAX_TREE_DEPTH} levels`, true);
   };
   const acceptOne = (set: string) => {
     if (pos < input.length && set.includes(input[pos]!)) {

@@ -16,6 +16,7 @@ import { checkTypes, regexpError, type Positions } from './check.js';
 import {
   MAX_DEPTH,
   MAX_TOKENS,
+  MAX_TREE_DEPTH,
   contextOf,
   describeToken,
   goQuote,
@@ -31,7 +32,7 @@ import {
   type Token,
 } from './lex.js';
 
-export { MAX_DEPTH, MAX_TOKENS, parseDuration };
+export { MAX_DEPTH, MAX_TOKENS, MAX_TREE_DEPTH, parseDuration };
 
 /** A refused input; the message reads as Prometheus' (`<line>:<col>: parse error: <what>`). */
 export class PromQLParseError extends Error {
@@ -204,6 +205,17 @@ function analyze(input: string, tokens: readonly Token[], beforeLexicalError: bo
 
 /** Parses a PromQL expression as Prometheus 2.42 does; throws PromQLParseError. */
 export function parsePromQL(input: string): Expr {
+  try {
+    return parse(input);
+  } catch (err) {
+    // The bounds of lex.ts keep lezer's recursion shallow; should the stack still run out, the
+    // input is too large for this parser, which is an answer, not a crash.
+    if (err instanceof RangeError) throw new PromQLParseError(input, 0, 'expression too large to parse');
+    throw err;
+  }
+}
+
+function parse(input: string): Expr {
   const fail = (position: number, what: string): never => {
     throw new PromQLParseError(input, position, what);
   };
