@@ -4,10 +4,12 @@
 // gives the tokens as 2.42 sees them: its lexical errors with 2.42's wording, the kinds that
 // decide what a position may hold (a NUMBER is not a DURATION), and the words for "unexpected
 // <token>" messages. On the tokens it then finds what 2.42's grammar refuses and lezer's takes
-// (tokenProblem), and it reads literal values as 2.42 does. It also bounds the work: lezer
+// (tokenProblem). It also bounds the work: lezer
 // recurses on the depth of its tree and overflows the stack a few thousand levels down, so
 // parentheses deeper than MAX_DEPTH, a tree that may be deeper than MAX_TREE_DEPTH, or more than
 // MAX_TOKENS tokens end the scan before lezer sees the input.
+
+import { goQuote, parseDuration, parseNumber } from './check.js';
 
 export const MAX_DEPTH = 256;
 export const MAX_TOKENS = 100_000;
@@ -63,21 +65,6 @@ const isSpace = (c: string) => c === ' ' || c === '\t' || c === '\n' || c === '\
 const isDigit = (c: string) => c >= '0' && c <= '9';
 const isAlpha = (c: string) => c === '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
 const isAlphaNumeric = (c: string) => isAlpha(c) || isDigit(c);
-
-/** Go's %q of a string (strconv.Quote), enough for error messages. */
-export function goQuote(s: string): string {
-  let out = '"';
-  for (const ch of s) {
-    const code = ch.codePointAt(0)!;
-    if (ch === '"' || ch === '\\') out += `\\${ch}`;
-    else if (ch === '\n') out += '\\n';
-    else if (ch === '\t') out += '\\t';
-    else if (ch === '\r') out += '\\r';
-    else if (code < 0x20 || code === 0x7f) out += `\\x${code.toString(16).padStart(2, '0')}`;
-    else out += ch;
-  }
-  return `${out}"`;
-}
 
 /** Go's %q of a rune: 'x'. */
 function goQuoteRune(ch: string): string {
@@ -503,97 +490,4 @@ export function tokenProblem(tokens: readonly Token[], isFunction: (name: string
     }
   });
   return first;
-}
-
-// Literal values, read as 2.42 reads them (Go's strconv and prometheus/common's model package).
-
-const MAX_INT64 = 2n ** 63n - 1n;
-const DURATION_PARTS = /^(?:(\d+)y)?(?:(\d+)w)?(?:(\d+)d)?(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?(?:(\d+)ms)?$/;
-const DAY_MS = 24 * 60 * 60 * 1000;
-const UNIT_MS = [365 * DAY_MS, 7 * DAY_MS, DAY_MS, 60 * 60 * 1000, 60 * 1000, 1000, 1].map(BigInt);
-
-/**
- * A duration in milliseconds by Prometheus' model.ParseDuration: integer counts of the units y w d
- * h m s ms, each at most once and in that order (`1h30m`), or a bare "0"; the total must fit
- * Go's time.Duration (nanoseconds in an int64, about 292 years). Throws with Prometheus' message.
- */
-export function parseDuration(text: string): number {
-  if (text === '0') return 0;
-  if (text === '') throw new Error('empty duration string');
-  const parts = DURATION_PARTS.exec(text);
-  if (!parts) throw new Error(`not a valid duration string: ${goQuote(text)}`);
-  let nanos = 0n;
-  UNIT_MS.forEach((unitMs, i) => {
-    const count = parts[i + 1];
-    if (count !== undefined) nanos += BigInt(count) * unitMs * 1_000_000n;
-  });
-  if (nanos > MAX_INT64) throw new Error('duration out of range');
-  return Number(nanos / 1_000_000n);
-}
-
-/** Go's strconv.ParseInt(text, 0, 64): hex, leading-0 octal or decimal; null when it fails. */
-function parseGoInt(text: string): number | null {
-  let value: bigint;
-  if (/^0[xX][0-9a-fA-F]+$/.test(text)) value = BigInt(`0x${text.slice(2)}`);
-  else if (/^0[0-7]+$/.test(text)) value = BigInt(`0o${text.slice(1)}`);
-  else if (/^(0|[1-9][0-9]*)$/.test(text)) value = BigInt(text);
-  else return null;
-  return value > MAX_INT64 ? null : Number(value);
-}
-
-/** A NUMBER token's value as 2.42 computes it (an integer first, else a float; `010` is 8). */
-export function parseNumber(text: string): number {
-  const asInt = parseGoInt(text);
-  if (asInt !== null) return asInt;
-  const lower = text.toLowerCase();
-  if (lower === 'inf') return Infinity;
-  if (lower === 'nan') return NaN;
-  if (/^([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?$/.test(text)) {
-    const value = Number(text);
-    if (Number.isFinite(value)) return value;
-    throw new Error(`error parsing number: strconv.ParseFloat: parsing ${goQuote(text)}: value out of range`);
-  }
-  throw new Error(`error parsing number: strconv.ParseFloat: parsing ${goQuote(text)}: invalid syntax`);
-}
-
-function pushUtf8(bytes: number[], cp: number): void {
-  if (cp < 0x80) bytes.push(cp);
-  else if (cp < 0x800) bytes.push(0xc0 | (cp >> 6), 0x80 | (cp & 0x3f));
-  else if (cp < 0x10000) bytes.push(0xe0 | (cp >> 12), 0x80 | ((cp >> 6) & 0x3f), 0x80 | (cp & 0x3f));
-  else bytes.push(0xf0 | (cp >> 18), 0x80 | ((cp >> 12) & 0x3f), 0x80 | ((cp >> 6) & 0x3f), 0x80 | (cp & 0x3f));
-}
-
-const SIMPLE_ESCAPES: Record<string, number> = { a: 7, b: 8, f: 12, n: 10, r: 13, t: 9, v: 11, '\\': 92, "'": 39, '"': 34 };
-
-/**
- * The value of a STRING token the lexer accepted (quotes included). Go strings are bytes, and
- * `\xHH` and octal escapes give single bytes: the bytes are decoded as UTF-8 at the end, so
- * "\xe2\x82\xac" is "€" and a stray byte becomes U+FFFD.
- */
-export function unquote(text: string): string {
-  const body = text.slice(1, -1);
-  if (text[0] === '`' || !body.includes('\\')) return body;
-  const bytes: number[] = [];
-  for (let i = 0; i < body.length; ) {
-    if (body[i] !== '\\') {
-      const cp = body.codePointAt(i)!;
-      pushUtf8(bytes, cp);
-      i += cp > 0xffff ? 2 : 1;
-      continue;
-    }
-    const e = body[i + 1]!;
-    i += 2;
-    if (e in SIMPLE_ESCAPES) bytes.push(SIMPLE_ESCAPES[e]!);
-    else if (e >= '0' && e <= '7') {
-      bytes.push(parseInt(body.slice(i - 1, i + 2), 8));
-      i += 2;
-    } else {
-      const digits = e === 'x' ? 2 : e === 'u' ? 4 : 8;
-      const cp = parseInt(body.slice(i, i + digits), 16);
-      if (e === 'x') bytes.push(cp);
-      else pushUtf8(bytes, cp);
-      i += digits;
-    }
-  }
-  return new TextDecoder().decode(Uint8Array.from(bytes));
 }

@@ -12,22 +12,18 @@
 import type { SyntaxNode, Tree } from '@lezer/common';
 import { parser } from '@prometheus-io/lezer-promql';
 import { FUNCTIONS, type AggregateOp, type BinaryExpr, type BinaryOp, type Expr, type LabelMatcher, type MatchType, type NumberLiteral, type VectorMatching } from './ast.js';
-import { checkTypes, regexpError, type Positions } from './check.js';
+import { checkTypes, goQuote, parseDuration, parseNumber, regexpError, unquote, type Positions } from './check.js';
 import {
   MAX_DEPTH,
   MAX_TOKENS,
   MAX_TREE_DEPTH,
   contextOf,
   describeToken,
-  goQuote,
   lex,
-  parseDuration,
-  parseNumber,
   startsOperand,
   isColon,
   tokenProblem,
   unknownFunction,
-  unquote,
   type Problem,
   type Token,
 } from './lex.js';
