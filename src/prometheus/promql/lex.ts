@@ -4,10 +4,9 @@
 // gives the tokens as 2.42 sees them: its lexical errors with 2.42's wording, the kinds that
 // decide what a position may hold (a NUMBER is not a DURATION), and the words for "unexpected
 // <token>" messages. On the tokens it then finds what 2.42's grammar refuses and lezer's takes
-// (tokenProblem). It also bounds the work: lezer
-// recurses on the depth of its tree and overflows the stack a few thousand levels down, so
-// parentheses deeper than MAX_DEPTH, a tree that may be deeper than MAX_TREE_DEPTH, or more than
-// MAX_TOKENS tokens end the scan before lezer sees the input.
+// (tokenProblem). It also bounds the work: lezer recurses on the depth of its tree and overflows
+// the stack a few thousand levels down, so parentheses deeper than MAX_DEPTH, a tree that may be
+// deeper than MAX_TREE_DEPTH, or more than MAX_TOKENS tokens end the scan before lezer sees them.
 
 import { goQuote, parseDuration, parseNumber } from './check.js';
 
