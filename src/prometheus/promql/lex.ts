@@ -2,13 +2,23 @@
 // (parse.ts). The lezer grammar is newer and more lenient than 2.42 (number literals with `_`,
 // `1s1m`-style durations, any escape in a string, `inf` as a label in `by (...)`...), so this pass
 // gives the tokens as 2.42 sees them: its lexical errors with 2.42's wording, the kinds that
-// decide what a position may hold (a NUMBER is not a DURATION), the names of called functions,
-// and the words for "unexpected <token>" messages. It also bounds the work: nesting deeper than
-// MAX_DEPTH or more than MAX_TOKENS tokens end the scan, so lezer (which recurses on deep trees)
-// never sees a pathological input.
+// decide what a position may hold (a NUMBER is not a DURATION), and the words for "unexpected
+// <token>" messages. On the tokens it then finds what 2.42's grammar refuses and lezer's takes
+// (tokenProblem). It also bounds the work: lezer recurses on the depth of its tree and overflows
+// the stack a few thousand levels down, so parentheses deeper than MAX_DEPTH, a tree that may be
+// deeper than MAX_TREE_DEPTH, or more than MAX_TOKENS tokens end the scan before lezer sees them.
+
+import { goQuote, parseDuration, parseNumber } from './check.js';
 
 export const MAX_DEPTH = 256;
 export const MAX_TOKENS = 100_000;
+/**
+ * A bound on lezer's tree depth, checked on the tokens: each token adds at most one level of
+ * nesting to its group (between parentheses, brackets, braces or commas), so the tokens of the
+ * open groups and the deepest closed group inside each count. A query within MAX_DEPTH levels
+ * of expressions stays far below it.
+ */
+export const MAX_TREE_DEPTH = 1024;
 
 export type TokenKind =
   | 'identifier' // a word without ':' that is no keyword
@@ -27,11 +37,17 @@ export interface Token {
   text: string;
   start: number;
   end: number;
+  /** Read between `{` and `}` (where every word is a label name). */
+  inBraces: boolean;
+  /** Read between `[` and `]`. */
+  inBrackets: boolean;
 }
 
 export interface LexError {
   position: number;
   message: string;
+  /** The input is over MAX_TOKENS: not worth parsing what precedes the error. */
+  tooLarge: boolean;
 }
 
 export interface LexResult {
@@ -48,21 +64,6 @@ const isSpace = (c: string) => c === ' ' || c === '\t' || c === '\n' || c === '\
 const isDigit = (c: string) => c >= '0' && c <= '9';
 const isAlpha = (c: string) => c === '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
 const isAlphaNumeric = (c: string) => isAlpha(c) || isDigit(c);
-
-/** Go's %q of a string (strconv.Quote), enough for error messages. */
-export function goQuote(s: string): string {
-  let out = '"';
-  for (const ch of s) {
-    const code = ch.codePointAt(0)!;
-    if (ch === '"' || ch === '\\') out += `\\${ch}`;
-    else if (ch === '\n') out += '\\n';
-    else if (ch === '\t') out += '\\t';
-    else if (ch === '\r') out += '\\r';
-    else if (code < 0x20 || code === 0x7f) out += `\\x${code.toString(16).padStart(2, '0')}`;
-    else out += ch;
-  }
-  return `${out}"`;
-}
 
 /** Go's %q of a rune: 'x'. */
 function goQuoteRune(ch: string): string {
@@ -101,7 +102,7 @@ export function describeToken(token: Token | null): string {
 }
 
 class LexFailure extends Error {
-  constructor(readonly position: number, message: string) {
+  constructor(readonly position: number, message: string, readonly tooLarge = false) {
     super(message);
   }
 }
@@ -116,12 +117,32 @@ export function lex(input: string): LexResult {
   let gotColon = false;
 
   const peek = (offset = 0) => input[pos + offset] ?? '';
-  const fail = (start: number, message: string): never => {
-    throw new LexFailure(start, message);
+  const fail = (start: number, message: string, tooLarge = false): never => {
+    throw new LexFailure(start, message, tooLarge);
   };
+  // Per open group: its tokens since its start or last comma, and the deepest group closed in it.
+  const groups = [{ tokens: 0, deepest: 0 }];
+  let depthBound = 0; // the sum of both over the open groups
   const emit = (kind: TokenKind, start: number) => {
-    if (tokens.length >= MAX_TOKENS) fail(start, `expression too large: more than ${MAX_TOKENS} tokens`);
-    tokens.push({ kind, text: input.slice(start, pos), start, end: pos });
+    if (tokens.length >= MAX_TOKENS) fail(start, `expression too large: more than ${MAX_TOKENS} tokens`, true);
+    const text = input.slice(start, pos);
+    tokens.push({ kind, text, start, end: pos, inBraces: braceOpen, inBrackets: bracketOpen });
+    const group = groups.at(-1)!;
+    if (kind === 'punct' && (text === ')' || text === ']' || text === '}') && groups.length > 1) {
+      groups.pop();
+      const parent = groups.at(-1)!;
+      const closed = group.tokens + group.deepest;
+      depthBound -= closed - Math.max(0, closed - parent.deepest);
+      parent.deepest = Math.max(parent.deepest, closed);
+    } else if (kind === 'punct' && text === ',') {
+      depthBound -= group.tokens + group.deepest;
+      group.tokens = group.deepest = 0;
+    } else {
+      group.tokens++;
+      depthBound++;
+      if (kind === 'punct' && (text === '(' || text === '[' || text === '{')) groups.push({ tokens: 0, deepest: 0 });
+    }
+    if (depthBound > MAX_TREE_DEPTH) fail(start, `expression too large: it may nest more than ${MAX_TREE_DEPTH} levels`, true);
   };
   const acceptOne = (set: string) => {
     if (pos < input.length && set.includes(input[pos]!)) {
@@ -241,12 +262,13 @@ export function lex(input: string): LexResult {
     }
     if (ch === '!') {
       if (acceptOne('~') || acceptOne('=')) return emit('operator', start);
-      return fail(start, `unexpected character after '!' inside braces: ${goQuoteRune(peek() || '\0')}`);
+      return fail(start, `unexpected character after '!' inside braces: ${goQuoteRune(peek() || '\uFFFD')}`);
     }
     if (ch === '{') return fail(start, "unexpected left brace '{'");
     if (ch === '}') {
+      emit('punct', start);
       braceOpen = false;
-      return emit('punct', start);
+      return;
     }
     fail(start, `unexpected character inside braces: ${goQuoteRune(String.fromCodePoint(input.codePointAt(start)!))}`);
   };
@@ -279,7 +301,7 @@ export function lex(input: string): LexResult {
       return emit(acceptOne('=') ? 'operator' : 'punct', start);
     }
     if (ch === '!') {
-      if (!acceptOne('=')) fail(start, `unexpected character after '!': ${goQuoteRune(peek() || '\0')}`);
+      if (!acceptOne('=')) fail(start, `unexpected character after '!': ${goQuoteRune(peek() || '\uFFFD')}`);
       return emit('operator', start);
     }
     if (ch === '<' || ch === '>') {
@@ -293,7 +315,7 @@ export function lex(input: string): LexResult {
     if (ch === '"' || ch === "'") return lexString(start, ch);
     if (ch === '`') return lexRawString(start);
     if (isAlpha(ch) || ch === ':') {
-      // Inside brackets 2.42 reads any word character as the subquery's colon.
+      // Inside brackets 2.42 reads any word character as the subquery's colon (`x[5m y]` is x[5m:]).
       if (!bracketOpen) return lexWord(start);
       if (gotColon) fail(start, `unexpected colon ${goQuoteRune(ch)}`);
       gotColon = true;
@@ -309,8 +331,9 @@ export function lex(input: string): LexResult {
       return emit('punct', start);
     }
     if (ch === '{') {
+      emit('punct', start);
       braceOpen = true;
-      return emit('punct', start);
+      return;
     }
     if (ch === '[') {
       if (bracketOpen) fail(start, "unexpected left bracket '['");
@@ -333,99 +356,137 @@ export function lex(input: string): LexResult {
     return { tokens, error: null };
   } catch (err) {
     if (!(err instanceof LexFailure)) throw err;
-    return { tokens, error: { position: err.position, message: err.message } };
+    return { tokens, error: { position: err.position, message: err.message, tooLarge: err.tooLarge } };
   }
 }
 
-// Literal values, read as 2.42 reads them (Go's strconv and prometheus/common's model package).
+// What 2.42's grammar refuses in a sequence of tokens and lezer's grammar takes, and the words
+// its messages give for where an unexpected token is.
 
-const MAX_INT64 = 2n ** 63n - 1n;
-const DURATION_PARTS = /^(?:(\d+)y)?(?:(\d+)w)?(?:(\d+)d)?(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?(?:(\d+)ms)?$/;
-const DAY_MS = 24 * 60 * 60 * 1000;
-const UNIT_MS = [365 * DAY_MS, 7 * DAY_MS, DAY_MS, 60 * 60 * 1000, 60 * 1000, 1000, 1].map(BigInt);
+/** Functions of Prometheus 2.42 that this engine does not have (others are unknown to 2.42 too). */
+const UNSUPPORTED_FUNCTIONS = new Set(
+  'acos acosh asin asinh atan atanh cos cosh days_in_month day_of_month day_of_week day_of_year deg histogram_count histogram_sum histogram_fraction holt_winters hour minute month pi predict_linear rad sgn sin sinh tan tanh year'.split(' '),
+);
+
+export function unknownFunction(name: string): string {
+  return UNSUPPORTED_FUNCTIONS.has(name) ? `function ${JSON.stringify(name)} is not supported` : `unknown function with name ${JSON.stringify(name)}`;
+}
+
+export interface Problem {
+  position: number;
+  what: string;
+  /** Offset where 2.42 notices it (a call of an unknown function: its closing parenthesis), to find the first. */
+  order: number;
+}
+
+/** The subquery's colon: 2.42 reads any word character inside brackets as one. */
+export const isColon = (t: Token | undefined) => t !== undefined && t.kind === 'punct' && t.inBrackets && (t.text === ':' || isAlpha(t.text));
+
+const isWord = (t: Token | undefined, word: string) => t !== undefined && t.text.toLowerCase() === word && t.kind !== 'identifier';
+
+/** Whether the token at `i` is where an operand starts (so `offset` there is a metric name). */
+export function startsOperand(tokens: readonly Token[], i: number): boolean {
+  // and/or/unless are metric names where an operand starts, so a run of them alternates.
+  let k = 0;
+  while (i - k - 1 >= 0 && ['and', 'or', 'unless'].some((w) => isWord(tokens[i - k - 1], w))) k++;
+  if (k > 0) return startsOperandAfter(tokens[i - k - 1]) === (k % 2 === 0);
+  return startsOperandAfter(tokens[i - 1]);
+}
+
+function startsOperandAfter(previous: Token | undefined): boolean {
+  if (!previous) return true;
+  if (previous.kind === 'operator') return previous.text !== '@';
+  return previous.text === '(' || previous.text === ',' || isWord(previous, 'bool');
+}
+
+/** `offset` used as the keyword (2.42 also takes it for a metric name where an operand starts). */
+const isOffset = (tokens: readonly Token[], i: number) => isWord(tokens[i], 'offset') && !startsOperand(tokens, i);
+
+/** 2.42's words for where the token at `i` is unexpected (' in <context>, expected <what>'), or ''. */
+export function contextOf(tokens: readonly Token[], i: number): string {
+  const prev = tokens[i - 1];
+  if (!prev) return '';
+  if (tokens[i]?.inBraces && (prev.inBraces || prev.text === '{')) {
+    if (prev.text === '{' || prev.text === ',') return ' in label matching, expected identifier or "}"';
+    if (prev.kind === 'identifier') return ' in label matching, expected label matching operator';
+    if (prev.kind === 'operator' || prev.text === '=') return ' in label matching, expected string';
+    if (prev.kind === 'string') return ' in label matching, expected "," or "}"';
+    return '';
+  }
+  const signed = prev.text === '-' || prev.text === '+';
+  if (prev.text === '@' || ((signed || prev.kind === 'preprocessor') && tokens[i - 2]?.text === '@')) return ' in @, expected timestamp';
+  if (prev.text === '(' && ['on', 'ignoring', 'by', 'without', 'group_left', 'group_right'].some((w) => isWord(tokens[i - 2], w))) return ' in grouping opts, expected label';
+  if (isOffset(tokens, i - 1) || (prev.text === '-' && isOffset(tokens, i - 2))) return ' in offset, expected duration';
+  if (isWord(prev, 'on') || isWord(prev, 'ignoring')) return ' in grouping opts, expected "("';
+  const grouping = tokens[i - 2]?.kind === 'aggregator' || tokens[i - 2]?.text === ')';
+  if ((isWord(prev, 'by') || isWord(prev, 'without')) && grouping) return ' in grouping opts, expected "("';
+  return '';
+}
 
 /**
- * A duration in milliseconds by Prometheus' model.ParseDuration: integer counts of the units y w d
- * h m s ms, each at most once and in that order (`1h30m`), or a bare "0"; the total must fit
- * Go's time.Duration (nanoseconds in an int64, about 292 years). Throws with Prometheus' message.
+ * The first of what 2.42 refuses in these tokens and lezer's grammar may take: a call of a
+ * function this engine lacks, a duration where 2.42 takes none (lezer takes `5m` for a number) or
+ * an invalid one, `start(` or `end(` not after `@`, more than one duration after offset, duration
+ * arithmetic in brackets, quoted label names.
  */
-export function parseDuration(text: string): number {
-  if (text === '0') return 0;
-  if (text === '') throw new Error('empty duration string');
-  const parts = DURATION_PARTS.exec(text);
-  if (!parts) throw new Error(`not a valid duration string: ${goQuote(text)}`);
-  let nanos = 0n;
-  UNIT_MS.forEach((unitMs, i) => {
-    const count = parts[i + 1];
-    if (count !== undefined) nanos += BigInt(count) * unitMs * 1_000_000n;
+export function tokenProblem(tokens: readonly Token[], isFunction: (name: string) => boolean): Problem | null {
+  let first: Problem | null = null;
+  const note = (problem: Problem) => {
+    if (!first || problem.order < first.order) first = problem;
+  };
+  const unexpected = (t: Token, i: number, context = contextOf(tokens, i)) => note({ position: t.start, what: `unexpected ${describeToken(t)}${context}`, order: t.start });
+  const calls: Array<Token | null> = []; // per open parenthesis, the unknown function it calls
+  tokens.forEach((t, i) => {
+    const prev = tokens[i - 1];
+    if (t.text === '(' && t.kind === 'punct') {
+      calls.push(prev?.kind === 'identifier' && !isFunction(prev.text) ? prev : null);
+      if (prev?.kind === 'preprocessor' && tokens[i - 2]?.text !== '@') unexpected(t, i, '');
+    }
+    if (t.text === ')' && t.kind === 'punct') {
+      const call = calls.pop();
+      if (call) note({ position: call.start, what: unknownFunction(call.text), order: t.start });
+    }
+    if (t.kind === 'duration' && !t.inBrackets) {
+      // After offset, lezer reads signs and parentheses too: those are refused where read.
+      let j = i - 1;
+      while (tokens[j] && (tokens[j]!.text === '-' || tokens[j]!.text === '+' || tokens[j]!.text === '(')) j--;
+      if (!isOffset(tokens, j)) unexpected(t, i);
+    }
+    // After offset 2.42 takes a duration, or a minus and a duration.
+    const afterOffset = isOffset(tokens, i - 1) ? t.text !== '-' : prev?.text === '-' && isOffset(tokens, i - 2);
+    if (afterOffset && t.kind !== 'duration') unexpected(t, i);
+    // Inside brackets: a duration, then `:` or the end, then a duration or the end (the `]`).
+    if (t.inBrackets && prev?.text !== '[') {
+      const context = tokens[i - 2]?.text === '[' ? ' in subquery or range, expected ":" or "]"' : isColon(prev) ? ' in subquery selector, expected duration or "]"' : ' in subquery selector, expected "]"';
+      const arithmetic = t.kind === 'operator' || t.text === '(' ? ' (duration arithmetic is not supported)' : '';
+      if (tokens[i - 2]?.text === '[' ? !isColon(t) : !isColon(prev) || t.kind !== 'duration') unexpected(t, i, context + arithmetic);
+    }
+    // 2.42 reads the value of a duration or a number where it takes one right after the token,
+    // before it reads the next one.
+    const readAt = t.end - 0.5;
+    if (t.kind === 'duration' && (t.inBrackets || isOffset(tokens, i - 1) || (prev?.text === '-' && isOffset(tokens, i - 2)))) {
+      let ms = 1;
+      try {
+        ms = parseDuration(t.text);
+      } catch (err) {
+        note({ position: t.start, what: (err as Error).message, order: readAt });
+      }
+      if (ms === 0) note({ position: t.start, what: 'duration must be greater than 0', order: readAt });
+    }
+    if (t.kind === 'number' && !afterOffset && !contextOf(tokens, i).includes('grouping')) {
+      try {
+        parseNumber(t.text);
+      } catch (err) {
+        note({ position: t.start, what: (err as Error).message, order: readAt });
+      }
+    }
+    // `</` and `>/` are newer operators; to 2.42 a comparison and a division.
+    if (t.text === '/' && (prev?.text === '<' || prev?.text === '>') && prev.end === t.start) unexpected(t, i, ` (the ${prev.text}/ operator is not supported)`);
+    // Quoted label names are newer than 2.42.
+    if (t.kind === 'string' && ((t.inBraces && (prev?.text === '{' || (prev?.text === ',' && prev.inBraces))) || (!t.inBraces && prev?.text === '('))) {
+      const context = contextOf(tokens, i);
+      if (context.includes('label')) unexpected(t, i, context);
+    }
   });
-  if (nanos > MAX_INT64) throw new Error('duration out of range');
-  return Number(nanos / 1_000_000n);
-}
-
-/** Go's strconv.ParseInt(text, 0, 64): hex, leading-0 octal or decimal; null when it fails. */
-function parseGoInt(text: string): number | null {
-  let value: bigint;
-  if (/^0[xX][0-9a-fA-F]+$/.test(text)) value = BigInt(`0x${text.slice(2)}`);
-  else if (/^0[0-7]+$/.test(text)) value = BigInt(`0o${text.slice(1)}`);
-  else if (/^(0|[1-9][0-9]*)$/.test(text)) value = BigInt(text);
-  else return null;
-  return value > MAX_INT64 ? null : Number(value);
-}
-
-/** A NUMBER token's value as 2.42 computes it (an integer first, else a float; `010` is 8). */
-export function parseNumber(text: string): number {
-  const asInt = parseGoInt(text);
-  if (asInt !== null) return asInt;
-  const lower = text.toLowerCase();
-  if (lower === 'inf') return Infinity;
-  if (lower === 'nan') return NaN;
-  if (/^([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?$/.test(text)) {
-    const value = Number(text);
-    if (Number.isFinite(value)) return value;
-    throw new Error(`error parsing number: strconv.ParseFloat: parsing ${goQuote(text)}: value out of range`);
-  }
-  throw new Error(`error parsing number: strconv.ParseFloat: parsing ${goQuote(text)}: invalid syntax`);
-}
-
-function pushUtf8(bytes: number[], cp: number): void {
-  if (cp < 0x80) bytes.push(cp);
-  else if (cp < 0x800) bytes.push(0xc0 | (cp >> 6), 0x80 | (cp & 0x3f));
-  else if (cp < 0x10000) bytes.push(0xe0 | (cp >> 12), 0x80 | ((cp >> 6) & 0x3f), 0x80 | (cp & 0x3f));
-  else bytes.push(0xf0 | (cp >> 18), 0x80 | ((cp >> 12) & 0x3f), 0x80 | ((cp >> 6) & 0x3f), 0x80 | (cp & 0x3f));
-}
-
-const SIMPLE_ESCAPES: Record<string, number> = { a: 7, b: 8, f: 12, n: 10, r: 13, t: 9, v: 11, '\\': 92, "'": 39, '"': 34 };
-
-/**
- * The value of a STRING token the lexer accepted (quotes included). Go strings are bytes, and
- * `\xHH` and octal escapes give single bytes: the bytes are decoded as UTF-8 at the end, so
- * "\xe2\x82\xac" is "€" and a stray byte becomes U+FFFD.
- */
-export function unquote(text: string): string {
-  const body = text.slice(1, -1);
-  if (text[0] === '`' || !body.includes('\\')) return body;
-  const bytes: number[] = [];
-  for (let i = 0; i < body.length; ) {
-    if (body[i] !== '\\') {
-      const cp = body.codePointAt(i)!;
-      pushUtf8(bytes, cp);
-      i += cp > 0xffff ? 2 : 1;
-      continue;
-    }
-    const e = body[i + 1]!;
-    i += 2;
-    if (e in SIMPLE_ESCAPES) bytes.push(SIMPLE_ESCAPES[e]!);
-    else if (e >= '0' && e <= '7') {
-      bytes.push(parseInt(body.slice(i - 1, i + 2), 8));
-      i += 2;
-    } else {
-      const digits = e === 'x' ? 2 : e === 'u' ? 4 : 8;
-      const cp = parseInt(body.slice(i, i + digits), 16);
-      if (e === 'x') bytes.push(cp);
-      else pushUtf8(bytes, cp);
-      i += digits;
-    }
-  }
-  return new TextDecoder().decode(Uint8Array.from(bytes));
+  return first;
 }

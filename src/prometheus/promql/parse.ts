@@ -1,20 +1,34 @@
 // The PromQL parser: text to the syntax tree of ast.ts, accepting what Prometheus 2.42 accepts and
-// refusing the rest with its error messages (`1:5: parse error: unexpected end of input`).
+// refusing the rest with the error 2.42 reports first, in its words and at its line and column
+// (`1:5: parse error: unexpected end of input`).
 //
-// Three passes. lex.ts tokenizes as 2.42 does (its lexical errors, the token kinds). The grammar
-// is @prometheus-io/lezer-promql's; it is newer than 2.42, so its tree is read with care: numbers
-// and durations are handed to it as same-length placeholders (the 2.42 token decides what they
-// are), its newer features are refused, and where its precedence differs from 2.42's yacc grammar
-// (a sign on a literal before `^`; offset, @ and [...] binding looser than operators) the tree is
-// rearranged. Last, check.ts makes 2.42's type checks.
+// lex.ts tokenizes as 2.42 does and finds what 2.42's grammar refuses in the tokens alone. The
+// grammar is @prometheus-io/lezer-promql's, newer and more lenient than 2.42's: it parses a copy of
+// the input where the tokens it would read otherwise are same-length placeholders, and its tree
+// is read with care: newer features are refused, and where its precedence differs from 2.42's
+// yacc grammar (a sign on a literal before `^`; offset, @ and [...] binding looser than
+// operators) the tree is rearranged. Last, check.ts makes 2.42's type checks (its checkAST).
 
 import type { SyntaxNode, Tree } from '@lezer/common';
 import { parser } from '@prometheus-io/lezer-promql';
 import { FUNCTIONS, type AggregateOp, type BinaryExpr, type BinaryOp, type Expr, type LabelMatcher, type MatchType, type NumberLiteral, type VectorMatching } from './ast.js';
-import { checkTypes, regexpError, type Positions } from './check.js';
-import { MAX_DEPTH, describeToken, goQuote, lex, parseDuration, parseNumber, unquote, type Token } from './lex.js';
+import { checkTypes, goQuote, parseDuration, parseNumber, regexpError, unquote, type Positions } from './check.js';
+import {
+  MAX_DEPTH,
+  MAX_TOKENS,
+  MAX_TREE_DEPTH,
+  contextOf,
+  describeToken,
+  lex,
+  startsOperand,
+  isColon,
+  tokenProblem,
+  unknownFunction,
+  type Problem,
+  type Token,
+} from './lex.js';
 
-export { MAX_DEPTH, parseDuration };
+export { MAX_DEPTH, MAX_TOKENS, MAX_TREE_DEPTH, parseDuration };
 
 /** A refused input; the message reads as Prometheus' (`<line>:<col>: parse error: <what>`). */
 export class PromQLParseError extends Error {
@@ -22,7 +36,7 @@ export class PromQLParseError extends Error {
   readonly position: number;
 
   constructor(input: string, position: number, what: string) {
-    const lineStart = input.lastIndexOf('\n', position - 1) + 1;
+    const lineStart = position > 0 ? input.lastIndexOf('\n', position - 1) + 1 : 0;
     const line = input.slice(0, lineStart).split('\n').length;
     const column = [...input.slice(lineStart, position)].length + 1;
     super(`${line}:${column}: parse error: ${what}`);
@@ -31,16 +45,7 @@ export class PromQLParseError extends Error {
   }
 }
 
-/** Functions of Prometheus 2.42 that this engine does not have (others are unknown to 2.42 too). */
-const UNSUPPORTED_FUNCTIONS = new Set(
-  'acos acosh asin asinh atan atanh cos cosh days_in_month day_of_month day_of_week day_of_year deg histogram_count histogram_sum histogram_fraction holt_winters hour minute month pi predict_linear rad sgn sin sinh tan tanh year'.split(' '),
-);
-
 const tooDeep = `expression nested deeper than ${MAX_DEPTH} levels`;
-
-function unknownFunction(name: string): string {
-  return UNSUPPORTED_FUNCTIONS.has(name) ? `function ${JSON.stringify(name)} is not supported` : `unknown function with name ${JSON.stringify(name)}`;
-}
 
 const BINARY_OPS: Record<string, BinaryOp> = {
   Add: '+', Sub: '-', Mul: '*', Div: '/', Mod: '%', Pow: '^',
@@ -58,15 +63,28 @@ function kids(node: SyntaxNode): SyntaxNode[] {
   return out;
 }
 
-/** The input lezer parses: NUMBER and DURATION tokens become `1` and `1s` padded to their length. */
+/**
+ * The input lezer parses, of the same length (its positions are the input's): NUMBER and DURATION
+ * tokens become `1` and `1s` (the token says which it is); `offset` where an operand starts (2.42
+ * takes it for a metric name there, lezer always for the keyword) becomes an identifier; a word in
+ * brackets, 2.42's subquery colon, becomes `:`; and calls of unknown functions become calls of
+ * `ln` (a one-letter name just goes), so that lezer reads their arguments.
+ */
 function lezerText(input: string, tokens: readonly Token[]): string {
   const parts: string[] = [];
   let from = 0;
-  for (const t of tokens) {
-    if (t.kind !== 'number' && t.kind !== 'duration') continue;
-    parts.push(input.slice(from, t.start), (t.kind === 'number' ? '1' : '1s').padEnd(t.end - t.start, ' '));
+  tokens.forEach((t, i) => {
+    let placeholder: string;
+    // A number may follow a word directly (`a.5`): its placeholder must not continue the word.
+    if (t.kind === 'number') placeholder = t.text.startsWith('.') ? '.1' : '1';
+    else if (t.kind === 'duration') placeholder = t.text.length > 1 ? '1s' : '1';
+    else if (isColon(t)) placeholder = ':';
+    else if (t.kind === 'keyword' && t.text.toLowerCase() === 'offset' && startsOperand(tokens, i)) placeholder = 'o'.padEnd(t.end - t.start, '_');
+    else if (t.kind === 'identifier' && tokens[i + 1]?.text === '(' && !FUNCTIONS.has(t.text)) placeholder = t.text.length > 1 ? 'ln' : ' ';
+    else return;
+    parts.push(input.slice(from, t.start), placeholder.padEnd(t.end - t.start, ' '));
     from = t.end;
-  }
+  });
   parts.push(input.slice(from));
   return parts.join('');
 }
@@ -106,51 +124,112 @@ function tokenIndexAfter(tokens: readonly Token[], position: number): number {
   return lo;
 }
 
-interface Problem {
-  position: number;
-  what: string;
+/** A parse-time error met while building a part of the tree speculatively. */
+class BuildFailure {
+  constructor(readonly position: number, readonly what: string) {}
+}
+
+function containsError(node: SyntaxNode): boolean {
+  let found = false;
+  node.cursor().iterate((n) => {
+    if (n.type.isError) found = true;
+    return !found;
+  });
+  return found;
 }
 
 /**
- * The first grammar problem of `tokens` (all of the input, or what precedes a lexical error):
- * a call of a function this engine lacks, or where lezer's parse of them fails first.
+ * The first error 2.42 meets while reducing, before it reaches a syntax error at `limit`: its
+ * grammar's actions check as they reduce (an @ on a number, a bad duration...), so the
+ * expressions complete before the syntax error are built here, for those checks alone.
  */
-function syntaxProblem(input: string, tokens: readonly Token[]): Problem | null {
-  let problem: Problem | null = null;
-  for (let i = 0; i + 1 < tokens.length && !problem; i++) {
-    const t = tokens[i]!;
-    if (t.kind === 'identifier' && tokens[i + 1]!.text === '(' && !FUNCTIONS.has(t.text)) problem = { position: t.start, what: unknownFunction(t.text) };
+function buildProblemBefore(input: string, tokens: readonly Token[], tree: Tree, limit: number): Problem | null {
+  const builder = new Builder(input, tokens, (position, what) => {
+    throw new BuildFailure(position, what);
+  });
+  // Recursion follows the path to the syntax error, which firstTreeProblem found not too deep.
+  const visit = (node: SyntaxNode): Problem | null => {
+    if (node.from >= limit) return null;
+    if (node.type.is('Expr') && node.to <= limit && !containsError(node)) {
+      try {
+        builder.expr(node, 1);
+      } catch (err) {
+        // Reduced right after its last token, before the next is read.
+        if (err instanceof BuildFailure) return { position: err.position, what: err.what, order: node.to - 0.5 };
+        throw err;
+      }
+      return null;
+    }
+    for (let child = node.firstChild; child; child = child.nextSibling) {
+      const problem = visit(child);
+      if (problem) return problem;
+    }
+    return null;
+  };
+  return visit(tree.topNode);
+}
+
+/**
+ * lezer's tree of `tokens` (all of the input, or what precedes a lexical error), and the first
+ * problem 2.42 would report in them: one tokenProblem finds, an error of an action before the
+ * syntax error, or the syntax error where lezer's parse fails, in 2.42's words.
+ */
+function analyze(input: string, tokens: readonly Token[], beforeLexicalError: boolean): { tree: Tree; problem: Problem | null } {
+  const tree = parser.parse(lezerText(input, tokens));
+  const candidates = [tokenProblem(tokens, (name) => FUNCTIONS.has(name))];
+  const found = firstTreeProblem(tree);
+  let limit = found?.position ?? Infinity;
+  if (found?.deep) candidates.push({ position: found.position, what: tooDeep, order: found.position });
+  else if (found) {
+    let i = tokenIndexAfter(tokens, found.position);
+    // A one-letter unknown function is hidden from lezer (see lezerText): 2.42 sees the name.
+    if (tokens[i]?.text === '(' && tokens[i - 1]?.kind === 'identifier' && tokens[i - 1]!.text.length === 1 && !FUNCTIONS.has(tokens[i - 1]!.text)) i--;
+    const token = tokens[i] ?? null;
+    const position = token?.start ?? input.length;
+    limit = position;
+    if (token?.text === ')' && tokens[i - 1]?.text === ',') candidates.push({ position: tokens[i - 1]!.start, what: 'trailing commas not allowed in function call args', order: position });
+    else candidates.push({ position, what: `unexpected ${describeToken(token)}${contextOf(tokens, i)}`, order: position });
   }
-  const found = firstTreeProblem(parser.parse(lezerText(input, tokens)));
-  if (found === null || (problem && problem.position <= found.position)) return problem;
-  if (found.deep) return { position: found.position, what: tooDeep };
-  const i = tokenIndexAfter(tokens, found.position);
-  const token = tokens[i] ?? null;
-  if (token?.text === ')' && tokens[i - 1]?.text === ',') return { position: tokens[i - 1]!.start, what: 'trailing commas not allowed in function call args' };
-  return { position: token?.start ?? input.length, what: `unexpected ${describeToken(token)}` };
+  // Before a lexical error, what ends with the last token (2.42 reduces it before reading on).
+  if (beforeLexicalError) limit = Math.min(limit, tokens.at(-1)?.end ?? 0);
+  if (limit !== Infinity && !found?.deep) candidates.unshift(buildProblemBefore(input, tokens, tree, limit));
+  // The first noticed; on a tie, what reduces before what is read.
+  let problem: Problem | null = null;
+  for (const candidate of candidates) if (candidate && (!problem || candidate.order < problem.order)) problem = candidate;
+  return { tree, problem };
 }
 
 /** Parses a PromQL expression as Prometheus 2.42 does; throws PromQLParseError. */
 export function parsePromQL(input: string): Expr {
+  try {
+    return parse(input);
+  } catch (err) {
+    // The bounds of lex.ts keep lezer's recursion shallow; should the stack still run out, the
+    // input is too large for this parser, which is an answer, not a crash.
+    if (err instanceof RangeError) throw new PromQLParseError(input, 0, 'expression too large to parse');
+    throw err;
+  }
+}
+
+function parse(input: string): Expr {
   const fail = (position: number, what: string): never => {
     throw new PromQLParseError(input, position, what);
   };
   const { tokens, error } = lex(input);
   if (error) {
+    if (error.tooLarge) fail(error.position, error.message);
     // 2.42 meets grammar errors before the lexical one first; the parse of the part before it
     // ends early, which is no error of the whole input.
-    const before = syntaxProblem(input.slice(0, error.position), tokens);
-    if (before && before.position < (tokens.at(-1)?.end ?? 0)) fail(before.position, before.what);
+    const { problem } = analyze(input.slice(0, error.position), tokens, true);
+    if (problem && problem.order < (tokens.at(-1)?.end ?? 0)) fail(problem.position, problem.what);
     fail(error.position, error.message);
   }
   if (tokens.length === 0) fail(0, 'no expression found in input');
-  const problem = syntaxProblem(input, tokens);
+  const { tree, problem } = analyze(input, tokens, false);
   if (problem) fail(problem.position, problem.what);
 
-  const tree = parser.parse(lezerText(input, tokens));
   const builder = new Builder(input, tokens, fail);
-  const top = kids(tree.topNode);
-  const expr = builder.expr(top[0]!, 1);
+  const expr = builder.expr(kids(tree.topNode)[0]!, 1);
   checkTypes(expr, builder.positions, fail);
   return expr;
 }
@@ -159,6 +238,8 @@ export function parsePromQL(input: string): Expr {
 class Builder {
   readonly positions: Positions = { start: new Map(), operator: new Map() };
   private readonly tokenAt = new Map<number, number>();
+  /** Where the digits of a signed literal start: 2.42 puts offset, @ and [...] on them, not on the sign. */
+  private readonly digitsAt = new Map<Expr, number>();
 
   constructor(
     private readonly input: string,
@@ -230,8 +311,10 @@ class Builder {
 
   /** A unary + or -: on a number literal it folds into the literal, as 2.42's grammar does. */
   private negate(op: '+' | '-', operand: Expr, position: number): Expr {
-    if (operand.kind === 'number') return this.at({ kind: 'number', value: op === '-' ? -operand.value : operand.value }, position);
-    return this.at({ kind: 'unary', op, expr: operand }, position);
+    if (operand.kind !== 'number') return this.at({ kind: 'unary', op, expr: operand }, position);
+    const folded = this.at({ kind: 'number', value: op === '-' ? -operand.value : operand.value }, position);
+    this.digitsAt.set(folded, this.digitsAt.get(operand) ?? this.startOf(operand));
+    return folded;
   }
 
   /** A literal lezer read with its sign: the unsigned literal, and the sign apart. */
@@ -359,7 +442,7 @@ class Builder {
   }
 
   private modify(node: SyntaxNode, parts: SyntaxNode[], target: Expr): Expr {
-    const start = this.startOf(target);
+    const start = this.digitsAt.get(target) ?? this.startOf(target);
     switch (node.name) {
       case 'MatrixSelector': {
         const rangeMs = this.duration(parts[1]!, 'subquery or range', '":" or "]"');
