@@ -116,3 +116,24 @@ export function writeEightDigits(view: DataView, p: number, n: number): number {
   view.setUint32(p + 4, QUADS[n - high * 10000], true);
   return p + 8;
 }
+
+/**
+ * Go's strconv.FormatFloat(v, 'f', -1, 64): the shortest digits that round-trip, never an
+ * exponent; `NaN`, `+Inf`, `-Inf`. How Prometheus writes sample values, and InfluxDB float fields.
+ */
+export function goFloatText(v: number): string {
+  if (Number.isNaN(v)) return 'NaN';
+  if (v === Infinity) return '+Inf';
+  if (v === -Infinity) return '-Inf';
+  const text = String(v);
+  const e = text.indexOf('e');
+  if (e < 0) return text;
+  const sign = text.startsWith('-') ? '-' : '';
+  const mantissa = text.slice(sign.length, e);
+  const exponent = Number(text.slice(e + 1));
+  const digits = mantissa.replace('.', '');
+  const point = (mantissa.indexOf('.') < 0 ? mantissa.length : mantissa.indexOf('.')) + exponent;
+  if (point <= 0) return `${sign}0.${'0'.repeat(-point)}${digits}`;
+  if (point >= digits.length) return `${sign}${digits}${'0'.repeat(point - digits.length)}`;
+  return `${sign}${digits.slice(0, point)}.${digits.slice(point)}`;
+}

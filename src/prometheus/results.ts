@@ -1,8 +1,8 @@
 // Prometheus' JSON answers, written as Prometheus writes them: sample values as strings
-// (`strconv.FormatFloat(v, 'f', -1, 64)`: never an exponent, `NaN`, `+Inf`, `-Inf`), times as
+// (Go's `strconv.FormatFloat(v, 'f', -1, 64)`, goFloatText), times as
 // seconds with at most three decimals, series of a range answer ordered by their labels.
 
-import { formatFloatF } from './promql/aggregate.js';
+import { goFloatText } from '../../native-free-codecs/number-text.js';
 import type { Labels } from './labels.js';
 import type { Grid, Value } from './promql/values.js';
 
@@ -26,7 +26,7 @@ function metric(labels: Labels): string {
 }
 
 function point(ms: number, v: number): string {
-  return `[${formatTime(ms)},"${formatFloatF(v)}"]`;
+  return `[${formatTime(ms)},"${goFloatText(v)}"]`;
 }
 
 /** Label sets in Prometheus' order: name by name, then value by value; a shorter prefix first. */

@@ -9,6 +9,7 @@
 import https from 'node:https';
 import zlib from 'node:zlib';
 import type { HttpResult, TestService } from './harness.js';
+import { goFloatText } from '../../native-free-codecs/number-text.js';
 
 export type ApiForm = '1.x' | '2.x';
 
@@ -92,22 +93,6 @@ const escapeKey = (s: string) => s.replace(/[\t\n\f\r ,=]/g, (c) => ESCAPES[c]);
 const escapeName = (s: string) => s.replace(/[\t\n\f\r ,]/g, (c) => ESCAPES[c]);
 const ESCAPES: Record<string, string> = { '\t': '\\t', '\n': '\\n', '\f': '\\f', '\r': '\\r', ' ': '\\ ', ',': '\\,', '=': '\\=' };
 
-/** Go's strconv.FormatFloat(v, 'f', -1, 64): the shortest digits that round trip, never an exponent. */
-export function goFloatF(v: number): string {
-  const text = String(v);
-  const e = text.indexOf('e');
-  if (e < 0) return text;
-  const sign = text.startsWith('-') ? '-' : '';
-  const mantissa = text.slice(sign.length, e);
-  const exponent = Number(text.slice(e + 1));
-  const [whole, frac = ''] = mantissa.split('.');
-  const digits = whole + frac;
-  const point = whole.length + exponent; // position of the decimal point in `digits`
-  if (point <= 0) return `${sign}0.${'0'.repeat(-point)}${digits}`;
-  if (point >= digits.length) return `${sign}${digits}${'0'.repeat(point - digits.length)}`;
-  return `${sign}${digits.slice(0, point)}.${digits.slice(point)}`;
-}
-
 /** One metric as Telegraf's influx serializer writes it: tags sorted by key, `\n` ended. */
 export function telegrafLine(m: TelegrafMetric): string {
   const tags = Object.keys(m.tags)
@@ -120,7 +105,7 @@ export function telegrafLine(m: TelegrafMetric): string {
         typeof v === 'bigint' ? `${v}i`
         : typeof v === 'boolean' ? String(v)
         : typeof v === 'string' ? `"${v.replace(/["\\]/g, (c) => `\\${c}`)}"`
-        : goFloatF(v);
+        : goFloatText(v);
       return `${escapeKey(k)}=${value}`;
     })
     .join(',');

@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { quantileOfSorted, slideWindow, WINDOW_FUNCTIONS } from '../../shared/promql-windows.js';
-import { formatFloatF } from '../../src/prometheus/promql/aggregate.js';
+import { goFloatText } from '../../native-free-codecs/number-text.js';
 import { isStaleMarker, STALE_MARKER } from '../../src/prometheus/promql/values.js';
 import { compareLabels, formatTime } from '../../src/prometheus/results.js';
 import { parseTime } from '../../src/prometheus/routes.js';
@@ -17,13 +17,13 @@ test('times are seconds with three decimals when the milliseconds are not zero',
 });
 
 test('values never use an exponent, and name NaN and the infinities as Go does', () => {
-  assert.equal(formatFloatF(1e21), '1000000000000000000000');
-  assert.equal(formatFloatF(1.5e-7), '0.00000015');
-  assert.equal(formatFloatF(-2.5), '-2.5');
-  assert.equal(formatFloatF(NaN), 'NaN');
-  assert.equal(formatFloatF(Infinity), '+Inf');
-  assert.equal(formatFloatF(-Infinity), '-Inf');
-  assert.equal(formatFloatF(0.1 + 0.2), '0.30000000000000004');
+  assert.equal(goFloatText(1e21), '1000000000000000000000');
+  assert.equal(goFloatText(1.5e-7), '0.00000015');
+  assert.equal(goFloatText(-2.5), '-2.5');
+  assert.equal(goFloatText(NaN), 'NaN');
+  assert.equal(goFloatText(Infinity), '+Inf');
+  assert.equal(goFloatText(-Infinity), '-Inf');
+  assert.equal(goFloatText(0.1 + 0.2), '0.30000000000000004');
 });
 
 test('label sets order name by name, then value, a prefix first', () => {

@@ -3,6 +3,7 @@
 // computed once per series; the accumulators are reset per step. topk/bottomk answer the chosen
 // input series themselves, count_values adds the counted value as a label.
 
+import { goFloatText } from '../../../native-free-codecs/number-text.js';
 import { drop, keep, keyOf, set, METRIC_NAME, type Labels } from '../labels.js';
 import type { AggregateOp } from './ast.js';
 import { quantileOfSorted, sortGoFloats } from '../../../shared/promql-windows.js';
@@ -173,7 +174,7 @@ function countValues(agg: Aggregation, vector: InstantVector, label: string, ste
     const counts = new Map<string, { series: StepSeries; n: number }>();
     for (const s of vector.series) {
       if (!s.present[i]) continue;
-      const labels = groupLabels(set(s.labels, label, formatFloatF(s.values[i]!)), grouping);
+      const labels = groupLabels(set(s.labels, label, goFloatText(s.values[i]!)), grouping);
       const key = keyOf(labels);
       let c = counts.get(key);
       if (c === undefined) counts.set(key, (c = { series: builder.series(labels, key), n: 0 }));
@@ -182,22 +183,4 @@ function countValues(agg: Aggregation, vector: InstantVector, label: string, ste
     for (const c of counts.values()) builder.set(c.series, i, c.n);
   }
   return { kind: 'vector', series: builder.result() };
-}
-
-/** Go's strconv.FormatFloat(v, 'f', -1, 64): the shortest digits that round-trip, never an exponent. */
-export function formatFloatF(v: number): string {
-  if (Number.isNaN(v)) return 'NaN';
-  if (v === Infinity) return '+Inf';
-  if (v === -Infinity) return '-Inf';
-  const text = String(v);
-  const e = text.indexOf('e');
-  if (e < 0) return text;
-  const sign = text.startsWith('-') ? '-' : '';
-  const mantissa = text.slice(sign.length, e);
-  const exponent = Number(text.slice(e + 1));
-  const digits = mantissa.replace('.', '');
-  const point = (mantissa.indexOf('.') < 0 ? mantissa.length : mantissa.indexOf('.')) + exponent;
-  if (point <= 0) return `${sign}0.${'0'.repeat(-point)}${digits}`;
-  if (point >= digits.length) return `${sign}${digits}${'0'.repeat(point - digits.length)}`;
-  return `${sign}${digits.slice(0, point)}.${digits.slice(point)}`;
 }
