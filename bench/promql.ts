@@ -4,7 +4,7 @@
  * TLS certificate and client.
  *
  *   npm run bench:promql -- [--series 1000] [--hours 24] [--rounds 5] [--quick] [--connections 4]
- *                           [--wait-idle 0] [--systems ours,prometheus,vm] [--keep]
+ *                           [--wait-idle 0] [--systems ours,prometheus,vm] [--no-seal] [--keep]
  *
  * Data (built before any clock starts, deterministic): `--series` counters
  * `x{instance="i<j>",job="bench",line="l<k>"}` over 10 lines, one sample every 15 s for
@@ -19,7 +19,8 @@
  * Prometheus' head refuses samples more than an hour behind its newest one. The same bodies are
  * posted to our `/api/v1/write?db=<client>` (API key), Prometheus' `/api/v1/write`
  * (`--web.enable-remote-write-receiver`) and VictoriaMetrics' `/api/v1/write`. Then each system is
- * made to hold its data as it would at rest: VictoriaMetrics flushed and merged, Prometheus'
+ * made to hold its data as it would at rest: ours sealed (`seal_now`; `--no-seal` leaves the
+ * day in its day log), VictoriaMetrics flushed and merged, Prometheus'
  * head compacted into blocks (it does so on its own once the head spans more than 3 h; we wait
  * for it), and `sum(count_over_time(x[<hours>h]))` asked of each must count every sample.
  *
@@ -47,7 +48,7 @@ import { encodeWriteRequest, type EncodableSeries, type Label } from '../native-
 import { snappyCompress } from '../native-free-codecs/snappy.js';
 import { PROMETHEUS_BIN } from '../test/support/prometheus.js';
 import { prng } from '../test/support/prng.js';
-import { createIngestClient } from './ours.js';
+import { createIngestClient, sealNow } from './ours.js';
 import { flushAndMergeVictoriaMetrics, requirePeerBinaries, serviceTls, startVictoriaMetrics, VM_BIN, waitReady, type PeerTls } from './peer-servers.js';
 import { BenchError, commandLine, describeReply, int, machine, markdownTable, mib, num, otherLoad, Phases, positiveIntOption, Progress, sleep } from './runner.js';
 import { cpuMeter, freePort, HttpsClient, json, processCpuSeconds, ServerProcess, startOurService, tempDir, vmHwmKb, waitForQuiet, type OurService, type Reply } from './service.js';
@@ -64,6 +65,7 @@ const { values: flags } = parseArgs({
     systems: { type: 'string' },
     quick: { type: 'boolean' },
     keep: { type: 'boolean' },
+    'no-seal': { type: 'boolean' },
   },
   strict: true,
 });
@@ -73,6 +75,8 @@ const SERIES = positiveIntOption(all, 'series', quick ? 100 : 1000);
 const HOURS = positiveIntOption(all, 'hours', quick ? 6 : 24);
 const ROUNDS = positiveIntOption(all, 'rounds', 5);
 const CONNECTIONS = positiveIntOption(all, 'connections', 4);
+/** Ours at rest is the day sealed (`seal_now`), as the peers are flushed, merged and compacted; --no-seal queries the day log. */
+const SEAL = flags['no-seal'] !== true;
 const WAIT_IDLE = all['wait-idle'] === undefined ? 0 : positiveIntOption(all, 'wait-idle', 0);
 type System = 'ours' | 'prometheus' | 'vm';
 const SYSTEM_NAMES: Record<System, string> = { ours: 'ours', prometheus: 'Prometheus', vm: 'VictoriaMetrics' };
@@ -501,7 +505,13 @@ try {
     const outcome = await phases.run('Prometheus: compaction', () => settlePrometheus(prom));
     if (outcome) settled.set('prometheus', outcome);
   }
-  settled.set('ours', 'as written (the day in its day log)');
+  if (SEAL) {
+    const t = performance.now();
+    const days = await phases.run('ours: seal', () => sealNow(service.client(1)));
+    if (days !== null) settled.set('ours', `${days} day(s) sealed (\`seal_now\`) in ${((performance.now() - t) / 1000).toFixed(1)} s`);
+  } else {
+    settled.set('ours', 'as written (the day in its day log, --no-seal)');
+  }
   const countPath = `/api/v1/query?query=${encodeURIComponent(`sum(count_over_time(x[${HOURS}h]))`)}&time=${secs(END_MS)}`;
   for (const server of servers.values()) {
     await phases.run(`${SYSTEM_NAMES[server.system]}: count`, async () => {
