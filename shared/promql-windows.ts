@@ -5,15 +5,20 @@
 // by both threads: the storage workers run it during a scan (the `promql_window` step of a
 // pipeline), the main thread over subquery results. Pure computation.
 
-/** A window: samples lo..hi-1 of ts/values; start/end its edges (ms); the step's scalar argument. */
-export type WindowFunction = (ts: Float64Array, v: Float64Array, lo: number, hi: number, start: number, end: number, rangeMs: number, arg: number) => number | undefined;
+/**
+ * A window: samples lo..hi-1 of ts/values; start/end its edges (ms); the step's scalar argument;
+ * for the counter functions (COUNTER_FUNCTIONS) the series' reset counts (resetCounts) when the
+ * caller has them.
+ */
+export type WindowFunction = (ts: Float64Array, v: Float64Array, lo: number, hi: number, start: number, end: number, rangeMs: number, arg: number, resets?: Int32Array | null) => number | undefined;
 
 function extrapolatedRate(isCounter: boolean, isRate: boolean): WindowFunction {
-  return (ts, v, lo, hi, start, end, rangeMs) => {
+  return (ts, v, lo, hi, start, end, rangeMs, _arg, resets) => {
     const n = hi - lo;
     if (n < 2) return undefined;
     let result = v[hi - 1]! - v[lo]!;
-    if (isCounter) {
+    // A window without a reset adds nothing in the loop: skipped (the same result, bit for bit).
+    if (isCounter && (!resets || resets[hi - 1] !== resets[lo])) {
       let prev = v[lo]!;
       for (let i = lo + 1; i < hi; i++) {
         const cur = v[i]!;
@@ -134,9 +139,32 @@ function variance(v: Float64Array, lo: number, hi: number): number {
   return aux / count;
 }
 
+const RATE = extrapolatedRate(true, true);
+const INCREASE = extrapolatedRate(true, false);
+/** The functions that look for counter resets in each window: slideWindow hands them resetCounts of the series. */
+const COUNTER_FUNCTIONS: ReadonlySet<WindowFunction> = new Set([RATE, INCREASE]);
+
+/**
+ * resets[i] = how many of samples 1..i are below the sample before them (counter resets), so
+ * window lo..hi-1 holds resets[hi - 1] - resets[lo] of them. Written into `scratch` when it is
+ * large enough (slideWindow reuses one buffer: it runs synchronously, one series at a time).
+ */
+export function resetCounts(v: Float64Array, count: number, scratch: Int32Array): Int32Array {
+  const resets = scratch.length >= count ? scratch : new Int32Array(count);
+  let n = 0;
+  if (count > 0) resets[0] = 0;
+  for (let i = 1; i < count; i++) {
+    if (v[i]! < v[i - 1]!) n++;
+    resets[i] = n;
+  }
+  return resets;
+}
+
+let resetScratch = new Int32Array(0);
+
 export const WINDOW_FUNCTIONS: ReadonlyMap<string, WindowFunction> = new Map<string, WindowFunction>([
-  ['rate', extrapolatedRate(true, true)],
-  ['increase', extrapolatedRate(true, false)],
+  ['rate', RATE],
+  ['increase', INCREASE],
   ['delta', extrapolatedRate(false, false)],
   ['irate', instantRate(true)],
   ['idelta', instantRate(false)],
@@ -225,6 +253,11 @@ export function slideWindow(
     values = keptValues;
     count = n;
   }
+  let resets: Int32Array | null = null;
+  if (COUNTER_FUNCTIONS.has(fn)) {
+    if (resetScratch.length < count) resetScratch = new Int32Array(Math.max(count, 2 * resetScratch.length));
+    resets = resetCounts(values, count, resetScratch);
+  }
   let lo = 0;
   let hi = 0;
   let lastEnd = -Infinity;
@@ -240,7 +273,7 @@ export function slideWindow(
     if (hi < lo) hi = lo;
     while (hi < count && ts[hi]! <= end) hi++;
     if (hi === lo) continue;
-    const value = fn(ts, values, lo, hi, start, end, rangeMs, arg(i));
+    const value = fn(ts, values, lo, hi, start, end, rangeMs, arg(i), resets);
     if (value !== undefined) emit(i, value);
   }
 }

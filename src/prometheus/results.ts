@@ -86,12 +86,15 @@ export function* rangeData(value: Value, grid: Grid): Generator<string> {
     for (let i = 0; i < grid.count; i++) points.push(point(grid.time(i), value.values[i]!));
     yield `{"metric":{},"values":[${points.join(',')}]}`;
   } else if (value.kind === 'vector') {
+    // Every series shares the grid: each step's `[<time>,"` is formatted once, not once a point.
+    const heads: string[] = new Array<string>(grid.count);
+    for (let i = 0; i < grid.count; i++) heads[i] = `[${formatTime(grid.time(i))},"`;
     let first = true;
     for (const s of [...value.series].sort((a, b) => compareLabels(a.labels, b.labels))) {
       let body = '';
       for (let i = 0; i < grid.count; i++) {
         if (!s.present[i]) continue;
-        body += (body === '' ? '' : ',') + point(grid.time(i), s.values[i]!);
+        body += `${body === '' ? '' : ','}${heads[i]!}${formatFloatF(s.values[i]!)}"]`;
       }
       if (body === '') continue;
       yield `${first ? '' : ','}{"metric":${metric(s.labels)},"values":[${body}]}`;

@@ -39,6 +39,8 @@ export function aggregate(agg: Aggregation, vector: InstantVector, param: Scalar
     groupOf[i] = g;
   });
   if (agg.op === 'topk' || agg.op === 'bottomk') return selectK(agg.op === 'topk', vector, groupOf, groups.length, param as ScalarValue, steps);
+  if (agg.op === 'sum' || agg.op === 'max' || agg.op === 'min' || agg.op === 'count' || agg.op === 'group') return seriesMajor(agg.op, vector, groupOf, groups, steps);
+  // avg, stddev, stdvar and quantile: step by step, with per-group state.
   const out = groups.map((labels) => newSeries(labels, steps));
   const count = new Float64Array(groups.length);
   const value = new Float64Array(groups.length);
@@ -56,9 +58,6 @@ export function aggregate(agg: Aggregation, vector: InstantVector, param: Scalar
       const first = count[g] === 0;
       count[g]++;
       switch (agg.op) {
-        case 'sum':
-          value[g] = first ? v : value[g]! + v;
-          break;
         case 'avg': {
           if (first) {
             mean[g] = v;
@@ -68,15 +67,6 @@ export function aggregate(agg: Aggregation, vector: InstantVector, param: Scalar
           if (Number.isFinite(m) || Number.isNaN(m) || !(Number.isFinite(v) || v === m)) mean[g] = m + v / count[g]! - m / count[g]!;
           break;
         }
-        case 'max':
-          if (first || value[g]! < v || Number.isNaN(value[g]!)) value[g] = v;
-          break;
-        case 'min':
-          if (first || value[g]! > v || Number.isNaN(value[g]!)) value[g] = v;
-          break;
-        case 'count':
-        case 'group':
-          break;
         case 'stddev':
         case 'stdvar': {
           if (first) {
@@ -102,26 +92,77 @@ export function aggregate(agg: Aggregation, vector: InstantVector, param: Scalar
         case 'avg':
           result = mean[g]!;
           break;
-        case 'count':
-          result = n;
-          break;
-        case 'group':
-          result = 1;
-          break;
         case 'stdvar':
           result = value[g]! / n;
           break;
         case 'stddev':
           result = Math.sqrt(value[g]! / n);
           break;
-        case 'quantile':
+        default: // quantile
           result = quantileOfSorted((param as ScalarValue).values[i]!, sortGoFloats(Float64Array.from(lists![g]!)));
-          break;
-        default:
-          result = value[g]!;
       }
       out[g]!.values[i] = result;
       out[g]!.present[i] = 1;
+    }
+  }
+  return { kind: 'vector', series: out.filter((s) => s.present.indexOf(1) >= 0) };
+}
+
+/**
+ * sum, max, min, count and group series by series: each input series is added into its group's
+ * output arrays over all steps at once (contiguous arrays, no per-step state), where the
+ * step-by-step loop of aggregate() visits every series' arrays at every step. Each group's value
+ * at a step still sees the series in input order, so the results are the same bit for bit.
+ */
+function seriesMajor(op: 'sum' | 'max' | 'min' | 'count' | 'group', vector: InstantVector, groupOf: Int32Array, groups: Labels[], steps: number): InstantVector {
+  const out = groups.map((labels) => newSeries(labels, steps));
+  const series = vector.series;
+  for (let k = 0; k < series.length; k++) {
+    const { present, values } = series[k]!;
+    const target = out[groupOf[k]!]!;
+    const seen = target.present;
+    const acc = target.values;
+    switch (op) {
+      case 'sum':
+        for (let i = 0; i < steps; i++) {
+          if (!present[i]) continue;
+          if (seen[i]) acc[i] = acc[i]! + values[i]!;
+          else {
+            acc[i] = values[i]!;
+            seen[i] = 1;
+          }
+        }
+        break;
+      case 'max':
+        for (let i = 0; i < steps; i++) {
+          if (!present[i]) continue;
+          const v = values[i]!;
+          if (!seen[i] || acc[i]! < v || Number.isNaN(acc[i]!)) acc[i] = v;
+          seen[i] = 1;
+        }
+        break;
+      case 'min':
+        for (let i = 0; i < steps; i++) {
+          if (!present[i]) continue;
+          const v = values[i]!;
+          if (!seen[i] || acc[i]! > v || Number.isNaN(acc[i]!)) acc[i] = v;
+          seen[i] = 1;
+        }
+        break;
+      case 'count':
+        for (let i = 0; i < steps; i++) {
+          if (!present[i]) continue;
+          acc[i] = seen[i] ? acc[i]! + 1 : 1;
+          seen[i] = 1;
+        }
+        break;
+      case 'group':
+        for (let i = 0; i < steps; i++) {
+          if (!present[i]) continue;
+          acc[i] = 1;
+          seen[i] = 1;
+        }
+        break;
     }
   }
   return { kind: 'vector', series: out.filter((s) => s.present.indexOf(1) >= 0) };
