@@ -94,7 +94,7 @@ export function* rangeData(value: Value, grid: Grid): Generator<string> {
       let body = '';
       for (let i = 0; i < grid.count; i++) {
         if (!s.present[i]) continue;
-        body += `${body === '' ? '' : ','}${heads[i]!}${formatFloatF(s.values[i]!)}"]`;
+        body += `${body === '' ? '' : ','}${heads[i]!}${goFloatText(s.values[i]!)}"]`;
       }
       if (body === '') continue;
       yield `${first ? '' : ','}{"metric":${metric(s.labels)},"values":[${body}]}`;
