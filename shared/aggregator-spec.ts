@@ -44,7 +44,8 @@ export type AggregatorSpec =
  * evaluated over the scan for a step grid. Step i's window ends at `first_end + i × step_ms`
  * (at `first_end` for every step when `fixed_end`, the `@` modifier) and spans `range_ms`; the
  * output has one point per step with a result, its timestamp the step's index. `arg` is
- * quantile_over_time's φ.
+ * quantile_over_time's φ. `fn` LOOKBACK samples an instant vector selector instead (range_ms
+ * is then the lookback, and the window's end the step's reference time).
  */
 export interface PromqlWindowStep {
   name: 'promql_window';

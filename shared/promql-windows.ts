@@ -216,6 +216,37 @@ export function isStaleMarker(v: number): boolean {
 
 const staleView = new DataView(new ArrayBuffer(8));
 
+/** The `fn` of a promql_window step that samples an instant vector selector (not a range function). */
+export const LOOKBACK = 'lookback';
+
+/**
+ * A vector selector over a step grid, as Prometheus 2.x samples it: at each step, the last
+ * sample at or before the reference time refTime(i), if it lies within `lookbackMs` before it
+ * (edge included) and is not a stale marker. One pass: the reference times only grow (or stay).
+ */
+export function lookbackSteps(
+  ts: Float64Array,
+  values: Float64Array,
+  count: number,
+  lookbackMs: number,
+  refTime: (i: number) => number,
+  steps: number,
+  emit: (step: number, value: number, sampleTs: number) => void,
+): void {
+  let j = -1; // the last sample at or before the reference time
+  let lastRef = -Infinity;
+  for (let i = 0; i < steps; i++) {
+    const ref = refTime(i);
+    if (ref < lastRef) j = -1;
+    lastRef = ref;
+    while (j + 1 < count && ts[j + 1]! <= ref) j++;
+    if (j < 0 || ts[j]! < ref - lookbackMs) continue;
+    const v = values[j]!;
+    if (isStaleMarker(v)) continue;
+    emit(i, v, ts[j]!);
+  }
+}
+
 /** Whether `fn` names a window function. */
 export function isWindowFunction(fn: string): boolean {
   return WINDOW_FUNCTIONS.has(fn);

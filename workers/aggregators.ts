@@ -19,7 +19,7 @@
  */
 
 import { isSamplingStep, type AggregatorSpec, type FilterOp, type PromqlWindowStep, type SamplingStep, type TrimMode } from '../shared/aggregator-spec.js';
-import { slideWindow, WINDOW_FUNCTIONS } from '../shared/promql-windows.js';
+import { LOOKBACK, lookbackSteps, slideWindow, WINDOW_FUNCTIONS } from '../shared/promql-windows.js';
 import { BucketGrid, UNIT_MS } from '../shared/time-units.js';
 
 /** One tag's series: `count` points, sorted by timestamp, one value per timestamp. */
@@ -371,9 +371,13 @@ function trim(s: Series, mode: TrimMode): Series {
 /** Runs one point-wise step in place on `s` and returns the new count (output index <= input index). */
 /** A PromQL range function over the step grid: one pass over the series (timestamps of the output are step indexes). */
 function promqlWindows(spec: PromqlWindowStep, s: Series, add: (ts: number, value: number) => void): void {
+  const windowEnd = spec.fixed_end ? () => spec.first_end : (i: number) => spec.first_end + i * spec.step_ms;
+  if (spec.fn === LOOKBACK) {
+    lookbackSteps(s.timestamps, s.values, s.count, spec.range_ms, windowEnd, spec.steps, add);
+    return;
+  }
   const fn = WINDOW_FUNCTIONS.get(spec.fn);
   if (fn === undefined) throw new Error(`unknown PromQL window function ${spec.fn}`);
-  const windowEnd = spec.fixed_end ? () => spec.first_end : (i: number) => spec.first_end + i * spec.step_ms;
   slideWindow(s.timestamps, s.values, s.count, spec.range_ms, windowEnd, spec.steps, fn, () => spec.arg, add);
 }
 

@@ -11,7 +11,7 @@ import { aggregate } from './aggregate.js';
 import { isComparison, scalarBinary, vectorBinary, vectorScalar } from './binary.js';
 import { clamp, histogramQuantile, isMathFunction, labelJoin, labelReplace, mapValues, mathFunction, round } from './instant-functions.js';
 import type { PromqlWindowStep } from '../../../shared/aggregator-spec.js';
-import { slideWindow, WINDOW_FUNCTIONS } from '../../../shared/promql-windows.js';
+import { LOOKBACK, lookbackSteps, slideWindow, WINDOW_FUNCTIONS } from '../../../shared/promql-windows.js';
 import { fromMap, METRIC_NAME, withoutName, type Labels } from '../labels.js';
 import { executionError, Grid, isStaleMarker, mergeEqualLabels, newSeries, PromQLError, type InstantVector, type RangeVector, type RawSeries, type ScalarValue, type StepSeries, type Value } from './values.js';
 
@@ -45,7 +45,7 @@ export async function evaluate(expr: Expr, options: EvaluationOptions): Promise<
   const plan: Plan = { query: { start: options.start, end: options.end }, ranges: new Map(), windows: new Map() };
   planSelectors(expr, grid, plan);
   const data = new Map<VectorSelector, RawSeries[]>();
-  const windowed = new Map<Call, RawSeries[]>();
+  const windowed = new Map<Call | VectorSelector, RawSeries[]>();
   let samples = 0;
   const count = (series: RawSeries[]) => {
     for (const s of series) samples += s.ts.length;
@@ -79,7 +79,8 @@ function resolveAt(at: AtModifier, query: { start: number; end: number }): numbe
 interface Plan {
   query: { start: number; end: number };
   ranges: Map<VectorSelector, { start: number; end: number }>;
-  windows: Map<Call, { selector: VectorSelector; start: number; end: number; step: PromqlWindowStep }>;
+  /** Range functions over a selector, and selectors sampled at the steps, both computed by the workers. */
+  windows: Map<Call | VectorSelector, { selector: VectorSelector; start: number; end: number; step: PromqlWindowStep }>;
 }
 
 /** The inner grid of a subquery evaluated for the steps of `outer`: multiples of its step from the first inside the earliest window. */
@@ -124,8 +125,11 @@ function planSelectors(expr: Expr, grid: Grid, plan: Plan): void {
   };
   switch (expr.kind) {
     case 'vectorSelector': {
+      // Sampled at the steps by the workers: one value per step comes back, not the raw samples.
+      const fixed = resolveAt(expr.at, plan.query);
       const [from, to] = refs(expr.at, expr.offsetMs);
-      widen(expr, from - LOOKBACK_MS, to);
+      const step: PromqlWindowStep = { name: 'promql_window', fn: LOOKBACK, range_ms: LOOKBACK_MS, first_end: from, step_ms: grid.step, steps: grid.count, fixed_end: fixed !== null, arg: NaN };
+      plan.windows.set(expr, { selector: expr, start: from - LOOKBACK_MS, end: to, step });
       return;
     }
     case 'matrixSelector': {
@@ -137,6 +141,13 @@ function planSelectors(expr: Expr, grid: Grid, plan: Plan): void {
       planSelectors(expr.expr, subqueryGrid(expr, grid, plan.query), plan);
       return;
     case 'call': {
+      const arg = expr.args.length === 1 ? unwrap(expr.args[0]!) : null;
+      if (expr.func.name === 'timestamp' && arg?.kind === 'vectorSelector') {
+        // timestamp() of a selector answers its samples' own times: the raw samples are read.
+        const [from, to] = refs(arg.at, arg.offsetMs);
+        widen(arg, from - LOOKBACK_MS, to);
+        return;
+      }
       const push = pushable(expr);
       if (push) {
         const fixed = resolveAt(push.selector.at, plan.query);
@@ -177,7 +188,7 @@ class Evaluator {
 
   constructor(
     private readonly data: Map<VectorSelector, RawSeries[]>,
-    private readonly windowed: Map<Call, RawSeries[]>,
+    private readonly windowed: Map<Call | VectorSelector, RawSeries[]>,
     private readonly options: EvaluationOptions,
     private samples: number,
   ) {
@@ -237,27 +248,31 @@ class Evaluator {
 
   /** Each series' latest sample at or before each step's reference time, within the lookback. */
   private selectVector(selector: VectorSelector, grid: Grid): InstantVector {
+    const pushed = this.windowed.get(selector);
+    if (pushed) {
+      // Sampled by the workers: points are (step index, value).
+      const series = pushed.filter((s) => s.ts.length > 0).map((s) => {
+        const r = newSeries(s.labels, grid.count);
+        for (let k = 0; k < s.ts.length; k++) {
+          r.values[s.ts[k]!] = s.values[k]!;
+          r.present[s.ts[k]!] = 1;
+        }
+        return r;
+      });
+      this.hold(series.length * grid.count);
+      return { kind: 'vector', series };
+    }
     const fixed = resolveAt(selector.at, this.query);
     const out: StepSeries[] = [];
     for (const raw of this.data.get(selector) ?? []) {
-      const { ts, values } = raw;
       const s: StepSeries = { ...newSeries(raw.labels, grid.count), sampleTs: new Float64Array(grid.count) };
-      let j = -1; // last sample at or before the reference time
       let any = false;
-      let lastRef = -Infinity;
-      for (let i = 0; i < grid.count; i++) {
-        const ref = (fixed ?? grid.time(i)) - selector.offsetMs;
-        if (ref < lastRef) j = -1;
-        lastRef = ref;
-        while (j + 1 < ts.length && ts[j + 1]! <= ref) j++;
-        if (j < 0 || ts[j]! < ref - LOOKBACK_MS) continue;
-        const v = values[j]!;
-        if (isStaleMarker(v)) continue;
+      lookbackSteps(raw.ts, raw.values, raw.ts.length, LOOKBACK_MS, (i) => (fixed ?? grid.time(i)) - selector.offsetMs, grid.count, (i, v, sampleTs) => {
         s.values[i] = v;
         s.present[i] = 1;
-        s.sampleTs![i] = ts[j]!;
+        s.sampleTs![i] = sampleTs;
         any = true;
-      }
+      });
       if (any) out.push(s);
     }
     this.hold(out.length * grid.count);
