@@ -56,7 +56,16 @@ export interface PromqlWindowStep {
   steps: number;
   fixed_end: boolean;
   arg: number;
+  /**
+   * Set when the series' results are aggregated across series in the worker (`sum by (…)
+   * (rate(…))`): series of one `key` are combined step by step with `op`, and the result comes
+   * back once per key (the main thread combines the keys' partial results of several shards).
+   */
+  group?: { key: string; op: PromqlGroupOp };
 }
+
+/** The aggregations a worker runs across series (each combines with itself: partials merge). */
+export type PromqlGroupOp = 'sum' | 'min' | 'max' | 'count' | 'group';
 
 /** A bad aggregator spec; the message starts with the path of the offending field. */
 export class AggregatorError extends Error {

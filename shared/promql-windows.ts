@@ -308,3 +308,50 @@ export function slideWindow(
     if (value !== undefined) emit(i, value);
   }
 }
+
+/**
+ * Per-step partial aggregates of several series (`sum`, `min`, `max`, `count`, `group`), as
+ * Prometheus combines them; partials of the same group combine with the same operation, so
+ * shards and collections can each aggregate what they hold.
+ */
+export class StepAggregate {
+  readonly values: Float64Array;
+  /** How many series (or, for partials, how many counted series) each step has seen. */
+  readonly counts: Float64Array;
+
+  constructor(
+    readonly op: 'sum' | 'min' | 'max' | 'count' | 'group',
+    steps: number,
+  ) {
+    this.values = new Float64Array(steps);
+    this.counts = new Float64Array(steps);
+  }
+
+  /** One series' value at a step. */
+  add(step: number, v: number): void {
+    this.merge(step, v, 1);
+  }
+
+  /** A partial result (its value and the series it counted) at a step. */
+  merge(step: number, v: number, count: number): void {
+    const first = this.counts[step] === 0;
+    this.counts[step]! += count;
+    const prior = this.values[step]!;
+    switch (this.op) {
+      case 'sum':
+        this.values[step] = first ? v : prior + v;
+        return;
+      case 'min':
+        if (first || prior > v || Number.isNaN(prior)) this.values[step] = v;
+        return;
+      case 'max':
+        if (first || prior < v || Number.isNaN(prior)) this.values[step] = v;
+        return;
+      case 'count':
+        this.values[step] = this.counts[step]!;
+        return;
+      case 'group':
+        this.values[step] = 1;
+    }
+  }
+}

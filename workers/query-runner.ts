@@ -18,7 +18,8 @@ import { JsonPointWriter } from '../native-free-codecs/result-json.js';
 import { MsgpackPointWriter } from '../native-free-codecs/result-msgpack.js';
 import { encodeFormat2, Format1Writer } from '../native-free-codecs/result-binary.js';
 import { waitForChangeAsync, type RingProducer } from '../shared/ring.js';
-import type { AggregatorSpec } from '../shared/aggregator-spec.js';
+import type { AggregatorSpec, PromqlWindowStep } from '../shared/aggregator-spec.js';
+import { StepAggregate } from '../shared/promql-windows.js';
 import { encodeF64Fragment } from '../native-free-codecs/result-f64.js';
 import { OP, QUERY_CANCELLED, QUERY_CREDIT, QUERY_SEQ, querySlotWord, type TaskOf } from '../shared/protocol.js';
 import { BucketStream, PointLimitError, runPipeline, streamableStep } from './aggregators.js';
@@ -68,8 +69,21 @@ export class QueryRunner {
     try {
       let total = 0;
       let first = task.first;
+      // PromQL aggregations across series (promql_window steps with a group): one result per group.
+      const groups = new Map<string, StepAggregate>();
       for (const { tag, pipeline, label } of task.series) {
         const key = label ?? tag;
+        const group = task.format === 'f64' && pipeline.length === 1 && pipeline[0]!.name === 'promql_window' ? pipeline[0]!.group : undefined;
+        if (group) {
+          const step = pipeline[0] as PromqlWindowStep;
+          const series = this.evaluate(flow, allowance, task.collectionId, tag, pipeline, task.start, task.end);
+          total += series.count;
+          let into = groups.get(group.key);
+          if (!into) groups.set(group.key, (into = new StepAggregate(group.op, step.steps)));
+          for (let k = 0; k < series.count; k++) into.add(series.timestamps[k]!, series.values[k]!);
+          series.dispose();
+          continue;
+        }
         if (task.format === 'json' && pipeline.length === 0) {
           total += await this.streamRawJson(flow, json, task, tag, key, first);
         } else if (csv && pipeline.length === 0) {
@@ -86,6 +100,7 @@ export class QueryRunner {
         }
         first = false;
       }
+      for (const [key, aggregate] of groups) await flow.send(groupFragment(key, aggregate));
       await flow.emit(csv ?? json);
       await flow.end();
       return total;
@@ -337,4 +352,23 @@ class ResultFlow {
     }
     this.produced = (this.produced + payload.length) | 0;
   }
+}
+
+/**
+ * A group's partial aggregate as an f64 fragment: timestamps are the step indexes where it has a
+ * value, and each value is followed by the number of series counted (the main thread merges the
+ * partials of several shards with them): 2 × points values.
+ */
+function groupFragment(key: string, aggregate: StepAggregate): Uint8Array {
+  const steps: number[] = [];
+  for (let i = 0; i < aggregate.counts.length; i++) if (aggregate.counts[i]! > 0) steps.push(i);
+  const ts = new Float64Array(steps.length * 2);
+  const values = new Float64Array(steps.length * 2);
+  steps.forEach((i, k) => {
+    ts[2 * k] = i;
+    ts[2 * k + 1] = i;
+    values[2 * k] = aggregate.values[i]!;
+    values[2 * k + 1] = aggregate.counts[i]!;
+  });
+  return encodeF64Fragment(key, ts, values, ts.length);
 }

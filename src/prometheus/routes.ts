@@ -14,7 +14,7 @@ import { evaluate } from './promql/engine.js';
 import { parseDuration, parsePromQL, PromQLParseError } from './promql/parse.js';
 import { PromQLError, type ErrorType } from './promql/values.js';
 import { instantData, metricJson, rangeData } from './results.js';
-import type { CatalogSeries, SeriesSource } from './series-source.js';
+import { groupedWindows, type CatalogSeries, type SeriesSource } from './series-source.js';
 
 const FORM = 'application/x-www-form-urlencoded';
 const TAG = 'Prometheus';
@@ -184,6 +184,7 @@ export function prometheusRoutes(source: SeriesSource, credentials: InfluxCreden
           source: {
             select: async (matchers, from, to) => source.samples(await source.match(req.grant, matchers), from, to, controller.signal),
             windows: async (matchers, from, to, window) => source.samples(await source.match(req.grant, matchers), from, to, controller.signal, [window]),
+            groups: async (matchers, from, to, window, op, groupOf) => groupedWindows(source, await source.match(req.grant, matchers), from, to, controller.signal, window, op, groupOf),
           },
         });
         return success(range ? rangeData(value, grid) : instantData(value, start));

@@ -7,7 +7,8 @@
 import type { AccessGrant } from '../meta/access-grant.js';
 import { LinearRegExp } from '../meta/linear-regexp.js';
 import type { Collections, PointReader, SeriesRequest } from '../storage/api.js';
-import type { AggregatorSpec } from '../../shared/aggregator-spec.js';
+import type { AggregatorSpec, PromqlGroupOp, PromqlWindowStep } from '../../shared/aggregator-spec.js';
+import { StepAggregate } from '../../shared/promql-windows.js';
 import { ServiceError } from '../../shared/errors.js';
 import { collectionId as idOf } from '../../shared/scope-path.js';
 import { keyOf, seriesLabels, type Labels } from './labels.js';
@@ -121,25 +122,73 @@ export class SeriesSource {
   /** The samples of `series` in [start, end], in the order given; with a pipeline, what it makes of them in the workers. */
   async samples(series: readonly CatalogSeries[], start: number, end: number, signal: AbortSignal, pipeline: AggregatorSpec[] = []): Promise<RawSeries[]> {
     if (series.length === 0) return [];
-    const groups = new Map<string, SeriesRequest[]>();
-    series.forEach((s, i) => {
-      let list = groups.get(s.collectionId);
-      if (!list) groups.set(s.collectionId, (list = []));
-      list.push({ tag: s.tag, pipeline, label: String(i) });
-    });
-    let got;
-    try {
-      got = await this.reader.collect([...groups].map(([collectionId, requests]) => ({ collectionId, series: requests })), start, end, signal, this.limits.maxBytes, 'storage.queryMemoryBytes');
-    } catch (err) {
-      if (err instanceof ServiceError && err.status === 400) throw executionError(err.message);
-      throw err;
-    }
+    const got = await this.samplesBy(series, series.map(() => pipeline), start, end, signal);
     const empty = new Float64Array(0);
     return series.map((s, i) => {
       const points = got.get(String(i));
       return { labels: s.labels, ts: points?.ts ?? empty, values: points?.values ?? empty };
     });
   }
+
+  /** What the workers answer for each series with its own pipeline, by result key (the series' index, or a group's key). */
+  async samplesBy(series: readonly CatalogSeries[], pipelines: AggregatorSpec[][], start: number, end: number, signal: AbortSignal): Promise<Map<string, { ts: Float64Array; values: Float64Array }>> {
+    const groups = new Map<string, SeriesRequest[]>();
+    series.forEach((s, i) => {
+      let list = groups.get(s.collectionId);
+      if (!list) groups.set(s.collectionId, (list = []));
+      list.push({ tag: s.tag, pipeline: pipelines[i]!, label: String(i) });
+    });
+    try {
+      return await this.reader.collect([...groups].map(([collectionId, requests]) => ({ collectionId, series: requests })), start, end, signal, this.limits.maxBytes, 'storage.queryMemoryBytes');
+    } catch (err) {
+      if (err instanceof ServiceError && err.status === 400) throw executionError(err.message);
+      throw err;
+    }
+  }
+}
+
+/**
+ * The series aggregated across series in the workers: each series' window results go into its
+ * group (groupOf its labels) with `op`, shard by shard; the partials are merged here. One
+ * RawSeries per group, labelled as the group, `ts` holding step indexes.
+ */
+export async function groupedWindows(
+  source: SeriesSource,
+  series: readonly CatalogSeries[],
+  start: number,
+  end: number,
+  signal: AbortSignal,
+  step: PromqlWindowStep,
+  op: PromqlGroupOp,
+  groupOf: (labels: Labels) => Labels,
+): Promise<RawSeries[]> {
+  const groups: Array<{ labels: Labels; aggregate: StepAggregate }> = [];
+  const groupIndex = new Map<string, number>();
+  const collectionIndex = new Map<string, number>();
+  const requests = series.map((s) => {
+    const labels = groupOf(s.labels);
+    const key = keyOf(labels);
+    let g = groupIndex.get(key);
+    if (g === undefined) {
+      groupIndex.set(key, (g = groups.length));
+      groups.push({ labels, aggregate: new StepAggregate(op, step.steps) });
+    }
+    let c = collectionIndex.get(s.collectionId);
+    if (c === undefined) collectionIndex.set(s.collectionId, (c = collectionIndex.size));
+    // Unique per collection: every collection's partial comes back on its own.
+    return { group: g, pipeline: [{ ...step, group: { key: `${g}@${c}`, op } }] };
+  });
+  const got = await source.samplesBy(series, requests.map((r) => r.pipeline), start, end, signal);
+  for (const [key, partial] of got) {
+    const g = Number(key.slice(0, key.indexOf('@')));
+    const aggregate = groups[g]!.aggregate;
+    for (let k = 0; k + 1 < partial.ts.length; k += 2) aggregate.merge(partial.ts[k]!, partial.values[k]!, partial.values[k + 1]!);
+  }
+  return groups.map(({ labels, aggregate }) => {
+    const steps: number[] = [];
+    for (let i = 0; i < aggregate.counts.length; i++) if (aggregate.counts[i]! > 0) steps.push(i);
+    return { labels, ts: Float64Array.from(steps), values: Float64Array.from(steps, (i) => aggregate.values[i]!) };
+  });
 }
 
 function valueOf(labels: Labels, name: string): string {

@@ -6,13 +6,13 @@
 // aggregations work step by step on the vectors. The samples come from a SampleSource, which
 // applies the caller's grant.
 
-import type { AtModifier, Call, Expr, LabelMatcher, SubqueryExpr, VectorSelector } from './ast.js';
+import type { AggregateExpr, AtModifier, Call, Expr, LabelMatcher, SubqueryExpr, VectorSelector } from './ast.js';
 import { aggregate } from './aggregate.js';
 import { isComparison, scalarBinary, vectorBinary, vectorScalar } from './binary.js';
 import { clamp, histogramQuantile, isMathFunction, labelJoin, labelReplace, mapValues, mathFunction, round } from './instant-functions.js';
-import type { PromqlWindowStep } from '../../../shared/aggregator-spec.js';
+import type { PromqlGroupOp, PromqlWindowStep } from '../../../shared/aggregator-spec.js';
 import { LOOKBACK, lookbackSteps, slideWindow, WINDOW_FUNCTIONS } from '../../../shared/promql-windows.js';
-import { fromMap, METRIC_NAME, withoutName, type Labels } from '../labels.js';
+import { drop, fromMap, keep, METRIC_NAME, withoutName, type Labels } from '../labels.js';
 import { executionError, Grid, isStaleMarker, mergeEqualLabels, newSeries, PromQLError, type InstantVector, type RangeVector, type RawSeries, type ScalarValue, type StepSeries, type Value } from './values.js';
 
 export const LOOKBACK_MS = 5 * 60_000;
@@ -27,6 +27,8 @@ export interface SampleSource {
    * (in the storage workers): `ts` holds step indexes, `values` the function's results.
    */
   windows(matchers: readonly LabelMatcher[], start: number, end: number, step: PromqlWindowStep): Promise<RawSeries[]>;
+  /** The window results aggregated across series by the workers: one series per group (groupOf of a series' labels), `ts` step indexes. */
+  groups(matchers: readonly LabelMatcher[], start: number, end: number, step: PromqlWindowStep, op: PromqlGroupOp, groupOf: (labels: Labels) => Labels): Promise<RawSeries[]>;
 }
 
 export interface EvaluationOptions {
@@ -42,10 +44,10 @@ export interface EvaluationOptions {
 export async function evaluate(expr: Expr, options: EvaluationOptions): Promise<{ value: Value; grid: Grid }> {
   if (options.signal.aborted) throw new PromQLError('timeout', 'query timed out in expression evaluation');
   const grid = new Grid(options.start, options.step, Math.floor((options.end - options.start) / options.step) + 1);
-  const plan: Plan = { query: { start: options.start, end: options.end }, ranges: new Map(), windows: new Map() };
+  const plan: Plan = { query: { start: options.start, end: options.end }, ranges: new Map(), windows: new Map(), groups: new Map() };
   planSelectors(expr, grid, plan);
   const data = new Map<VectorSelector, RawSeries[]>();
-  const windowed = new Map<Call | VectorSelector, RawSeries[]>();
+  const windowed = new Map<Call | VectorSelector | AggregateExpr, RawSeries[]>();
   let samples = 0;
   const count = (series: RawSeries[]) => {
     for (const s of series) samples += s.ts.length;
@@ -61,6 +63,11 @@ export async function evaluate(expr: Expr, options: EvaluationOptions): Promise<
       const series = await options.source.windows(w.selector.matchers, w.start, w.end, w.step);
       count(series);
       windowed.set(call, series);
+    }),
+    ...[...plan.groups].map(async ([aggregation, w]) => {
+      const series = await options.source.groups(w.selector.matchers, w.start, w.end, w.step, w.op, w.groupOf);
+      count(series);
+      windowed.set(aggregation, series);
     }),
   ]);
   if (options.signal.aborted) throw new PromQLError('timeout', 'query timed out in expression evaluation');
@@ -81,7 +88,11 @@ interface Plan {
   ranges: Map<VectorSelector, { start: number; end: number }>;
   /** Range functions over a selector, and selectors sampled at the steps, both computed by the workers. */
   windows: Map<Call | VectorSelector, { selector: VectorSelector; start: number; end: number; step: PromqlWindowStep }>;
+  /** Aggregations of a range function over a selector, run across series by the workers. */
+  groups: Map<AggregateExpr, { selector: VectorSelector; start: number; end: number; step: PromqlWindowStep; op: PromqlGroupOp; groupOf: (labels: Labels) => Labels }>;
 }
+
+const WORKER_AGGREGATIONS = new Set<string>(['sum', 'min', 'max', 'count', 'group']);
 
 /** The inner grid of a subquery evaluated for the steps of `outer`: multiples of its step from the first inside the earliest window. */
 function subqueryGrid(expr: SubqueryExpr, outer: Grid, query: { start: number; end: number }): Grid {
@@ -161,10 +172,30 @@ function planSelectors(expr: Expr, grid: Grid, plan: Plan): void {
       for (const arg of expr.args) planSelectors(arg, grid, plan);
       return;
     }
-    case 'aggregate':
+    case 'aggregate': {
+      const inner = unwrap(expr.expr);
+      const push = inner.kind === 'call' && WORKER_AGGREGATIONS.has(expr.op) ? pushable(inner) : null;
+      // The workers aggregate only where no two input series can meet under one label set once
+      // the name is dropped (Prometheus would refuse that): one metric name, matched by equality.
+      if (push && push.selector.matchers.some((m) => m.name === METRIC_NAME && m.type === '=')) {
+        const fixed = resolveAt(push.selector.at, plan.query);
+        const [from, to] = refs(push.selector.at, push.selector.offsetMs);
+        const step: PromqlWindowStep = {
+          name: 'promql_window', fn: push.fn, range_ms: push.rangeMs, first_end: from, step_ms: grid.step, steps: grid.count, fixed_end: fixed !== null, arg: push.arg,
+        };
+        const keepName = push.fn === 'last_over_time';
+        const names = new Set(expr.without ? [...expr.grouping, METRIC_NAME] : expr.grouping);
+        const groupOf = (labels: Labels): Labels => {
+          const out = keepName ? labels : withoutName(labels);
+          return expr.without ? drop(out, names) : keep(out, names);
+        };
+        plan.groups.set(expr, { selector: push.selector, start: from - push.rangeMs, end: to, step, op: expr.op as PromqlGroupOp, groupOf });
+        return;
+      }
       if (expr.param) planSelectors(expr.param, grid, plan);
       planSelectors(expr.expr, grid, plan);
       return;
+    }
     case 'binary':
       planSelectors(expr.lhs, grid, plan);
       planSelectors(expr.rhs, grid, plan);
@@ -188,7 +219,7 @@ class Evaluator {
 
   constructor(
     private readonly data: Map<VectorSelector, RawSeries[]>,
-    private readonly windowed: Map<Call | VectorSelector, RawSeries[]>,
+    private readonly windowed: Map<Call | VectorSelector | AggregateExpr, RawSeries[]>,
     private readonly options: EvaluationOptions,
     private samples: number,
   ) {
@@ -228,6 +259,8 @@ class Evaluator {
       case 'call':
         return this.call(expr, grid);
       case 'aggregate': {
+        const grouped = this.windowed.get(expr);
+        if (grouped) return { kind: 'vector', series: stepSeriesOf(grouped, grid.count) };
         const param = expr.param ? this.eval(expr.param, grid) : null;
         const vector = this.eval(expr.expr, grid) as InstantVector;
         const p = param === null ? null : param.kind === 'string' ? param.value : (param as ScalarValue);
@@ -251,14 +284,7 @@ class Evaluator {
     const pushed = this.windowed.get(selector);
     if (pushed) {
       // Sampled by the workers: points are (step index, value).
-      const series = pushed.filter((s) => s.ts.length > 0).map((s) => {
-        const r = newSeries(s.labels, grid.count);
-        for (let k = 0; k < s.ts.length; k++) {
-          r.values[s.ts[k]!] = s.values[k]!;
-          r.present[s.ts[k]!] = 1;
-        }
-        return r;
-      });
+      const series = stepSeriesOf(pushed, grid.count);
       this.hold(series.length * grid.count);
       return { kind: 'vector', series };
     }
@@ -321,15 +347,7 @@ class Evaluator {
       let out: StepSeries[];
       if (pushed) {
         // Evaluated by the workers during the scan: points are (step index, result).
-        out = pushed.map((s) => {
-          const r = newSeries(keepName ? s.labels : withoutName(s.labels), grid.count);
-          for (let k = 0; k < s.ts.length; k++) {
-            const i = s.ts[k]!;
-            r.values[i] = s.values[k]!;
-            r.present[i] = 1;
-          }
-          return r;
-        });
+        out = stepSeriesOf(pushed.map((p) => ({ ...p, labels: keepName ? p.labels : withoutName(p.labels) })), grid.count);
       } else {
         const rangeIndex = name === 'quantile_over_time' ? 1 : 0;
         const arg = rangeIndex === 1 ? this.scalarArg(call, 0, grid) : null;
@@ -421,6 +439,20 @@ class Evaluator {
         throw executionError(`function ${name} is not supported`);
     }
   }
+}
+
+/** Series whose `ts` are step indexes (what the workers answer) as step series. */
+function stepSeriesOf(series: RawSeries[], steps: number): StepSeries[] {
+  return series
+    .filter((s) => s.ts.length > 0)
+    .map((s) => {
+      const r = newSeries(s.labels, steps);
+      for (let k = 0; k < s.ts.length; k++) {
+        r.values[s.ts[k]!] = s.values[k]!;
+        r.present[s.ts[k]!] = 1;
+      }
+      return r;
+    });
 }
 
 function timestamps(vector: InstantVector, grid: Grid, own: boolean): InstantVector {
