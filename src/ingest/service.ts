@@ -110,6 +110,7 @@ export class IngestService {
       rows: true,
       autoCreate: true,
       backfill: ingest.backfill || undefined,
+      route: req.route,
       ...(encoding === 'gzip' ? { contentEncoding: 'gzip', maxDecodedBytes: settings.maxBodyBytes, maxDecodedSetting: 'ingest.maxBodyBytes' } : {}),
       ...(ingest.precision ? { lineProtocol: { precision: ingest.precision, nowMs: Date.now() } } : {}),
     };
