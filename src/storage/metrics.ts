@@ -1,8 +1,9 @@
 // The storage subsystem's families for GET /metrics. What the main thread knows is read as it is
 // (points and bytes written, query bytes, request-ring fill and queue depth, worker restarts,
 // free disk). What only the workers know (days sealed, bytes of day logs and sealed files,
-// buffered points) comes from a BUFFER_STATS task per shard, which a scrape waits for only
-// briefly: a worker busy with ingest answers after the scrape, and the next scrape shows it.
+// buffered points) comes from a BUFFER_STATS task per shard. A scrape never waits for it once
+// numbers are known: it asks for fresh ones and shows the last, so what it shows is one scrape
+// old, and a worker busy with ingest never holds a scrape up.
 
 import { counter, gauge, type MetricSource, type Sample } from '../metric-source.js';
 import type { BufferStats } from '../../shared/protocol.js';
@@ -11,9 +12,7 @@ import type { ShardGateway } from './gateway.js';
 import type { ShardPool } from './shards.js';
 import type { RouteWrites } from './write-counters.js';
 
-/** Longest a scrape waits for the workers' numbers before it shows the last known ones. */
-const WORKER_STATS_WAIT_MS = 2;
-/** The same before any numbers are known (the first scrape): a longer wait beats families with no samples. */
+/** Longest the first scrape waits for the workers' numbers: a short wait then beats families with no samples. */
 const FIRST_WORKER_STATS_WAIT_MS = 250;
 
 /** The workers' statistics, asked for at most once at a time, with the last answer kept. */
@@ -23,7 +22,7 @@ class WorkerStats {
 
   constructor(private readonly ask: () => Promise<BufferStats[]>) {}
 
-  /** The freshest numbers available within the wait (none while the workers never answered). */
+  /** The last numbers the workers gave, asking them for fresh ones (none while they never answered). */
   async read(): Promise<readonly BufferStats[]> {
     this.asking ??= this.ask().then(
       (stats) => {
@@ -34,9 +33,9 @@ class WorkerStats {
         this.asking = null; // a shard restarting or closed: the last numbers stand
       },
     );
+    if (this.last) return this.last;
     let timer: NodeJS.Timeout | undefined;
-    const wait = this.last ? WORKER_STATS_WAIT_MS : FIRST_WORKER_STATS_WAIT_MS;
-    await Promise.race([this.asking, new Promise<void>((resolve) => (timer = setTimeout(resolve, wait)))]);
+    await Promise.race([this.asking, new Promise<void>((resolve) => (timer = setTimeout(resolve, FIRST_WORKER_STATS_WAIT_MS)))]);
     clearTimeout(timer);
     return this.last ?? [];
   }
