@@ -111,6 +111,7 @@ export class Exposition {
   /** Names registered, and names refused (logged once). */
   private readonly registered = new Set<string>();
   private readonly refused = new Set<string>();
+  private collecting = false;
 
   constructor(
     /** Every family of the service as it is now; new ones are registered at the next scrape. */
@@ -120,9 +121,10 @@ export class Exposition {
     this.openMetrics.setContentType(Registry.OPENMETRICS_CONTENT_TYPE);
   }
 
-  /** Starts the Node process collectors (CPU, memory, heap, event loop lag, GC, handles). */
+  /** Starts the Node process collectors (CPU, memory, heap, event loop lag, GC, handles), once: prom-client refuses a second set. */
   start(): void {
-    if (this.registered.size > 0) return;
+    if (this.collecting) return;
+    this.collecting = true;
     collectDefaultMetrics({ register: this.text });
     for (const metric of this.text.getMetricsAsArray() as unknown as RegisteredMetric[]) {
       this.registered.add(metric.name);
