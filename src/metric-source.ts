@@ -7,7 +7,10 @@
 // Kept in the kernel so that every layer can report: the HTTP server (requests by route), the
 // metadata store (its file and checkpoints), the host and the subsystems (Mounted.metrics).
 
-/** One sample of a counter or gauge family. */
+/**
+ * One sample of a counter or gauge family. A source that gives the same `labels` object scrape
+ * after scrape has its label text made once (the exposition keeps it per object).
+ */
 export interface Sample {
   readonly labels?: Readonly<Record<string, string>>;
   readonly value: number;

@@ -12,9 +12,14 @@ const STATUS_CLASSES = ['', '1xx', '2xx', '3xx', '4xx', '5xx'] as const;
 /** The route label of requests that matched no route. */
 export const UNMATCHED_ROUTE = '(unmatched)';
 
+/** The labels of one route and status class. */
+export type RouteLabels = Readonly<{ method: string; route: string; status_class: string }>;
+
 export class RouteStats {
   /** A histogram per status class, made on the first request of that class. */
   private readonly byClass: Array<Histogram | null> = [null, null, null, null, null, null];
+  /** Their labels, made by the first scrape that shows them and kept: their text is made once. */
+  private readonly labels: Array<RouteLabels | null> = [null, null, null, null, null, null];
 
   constructor(
     readonly method: string,
@@ -28,21 +33,19 @@ export class RouteStats {
   }
 
   /** Each status class seen so far with its histogram. */
-  *classes(): IterableIterator<[statusClass: string, histogram: Histogram]> {
+  *classes(): IterableIterator<[labels: RouteLabels, histogram: Histogram]> {
     for (let i = 1; i < STATUS_CLASSES.length; i++) {
       const histogram = this.byClass[i];
-      if (histogram) yield [STATUS_CLASSES[i]!, histogram];
+      if (histogram) yield [(this.labels[i] ??= Object.freeze({ method: this.method, route: this.route, status_class: STATUS_CLASSES[i]! })), histogram];
     }
   }
 }
 
 /** The HTTP families over `all()`, the server's RouteStats (routes never requested show nothing). */
 export function httpMetricSources(all: () => readonly RouteStats[]): MetricSource[] {
-  const labelled = <T>(make: (labels: Record<string, string>, histogram: Histogram) => T): T[] => {
+  const labelled = <T>(make: (labels: RouteLabels, histogram: Histogram) => T): T[] => {
     const out: T[] = [];
-    for (const stats of all()) {
-      for (const [statusClass, h] of stats.classes()) out.push(make({ method: stats.method, route: stats.route, status_class: statusClass }, h));
-    }
+    for (const stats of all()) for (const [labels, h] of stats.classes()) out.push(make(labels, h));
     return out;
   };
   return [

@@ -6,7 +6,9 @@
 // renames a counter in place (`x_total` becomes `x`, its samples `x_total`): the text registry
 // holds the metrics themselves, the OpenMetrics one a view of each that carries its own name.
 // Families are read only when a scrape asks; one that fails to read shows no samples (and is
-// logged), so one broken part never costs the whole scrape.
+// logged), so one broken part never costs the whole scrape. A sample's labels go to prom-client
+// as its "shared labels", whose text it keeps per labels object: a source that hands out the same
+// labels object scrape after scrape (the HTTP routes do) has their text made once.
 
 import { collectDefaultMetrics, Registry, type Metric, type OpenMetricsContentType } from 'prom-client';
 import type { Logger } from '../log.js';
@@ -16,11 +18,26 @@ export type ExpositionFormat = 'text' | 'openmetrics';
 
 type MetricType = 'counter' | 'gauge' | 'histogram' | 'summary';
 
+type Labels = Readonly<Record<string, string | number>>;
+
 interface Value {
-  labels: Record<string, string | number>;
+  /** Labels of this sample alone (a bucket's `le`). */
+  labels: Labels;
+  /** Labels the sample shares with others; prom-client formats them once per object. */
+  sharedLabels: Labels;
   value: number;
   metricName?: string;
 }
+
+const NO_LABELS: Labels = Object.freeze({});
+/** The `le` labels of every bucket bound, made once for all histograms. */
+const bucketLabels = new Map<number, Labels>();
+const INFINITE_BUCKET: Labels = Object.freeze({ le: '+Inf' });
+const leOf = (bound: number): Labels => {
+  let labels = bucketLabels.get(bound);
+  if (!labels) bucketLabels.set(bound, (labels = Object.freeze({ le: bound })));
+  return labels;
+};
 
 /** What prom-client's registry needs of a metric (its own metric classes have this shape). */
 interface RegisteredMetric {
@@ -42,6 +59,8 @@ class SourceFamily implements RegisteredMetric {
   readonly type: MetricType;
   readonly aggregator = 'sum' as const;
   private failureLoggedAt = -Infinity;
+  /** A histogram's sample names. */
+  private readonly suffixed: { bucket: string; sum: string; count: string };
 
   constructor(
     private readonly source: MetricSource,
@@ -50,6 +69,7 @@ class SourceFamily implements RegisteredMetric {
     this.name = source.name;
     this.help = source.help;
     this.type = source.kind;
+    this.suffixed = { bucket: `${source.name}_bucket`, sum: `${source.name}_sum`, count: `${source.name}_count` };
   }
 
   async get() {
@@ -70,24 +90,25 @@ class SourceFamily implements RegisteredMetric {
     const source = this.source;
     if (source.kind !== 'histogram') {
       const read = await source.read();
-      if (typeof read === 'number') return [{ labels: {}, value: read }];
-      return read.map((s) => ({ labels: { ...s.labels }, value: s.value }));
+      if (typeof read === 'number') return [{ labels: NO_LABELS, sharedLabels: NO_LABELS, value: read }];
+      return read.map((s) => ({ labels: NO_LABELS, sharedLabels: s.labels ?? NO_LABELS, value: s.value }));
     }
     const values: Value[] = [];
-    const bucket = `${source.name}_bucket`;
-    for (const { labels = {}, histogram } of await source.read()) {
+    const { bucket, sum, count } = this.suffixed;
+    for (const { labels = NO_LABELS, histogram } of await source.read()) {
       // Prometheus buckets are cumulative: each counts every observation up to its bound.
       let cumulative = 0;
-      source.bounds.forEach((bound, i) => {
+      for (let i = 0; i < source.bounds.length; i++) {
         cumulative += histogram.counts[i]!;
-        values.push({ labels: { ...labels, le: bound }, value: cumulative, metricName: bucket });
-      });
-      values.push({ labels: { ...labels, le: '+Inf' }, value: histogram.count, metricName: bucket });
-      values.push({ labels: { ...labels }, value: histogram.sum, metricName: `${source.name}_sum` });
-      values.push({ labels: { ...labels }, value: histogram.count, metricName: `${source.name}_count` });
+        values.push({ labels: leOf(source.bounds[i]!), sharedLabels: labels, value: cumulative, metricName: bucket });
+      }
+      values.push({ labels: INFINITE_BUCKET, sharedLabels: labels, value: histogram.count, metricName: bucket });
+      values.push({ labels: NO_LABELS, sharedLabels: labels, value: histogram.sum, metricName: sum });
+      values.push({ labels: NO_LABELS, sharedLabels: labels, value: histogram.count, metricName: count });
     }
     return values;
   }
+
 }
 
 /**
