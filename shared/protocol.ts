@@ -319,6 +319,11 @@ export interface BufferStats {
   lastFlushMs: number | null;
   ringBytes: number;
   ringUsedBytes: number;
+  /** Days sealed by this shard's worker since it started (background and seal_now). */
+  sealedDays: number;
+  /** Bytes of the day logs (active and late) and of the sealed day files the shard holds. */
+  activeBytes: number;
+  sealedBytes: number;
 }
 
 /** What a shard holds at a backup's instant: its files (paths relative to the data dir) and per-collection totals. */

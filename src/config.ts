@@ -121,6 +121,11 @@ export interface Config {
   readonly compat: {
     readonly openMonitorAndBackup: boolean;
   };
+  /** GET /metrics (WIRE.md part 3). */
+  readonly metrics: {
+    /** Serve it without credentials (a scraper on a trusted network); off, any valid token or API key. */
+    readonly public: boolean;
+  };
   readonly debug: {
     readonly crashRoute: boolean;
     readonly clockRoute: boolean;

@@ -16,7 +16,7 @@ import { connectorPlugin } from './connector/plugin.js';
 import { claimDataDir, type DataDirLock } from './data-dir.js';
 import { entitiesPlugin } from './entities/plugin.js';
 import { blobsPlugin } from './files/plugin.js';
-import { LEADERSHIP_CONTROL, SERVICE_INFO } from './host/builtins.js';
+import { LEADERSHIP_CONTROL, METRIC_SOURCES, SERVICE_INFO } from './host/builtins.js';
 import { PluginHost } from './host/host.js';
 import { LeadershipState } from './host/leadership.js';
 import { provide, type Environment, type Plugin, type Route } from './host/plugin.js';
@@ -30,6 +30,8 @@ import { prometheusPlugin } from './prometheus/plugin.js';
 import { livePlugin } from './live/plugin.js';
 import { createLogger, flushLogs, type Logger } from './log.js';
 import { MetaStore } from './meta/store.js';
+import type { MetricSource } from './metric-source.js';
+import { metricsPlugin } from './metrics/plugin.js';
 import { monitorPlugin } from './monitor/plugin.js';
 import { notificationsPlugin } from './notifications/plugin.js';
 import { proxiesPlugin } from './proxy/plugin.js';
@@ -59,6 +61,7 @@ export const PLUGINS: readonly Plugin<any, any>[] = [
   livePlugin,
   proxiesPlugin,
   clusterPlugin,
+  metricsPlugin,
 ];
 
 export interface RunningService {
@@ -93,8 +96,15 @@ export async function startService(config: Config, log: Logger, env: Environment
     let routes: Route[] = [];
     let host!: PluginHost;
     const serviceInfo = { health: () => host.health(), routes: () => routes, port: () => port, caFile: tls.caFile };
-    host = new PluginHost(PLUGINS, { log, clock, meta, leadership }, config, env, [provide(SERVICE_INFO, serviceInfo), provide(LEADERSHIP_CONTROL, leadership)]);
+    // The HTTP server's families join once it is made (before the first scrape can arrive).
+    let metricSources: readonly MetricSource[] = [];
+    host = new PluginHost(PLUGINS, { log, clock, meta, leadership }, config, env, [
+      provide(SERVICE_INFO, serviceInfo),
+      provide(LEADERSHIP_CONTROL, leadership),
+      provide(METRIC_SOURCES, { all: () => metricSources }),
+    ]);
     routes = host.routes();
+    metricSources = [...meta.metricSources(), ...host.metricSources()];
     await host.start(log);
     cleanups.push(() => host.stop(log));
     await leadership.serviceStarted();
@@ -119,6 +129,7 @@ export async function startService(config: Config, log: Logger, env: Environment
       streamStallTimeoutMs: config.storage.resultStallTimeoutMs,
       now: clock.now,
     });
+    metricSources = [...server.metricSources(), ...metricSources];
     port = await server.listen(config.server.host, config.server.port);
     log.info(
       { version: VERSION, pid: process.pid, address: `https://${config.server.host || '0.0.0.0'}:${port}`, port, dataDir: config.dataDir, caFile: tls.caFile },

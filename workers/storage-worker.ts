@@ -52,9 +52,11 @@ const buffer = new WriteBuffer(
 );
 const flushTimer = setInterval(() => flushBuffer(), data.flushIntervalMs);
 flushTimer.unref();
+/** Days sealed since this worker started (BUFFER_STATS, and so GET /metrics). */
+let sealedDays = 0;
 const sealTimer = setInterval(() => {
   try {
-    store.seal({ now: Date.now(), graceMs: data.sealGraceMs, force: false });
+    sealedDays += store.seal({ now: Date.now(), graceMs: data.sealGraceMs, force: false }).sealedDays;
   } catch (err) {
     log.error({ err: String(err) }, 'background seal failed');
   }
@@ -84,7 +86,9 @@ const handlers: { [Op in StorageOp]: (task: TaskOf<Op>) => ReplyOf<Op> | Promise
   [OP.LAST_VALUES]: (task) => task.tags.map((tag) => store.lastValue(task.collectionId, tag)),
   [OP.SEAL]: (task) => {
     flushBuffer();
-    return store.seal({ collectionId: task.collectionId ?? undefined, now: Date.now(), graceMs: data.sealGraceMs, force: task.force }).sealedDays;
+    const sealed = store.seal({ collectionId: task.collectionId ?? undefined, now: Date.now(), graceMs: data.sealGraceMs, force: task.force }).sealedDays;
+    sealedDays += sealed;
+    return sealed;
   },
   [OP.BUFFER_STATS]: () => bufferStats(),
   [OP.FLUSH]: () => {
@@ -129,6 +133,7 @@ export default async function handle(task: StorageTask): Promise<TaskReply> {
 }
 
 function bufferStats(): BufferStats {
+  const files = store.stats();
   return {
     shard: data.shardIndex,
     capacityPoints: buffer.capacityPoints,
@@ -138,6 +143,9 @@ function bufferStats(): BufferStats {
     lastFlushMs,
     ringBytes: requests.capacity,
     ringUsedBytes: requests.usedBytes(),
+    sealedDays,
+    activeBytes: files.activeBytes,
+    sealedBytes: files.sealedBytes,
   };
 }
 

@@ -8,6 +8,7 @@ import { STORE_MAINTENANCE } from '../storage/api.js';
 import { ServiceError } from '../../shared/errors.js';
 import { mutates } from '../http/route.js';
 import { TIMESERIES_SNAPSHOTS } from './api.js';
+import { backupMetricSources } from './metrics.js';
 import { recoverInterruptedRestore } from './restore-marker.js';
 import { backupRoutes } from './routes.js';
 import { BackupService } from './service.js';
@@ -41,6 +42,7 @@ export const backupPlugin = definePlugin({
       start: () => backups.start(),
       stop: () => backups.stop(),
       health: () => backups.health(),
+      metrics: backupMetricSources(backups),
     };
   },
 });

@@ -73,10 +73,13 @@ export class BackupService {
   private nextBackupMs: number | null = null;
   private stopped = false;
   private readonly archives: TimeseriesArchives;
+  /** The last backup of each kind that succeeded (the state file keeps only the last attempt), for GET /metrics. */
+  private readonly lastSuccess: Record<BackupKind, BackupResult | null>;
 
   constructor(private readonly o: BackupServiceOptions) {
     this.config = new BackupConfigStore(o.settings.dataDir);
     this.state = this.readState();
+    this.lastSuccess = { sqlite: this.state.last_sqlite?.ok ? this.state.last_sqlite : null, timeseries: this.state.last_timeseries?.ok ? this.state.last_timeseries : null };
     this.archives = new TimeseriesArchives({
       dataDir: o.settings.dataDir,
       maintenance: o.maintenance,
@@ -123,6 +126,18 @@ export class BackupService {
       last_sqlite: this.state.last_sqlite,
       last_timeseries: this.state.last_timeseries,
     };
+  }
+
+  /** Per kind: its last attempt and its last success (known since the last attempt that is in the state file). */
+  results(): Array<{ kind: BackupKind; last: BackupResult | null; lastSuccess: BackupResult | null }> {
+    return [
+      { kind: 'sqlite', last: this.state.last_sqlite, lastSuccess: this.lastSuccess.sqlite },
+      { kind: 'timeseries', last: this.state.last_timeseries, lastSuccess: this.lastSuccess.timeseries },
+    ];
+  }
+
+  get running(): boolean {
+    return this.busy?.what === 'backup';
   }
 
   updateConfig(change: unknown): BackupConfig {
@@ -203,6 +218,7 @@ export class BackupService {
     }
     if (kind === 'sqlite') this.state.last_sqlite = result;
     else this.state.last_timeseries = result;
+    if (result.ok) this.lastSuccess[kind] = result;
     this.writeState();
     return result;
   }

@@ -11,6 +11,7 @@ import { definePlugin } from '../host/plugin.js';
 import { mutates } from '../http/route.js';
 import { DELIVERY_MARKS } from '../notifications/api.js';
 import { POINT_WRITER, REPLICATION_HOOKS } from '../storage/api.js';
+import { clusterMetricSources } from './metrics.js';
 import { clusterRoutes } from './routes.js';
 import { ClusterService } from './service.js';
 
@@ -45,6 +46,7 @@ export const clusterPlugin = definePlugin({
       start: () => cluster.start(),
       stop: () => cluster.stop(),
       health: () => cluster.health(),
+      metrics: clusterMetricSources(cluster),
     };
   },
 });

@@ -157,7 +157,7 @@ export class ClusterService {
   /** Logs one of this node's own writes before it is stored: committed once stored (what an awaiting write waits for), voided when refused. */
   private recordWrite(body: Uint8Array, contentType: string, mode: WriteMode, options: WriteOptions): RecordedWrite {
     const c = this.o.settings;
-    const { awaitReplica: _awaitReplica, replicated: _replicated, ...o } = options;
+    const { awaitReplica: _awaitReplica, replicated: _replicated, route: _route, ...o } = options;
     const meta: WriteEntryMeta = { ct: contentType, mode, o };
     const id = this.changes.appendPending('write', JSON.stringify(meta), body);
     return {

@@ -4,6 +4,7 @@
 
 import { ACCOUNTS } from '../auth/api.js';
 import { definePlugin } from '../host/plugin.js';
+import { gauge } from '../metric-source.js';
 import { PROCESS_LOG } from '../jobs/api.js';
 import { COLLECTIONS, POINT_WRITER } from '../storage/api.js';
 import { connectorRoutes } from './routes.js';
@@ -21,6 +22,8 @@ export const connectorPlugin = definePlugin({
       routes: connectorRoutes(connector),
       entityRules: { connections: connector.connections.entityRules() },
       stop: () => connector.stop(),
+      // Their points are counted in historian_points_written_total{route="(connector backfill)"}.
+      metrics: [gauge('historian_connector_backfills_running', 'PI Web API backfills running on this node now.', () => connector.runningBackfills)],
     };
   },
 });

@@ -55,6 +55,11 @@ export class ConnectorService {
     this.connections = new Connections(o.meta.entities, this.box, o.settings.allowedHosts.map((h) => h.toLowerCase()));
   }
 
+  /** Backfills running on this node now. */
+  get runningBackfills(): number {
+    return this.running.size;
+  }
+
   /** Backfills left running (by a stop, a crash, or a leader that lost the lead) go on here, once this node leads. */
   resumeInterrupted(): void {
     if (this.stopping) return;
@@ -198,7 +203,7 @@ export class ConnectorService {
             if (points.length > 0) {
               const grant = this.grantOf(owner);
               const body = Buffer.from(JSON.stringify({ ...request.scope, tags: { [tag]: points } }));
-              const result = await this.o.writer.write(grant, body, 'application/json', 'fast', controller.signal, { backfill: true, autoCreate: true });
+              const result = await this.o.writer.write(grant, body, 'application/json', 'fast', controller.signal, { backfill: true, autoCreate: true, route: '(connector backfill)' });
               if (!result.success) throw badRequest(`writing ${tag}: ${result.error}`);
               written += points.length;
             }

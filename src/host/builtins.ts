@@ -1,7 +1,8 @@
 // Capabilities the code that runs the host provides itself (main.ts), not a plugin: what the
-// service knows of itself (its health, its routes, its port, its CA), and the cluster's side of
-// leadership.
+// service knows of itself (its health, its routes, its port, its CA), the metric families of
+// every part of it, and the cluster's side of leadership.
 
+import type { MetricSource } from '../metric-source.js';
 import { capability, type Route } from './plugin.js';
 import type { ServiceHealth } from './host.js';
 import type { LeadershipControl } from './leadership.js';
@@ -17,5 +18,16 @@ export interface ServiceInfo {
   readonly caFile: string | null;
 }
 
+/**
+ * Every metric family of the service (GET /metrics): the HTTP server's, the metadata store's,
+ * the host's and each plugin's (Mounted.metrics). Gathered here rather than handed around, so
+ * no subsystem depends on the one that exposes them, and none imports prom-client.
+ */
+export interface MetricSources {
+  /** The families as they are now (the HTTP server's appear once it is made). */
+  all(): readonly MetricSource[];
+}
+
 export const SERVICE_INFO = capability<ServiceInfo>('host.service-info');
+export const METRIC_SOURCES = capability<MetricSources>('host.metric-sources');
 export const LEADERSHIP_CONTROL = capability<LeadershipControl>('host.leadership-control');

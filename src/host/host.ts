@@ -12,6 +12,7 @@
 import type { Config } from '../config.js';
 import type { WebSocketEndpoint } from '../http/server.js';
 import type { Logger } from '../log.js';
+import { gauge, type MetricSource } from '../metric-source.js';
 import { ServiceError } from '../../shared/errors.js';
 import type { Capability, Core, Environment, Health, Mounted, Plugin, Provision, Route } from './plugin.js';
 
@@ -113,6 +114,16 @@ export class PluginHost {
       if (refused) return refused;
     }
     return null;
+  }
+
+  /** Every plugin's metric families, and the host's own: which subsystems run. */
+  metricSources(): MetricSource[] {
+    return [
+      gauge('historian_subsystem_up', 'Whether each subsystem runs (1) or failed to start, or is stopped (0).', () =>
+        this.built.map(({ plugin }) => ({ labels: { subsystem: plugin.name }, value: this.states.get(plugin.name)?.phase === 'running' ? 1 : 0 })),
+      ),
+      ...this.built.flatMap(({ mounted }) => mounted.metrics ?? []),
+    ];
   }
 
   /** The one WebSocket endpoint a plugin mounts (live data), refusing upgrades with 501 while it is not running. */

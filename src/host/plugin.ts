@@ -2,7 +2,7 @@
 // narrow interfaces of other subsystems it needs (capabilities, each declared in the providing
 // folder's api.ts), the part of the settings it reads, and `create`, which builds it from those
 // and says what it mounts: routes, the capabilities it provides, entity hooks, a request gate,
-// a WebSocket endpoint, and how it starts, stops and reports its health. The host (host.ts)
+// a WebSocket endpoint, its metric families, and how it starts, stops and reports its health. The host (host.ts)
 // builds plugins in dependency order, starts them in that order, stops them in reverse, and keeps
 // one that failed to start mounted with its routes answering 501 naming it and the cause. In the
 // spirit of fastify's `register` and `onClose`, and of Prometheus' rule manager, which is built
@@ -13,6 +13,7 @@ import type { Config } from '../config.js';
 import type { Request, RouteDef } from '../http/route.js';
 import type { WebSocketEndpoint } from '../http/server.js';
 import type { Logger } from '../log.js';
+import type { MetricSource } from '../metric-source.js';
 import type { AccessGrant } from '../meta/access-grant.js';
 import type { EntityHooks } from '../meta/entities.js';
 import type { EntityRules } from '../meta/entity-rules.js';
@@ -121,6 +122,11 @@ export interface Mounted {
   stop?(): Promise<void> | void;
   /** Current health while it runs. */
   health?(): Health;
+  /**
+   * Its families for GET /metrics (src/metric-source.ts), read at each scrape from the counters
+   * it keeps anyway; read whether or not it runs, so each must answer from whatever state it has.
+   */
+  readonly metrics?: readonly MetricSource[];
 }
 
 /** Declares a plugin (an identity function: it lets TypeScript infer the settings and needs of `create`). */

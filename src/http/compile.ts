@@ -7,6 +7,7 @@ import { Ajv, type ErrorObject, type SchemaValidateFunction, type ValidateFuncti
 import fastJsonStringifyModule from 'fast-json-stringify';
 import { badRequest } from '../../shared/errors.js';
 import type { JsonSchema, RouteDef } from './route.js';
+import { RouteStats } from './route-stats.js';
 import { parseTimeParam, TIME_PARAM_FORMS } from './time-param.js';
 
 // fast-json-stringify is CommonJS with a default export; NodeNext sees the namespace.
@@ -50,6 +51,8 @@ export interface CompiledRoute<G = unknown> {
   validateQuery: ValidateFunction | null;
   validateBody: ValidateFunction | null;
   serializers: Map<number, Serializer>;
+  /** Its requests by status class and their durations (GET /metrics). */
+  stats: RouteStats;
 }
 
 // Generated routes (hundreds of entity routes) share schema objects; compiling
@@ -79,6 +82,7 @@ export function compileRoute<G>(def: RouteDef<G>): CompiledRoute<G> {
     validateQuery: text(def.query),
     validateBody: def.body ? cached(bodyCache, def.body, () => bodyAjv.compile(def.body!)) : null,
     serializers,
+    stats: new RouteStats(def.method, def.path),
   };
 }
 

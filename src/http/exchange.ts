@@ -12,6 +12,7 @@ import type { CompiledRoute } from './compile.js';
 import { toErrorReply, type ErrorShape } from './errors.js';
 import type { Reply } from './route.js';
 import { readableAddress } from './address.js';
+import type { RouteStats } from './route-stats.js';
 import type { RequestBodyStream } from './request-body.js';
 import { sendHeadOnly, sendWhole, StallWatch, StreamedBody, type ResponseHead } from './response-body.js';
 
@@ -40,6 +41,8 @@ export interface Exchange {
   handlerStarted: boolean;
   /** The body of a `streamBody` route, being read while the handler runs. */
   bodyStream: RequestBodyStream | null;
+  /** Where the request is counted when it ends: its route's, once it is routed. */
+  stats: RouteStats;
 }
 
 /** Request ids: a per-process prefix and a counter, unique across restarts without a random draw per request. */
@@ -79,6 +82,8 @@ export class Exchanges<G> {
     /** Where a lent body buffer goes back (the body reader's pool). */
     private readonly bodies: { giveBack(ex: Exchange): void },
     streamStallTimeoutMs: number,
+    /** Counts the requests no route takes (404, 405, refused before routing). */
+    private readonly unmatched: RouteStats,
   ) {
     this.stalls = new StallWatch(streamStallTimeoutMs, (stream) =>
       log.warn({ queuedBytes: stream.queuedBytes, stallTimeoutMs: streamStallTimeoutMs }, 'closing a streamed response: the client stopped reading'),
@@ -105,6 +110,7 @@ export class Exchanges<G> {
       lent: null,
       handlerStarted: false,
       bodyStream: null,
+      stats: this.unmatched,
     };
     this.inFlight++;
     res.onAborted(() => {
@@ -260,7 +266,9 @@ export class Exchanges<G> {
   /** The request's log line, and the end of its count in flight. */
   private finish(ex: Exchange, status: number): void {
     if (!ex.handlerStarted) this.bodies.giveBack(ex); // a running handler gives it back when it settles
-    const ms = Math.round((performance.now() - ex.started) * 1000) / 1000;
+    const elapsed = performance.now() - ex.started;
+    ex.stats.record(status, elapsed / 1000);
+    const ms = Math.round(elapsed * 1000) / 1000;
     const path = ex.rawQuery ? `${ex.path}?${redactQuery(ex.rawQuery)}` : ex.path;
     this.log.info({ method: ex.method, path, status, ms, remote: ex.remote, user: ex.user, requestId: ex.id }, 'request');
     this.longLived.delete(ex);

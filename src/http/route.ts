@@ -31,6 +31,8 @@ export interface ResponseDef {
 export interface Request<Grant = unknown> {
   readonly method: HttpMethod;
   readonly path: string;
+  /** The route's declared path pattern (`/svcapi/collection/{id}`): what counters of the request are kept by. */
+  readonly route: string;
   /** Raw query string without the leading `?` (for encodings the schema cannot express). */
   readonly rawQuery: string;
   readonly params: Record<string, string>;

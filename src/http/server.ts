@@ -20,6 +20,8 @@ import type { HttpMethod, Reply, Request, RouteDef } from './route.js';
 import { Router, type Match } from './router.js';
 import { StartupError } from '../startup.js';
 import { RequestBodyStream } from './request-body.js';
+import { httpMetricSources, RouteStats, UNMATCHED_ROUTE } from './route-stats.js';
+import type { MetricSource } from '../metric-source.js';
 import { mountWebSocket, type WebSocketEndpoint } from './web-socket.js';
 
 export type { SocketData, WebSocketEndpoint } from './web-socket.js';
@@ -62,15 +64,27 @@ export class HttpServer<G> {
   private readonly exchanges: Exchanges<G>;
   /** Closes the open WebSocket connections (none without an endpoint). */
   private readonly closeWebSockets: () => void = () => {};
+  /** Requests per route (the compiled routes' own, the WebSocket upgrade's, and those no route took), for GET /metrics. */
+  private readonly routeStats: RouteStats[] = [];
 
   constructor(private readonly opts: ServerOptions<G>) {
     this.bodies = new BodyReader(opts.limits);
-    this.exchanges = new Exchanges(opts.log, this.bodies, opts.streamStallTimeoutMs);
-    for (const def of opts.routes) this.router.add(def.method, def.path, compileRoute(def));
+    const unmatched = new RouteStats('(any)', UNMATCHED_ROUTE);
+    this.exchanges = new Exchanges(opts.log, this.bodies, opts.streamStallTimeoutMs, unmatched);
+    for (const def of opts.routes) {
+      const compiled = compileRoute(def);
+      this.router.add(def.method, def.path, compiled);
+      this.routeStats.push(compiled.stats);
+    }
+    this.routeStats.push(unmatched);
     // No "uWebSockets: 20" header on every reply: the server's make and version are nobody's business.
     (uWS as unknown as { _cfg(key: string): void })._cfg('silent');
     this.app = uWS.SSLApp({ key_file_name: opts.tls.keyFile, cert_file_name: opts.tls.certFile });
-    if (opts.webSocket) this.closeWebSockets = mountWebSocket(this.app, opts.webSocket, opts.log, () => this.exchanges.draining);
+    if (opts.webSocket) {
+      const upgrades = new RouteStats('GET', opts.webSocket.path);
+      this.routeStats.push(upgrades);
+      this.closeWebSockets = mountWebSocket(this.app, opts.webSocket, opts.log, () => this.exchanges.draining, upgrades);
+    }
     this.app.any('/*', (res, req) => this.onRequest(res, req));
   }
 
@@ -93,6 +107,11 @@ export class HttpServer<G> {
     });
   }
 
+  /** The HTTP families of GET /metrics: requests and durations by route pattern and status class. */
+  metricSources(): MetricSource[] {
+    return httpMetricSources(() => this.routeStats);
+  }
+
   /**
    * Stops accepting connections, ends long-lived streams (their handlers see the request's
    * signal abort and return), then waits (at most `graceMs`) for the other in-flight requests.
@@ -113,6 +132,7 @@ export class HttpServer<G> {
       const headers = readHeaders(req, ex, this.opts.limits);
       const match = this.routeOf(ex);
       const route = match.value;
+      ex.stats = route.stats;
       ex.errorShape = route.def.errorShape ?? 'error';
       const query = parseQuery(ex.rawQuery);
       const user = authorize(route.def, headers, query, ex, this.opts);
@@ -198,6 +218,7 @@ export class HttpServer<G> {
       const request: Request<G> = {
         method: (ex.head ? 'GET' : ex.method) as HttpMethod,
         path: ex.path,
+        route: route.def.path,
         rawQuery: ex.rawQuery,
         params,
         query,

@@ -10,6 +10,7 @@ import { ServiceError } from '../../shared/errors.js';
 import type { Claims } from './caller.js';
 import { readableAddress } from './address.js';
 import { nextRequestId } from './exchange.js';
+import type { RouteStats } from './route-stats.js';
 
 /** What a WebSocket endpoint provides; the server does the upgrade, the refusal (401), and the close at shutdown (1001). */
 export interface WebSocketEndpoint {
@@ -35,10 +36,11 @@ export interface SocketData {
 }
 
 /**
- * Mounts `endpoint` on `app`; upgrades are refused while `isDraining()` says so. Returns what
- * shutdown calls to close the open sockets at once, with "going away".
+ * Mounts `endpoint` on `app`; upgrades are refused while `isDraining()` says so, and each is
+ * counted in `upgrades` like any request. Returns what shutdown calls to close the open sockets
+ * at once, with "going away".
  */
-export function mountWebSocket(app: uWS.TemplatedApp, endpoint: WebSocketEndpoint, log: Logger, isDraining: () => boolean): () => void {
+export function mountWebSocket(app: uWS.TemplatedApp, endpoint: WebSocketEndpoint, log: Logger, isDraining: () => boolean, upgrades: RouteStats): () => void {
   const sockets = new Set<uWS.WebSocket<SocketData>>();
   app.ws<SocketData>(endpoint.path, {
     maxPayloadLength: endpoint.maxPayloadBytes,
@@ -55,8 +57,10 @@ export function mountWebSocket(app: uWS.TemplatedApp, endpoint: WebSocketEndpoin
       const query = new URLSearchParams(req.getQuery() ?? '');
       const remote = readableAddress(Buffer.from(res.getRemoteAddressAsText()).toString());
       const path = req.getUrl();
-      const finish = (status: number, user: string | null) =>
+      const finish = (status: number, user: string | null) => {
+        upgrades.record(status, (performance.now() - started) / 1000);
         log.info({ method: 'GET', path: `${path}${query.has('access_token') ? '?access_token=[redacted]' : ''}`, status, ms: Math.round((performance.now() - started) * 1000) / 1000, remote, user, requestId: id }, 'request');
+      };
       if (isDraining()) {
         res.writeStatus('503 Service Unavailable').writeHeader('content-type', 'application/json').writeHeader('x-request-id', id).end(JSON.stringify({ error: 'server is shutting down' }));
         return finish(503, null);

@@ -6,6 +6,7 @@ import { ACCOUNTS, CREDENTIALS, PASSWORD_CHECK } from '../auth/api.js';
 import { definePlugin, provide } from '../host/plugin.js';
 import { INFLUX_CREDENTIALS, INGEST_CLIENTS } from './api.js';
 import { COLLECTIONS, POINT_WRITER } from '../storage/api.js';
+import { ingestMetricSources } from './metrics.js';
 import { ingestRoutes } from './routes.js';
 import { IngestService } from './service.js';
 
@@ -19,6 +20,7 @@ export const ingestPlugin = definePlugin({
     return {
       provide: [provide(INFLUX_CREDENTIALS, ingest.credentials), provide(INGEST_CLIENTS, ingest.clients)],
       routes: ingestRoutes(ingest, settings.maxBodyBytes),
+      metrics: ingestMetricSources(ingest.stats),
     };
   },
 });

@@ -119,6 +119,7 @@ export class IngestService {
       rows: true,
       autoCreate: true,
       backfill: ingest.backfill || undefined,
+      route: req.route,
       ...(compressed ? { contentEncoding: compressed, maxDecodedBytes: settings.maxBodyBytes, maxDecodedSetting: 'ingest.maxBodyBytes' } : {}),
       ...(ingest.precision ? { lineProtocol: { precision: ingest.precision, nowMs: Date.now() } } : {}),
     };

@@ -51,6 +51,11 @@ export class IngestStats {
     return entry.counters;
   }
 
+  /** Every client and tag group's counters as they are (GET /metrics reads them at scrape time). */
+  *counters(): IterableIterator<Readonly<IngestCounters>> {
+    for (const entry of this.entries.values()) yield entry.counters;
+  }
+
   /** Copies of the counters whose client unit `visible` accepts, by client id then tag group. */
   list(visible: (scope: Entry['scope']) => boolean): IngestCounters[] {
     return [...this.entries.values()]

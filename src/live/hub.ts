@@ -66,6 +66,10 @@ export class LiveHub {
   private readonly watched = new Map<string, Map<string, Set<Subscription>>>();
   private readonly encoder = new TextEncoder();
   private readonly decoder = new TextDecoder('utf-8', { fatal: true });
+  /** Sockets open, points messages sent, and sockets closed for falling ws.maxBufferedBytes behind (GET /metrics). */
+  socketsOpen = 0;
+  messagesSent = 0;
+  slowClosed = 0;
 
   constructor(private readonly o: LiveHubOptions) {
     o.feed.points.subscribe((points) => this.onPoints(points));
@@ -93,6 +97,7 @@ export class LiveHub {
     const data = socket.getUserData();
     const recheck = setInterval(() => this.recheckToken(socket), RECHECK_TOKEN_MS);
     recheck.unref();
+    this.socketsOpen++;
     data.state = { subscriptions: new Map(), grant: this.grantOf(data.claims), recheck } satisfies SocketState;
   }
 
@@ -114,6 +119,7 @@ export class LiveHub {
   private close(socket: Socket): void {
     const state = this.stateOf(socket);
     if (!state) return;
+    this.socketsOpen--;
     clearInterval(state.recheck);
     for (const sub of state.subscriptions.values()) this.drop(sub);
     state.subscriptions.clear();
@@ -315,6 +321,7 @@ export class LiveHub {
   /** One message in fragments: a per-subscriber head, the shared body, an optional tail. */
   private sendFragments(socket: Socket, head: string | Uint8Array, body: Uint8Array, tail: string | null, binary: boolean): void {
     if (socket.getUserData().closed) return;
+    this.messagesSent++;
     socket.cork(() => {
       socket.sendFirstFragment(head, binary);
       if (tail === null) socket.sendLastFragment(body);
@@ -330,6 +337,7 @@ export class LiveHub {
     const data = socket.getUserData();
     const behind = socket.getBufferedAmount();
     if (behind > this.o.settings.maxBufferedBytes) {
+      this.slowClosed++;
       this.o.log.warn({ user: data.claims.sub, bufferedBytes: behind, limit: this.o.settings.maxBufferedBytes }, 'live data socket closed: the client reads too slowly (ws.maxBufferedBytes)');
       socket.end(1013, 'too slow: more than ws.maxBufferedBytes behind');
     }

@@ -10,6 +10,8 @@ import type { Logger } from '../log.js';
 import type { Claims } from '../http/caller.js';
 import { AccessGrant } from './access-grant.js';
 import { WalCheckpointer } from './checkpointer.js';
+import { metadataMetricSources } from './metrics.js';
+import type { MetricSource } from '../metric-source.js';
 import { openMetadataDb, type Db } from './database.js';
 import { EntityStore } from './entities.js';
 import { MetaEvents } from './events.js';
@@ -105,6 +107,11 @@ export class MetaStore {
   /** Everything, for the service's own work; `subject` names who acts (`system`, `cluster`). */
   grantAll(subject: string): AccessGrant {
     return AccessGrant.everything(this.registry, subject);
+  }
+
+  /** The store's families for GET /metrics: file sizes and checkpoints. */
+  metricSources(): MetricSource[] {
+    return metadataMetricSources(this.db.name, () => this.checkpointer.stats());
   }
 
   /** Stops the checkpointer (its connection first), then closes the store. */

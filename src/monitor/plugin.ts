@@ -2,6 +2,7 @@
 // on the node that leads, events, and notifications for the collection's unit.
 
 import { definePlugin } from '../host/plugin.js';
+import { gauge, histogram } from '../metric-source.js';
 import { NOTIFY } from '../notifications/api.js';
 import { COLLECTIONS, MONITOR_SAMPLER } from '../storage/api.js';
 import { derivedRuleHooks } from './derived-rules.js';
@@ -44,6 +45,11 @@ export const monitorPlugin = definePlugin({
     return {
       routes: monitorRoutes(monitor, settings.openRoutes, meta.grantAll('monitor-compat')),
       entityHooks: derivedRuleHooks(monitor, meta.alarms, needs.collections, scheduler, clock.now),
+      metrics: [
+        histogram('historian_monitor_tick_duration_seconds', 'Time a monitor tick took on this node (sampling the workers, evaluating, recording events).', () => [{ histogram: scheduler.tickDurations }]),
+        gauge('historian_monitor_rules', 'Enabled alarm rules the monitor evaluates.', () => scheduler.ruleCount),
+        gauge('historian_monitor_enabled', 'Whether the monitor is switched on (1) or off (0).', () => (scheduler.isEnabled ? 1 : 0)),
+      ],
       start() {
         scheduler.start();
         log.info({ enabled: scheduler.isEnabled, rules: meta.alarms.ruleCount(), openEvents: meta.alarms.openEventCount(), collections: scheduler.watchedCollections }, 'monitor started');

@@ -13,6 +13,7 @@
 import type { ServiceClock } from '../clock.js';
 import type { Leadership } from '../host/leadership.js';
 import type { Logger } from '../log.js';
+import { Histogram } from '../metric-source.js';
 import type { AlarmTables } from '../meta/tables/alarms.js';
 import type { MonitorSampler } from '../storage/api.js';
 import { MONITOR_SAMPLE_STRIDE, type MonitorSampleRequest } from '../../shared/protocol.js';
@@ -79,6 +80,8 @@ export class TickScheduler {
   tickNumber = 0;
   lastTickMs = 0;
   lastDurationMs = 0;
+  /** Durations of the ticks this node ran, in seconds (GET /metrics). */
+  readonly tickDurations = new Histogram();
 
   constructor(private readonly o: SchedulerOptions) {}
 
@@ -88,6 +91,13 @@ export class TickScheduler {
 
   get watchedCollections(): number {
     return this.watches.size;
+  }
+
+  /** Enabled rules the ticks evaluate. */
+  get ruleCount(): number {
+    let rules = 0;
+    for (const watch of this.watches.values()) rules += watch.rules.length;
+    return rules;
   }
 
   start(): void {
@@ -249,7 +259,9 @@ export class TickScheduler {
   private counted(now: number, began: number): void {
     this.tickNumber++;
     this.lastTickMs = now;
-    this.lastDurationMs = Math.round((performance.now() - began) * 1000) / 1000;
+    const elapsed = performance.now() - began;
+    this.lastDurationMs = Math.round(elapsed * 1000) / 1000;
+    this.tickDurations.observe(elapsed / 1000);
   }
 
   private learnTagIndexes(watch: Watch, indexes: number[]): void {

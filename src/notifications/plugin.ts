@@ -5,6 +5,7 @@ import { CREDENTIALS } from '../auth/api.js';
 import { definePlugin, provide } from '../host/plugin.js';
 import { PROCESS_LOG } from '../jobs/api.js';
 import { DELIVERY_MARKS, NOTIFY } from './api.js';
+import { notificationMetricSources } from './metrics.js';
 import { notificationRoutes } from './routes.js';
 import { NotificationService } from './service.js';
 
@@ -22,6 +23,7 @@ export const notificationsPlugin = definePlugin({
       ],
       routes: notificationRoutes(notifications),
       entityHooks: notifications.entityHooks(),
+      metrics: notificationMetricSources(notifications.hub),
       start: () => notifications.start(),
       stop: () => notifications.stop(),
     };

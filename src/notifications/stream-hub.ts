@@ -189,6 +189,9 @@ export class StreamHub {
   private pending: Entity[] = [];
   private batch: { rows: FanOutRow[]; now: number; streams: NotificationStream[]; next: number } | null = null;
   private fanOutTimer: NodeJS.Immediate | null = null;
+  /** Events handed to streams (replayed and live), and live events lost with a stream cut for reading too slowly (GET /metrics). */
+  eventsDelivered = 0;
+  eventsDropped = 0;
   constructor(private readonly o: StreamHubOptions) {
     this.def = o.def;
   }
@@ -282,7 +285,7 @@ export class StreamHub {
       stream.send(STREAM_OPENING, null, true);
       for (const row of rows) {
         const id = Number(row.id);
-        stream.send(this.eventOf(row, now), { lo: start, hi: id }, true);
+        if (stream.send(this.eventOf(row, now), { lo: start, hi: id }, true)) this.eventsDelivered++;
         if (row.deliveredAt === null) this.markDelivered(id, now);
       }
       const replayedTo = rows.length < REPLAY_LIMIT ? maxId : Number(rows[rows.length - 1].id);
@@ -351,7 +354,8 @@ export class StreamHub {
       }
       if (lastId === 0 || grant === null) continue;
       if (parts.length === 0) stream.pass(lastId);
-      else stream.send(parts.length === 1 ? parts[0] : Buffer.concat(parts), { lo: stream.liveFrom, hi: lastId });
+      else if (stream.send(parts.length === 1 ? parts[0] : Buffer.concat(parts), { lo: stream.liveFrom, hi: lastId })) this.eventsDelivered += parts.length;
+      else this.eventsDropped += parts.length;
       if ((batch.next & 63) === 0 && performance.now() - began > FANOUT_SLICE_MS) break;
     }
     if (batch.next >= batch.streams.length) {

@@ -36,6 +36,12 @@ export interface WriteOptions {
   replicated?: boolean;
   /** Answer only once the cluster's write acknowledgement (cluster.writeAck) is met: /svcapi/write. */
   awaitReplica?: boolean;
+  /**
+   * Who wrote, for the points-written counters of GET /metrics: the HTTP route's pattern
+   * (`req.route`), or a name in parentheses for writes of no route (`(connector backfill)`).
+   * Never sent to the workers nor replicated.
+   */
+  route?: string;
 }
 
 /** Which collections exist and whom they are open to. */

@@ -50,7 +50,7 @@ export function collectionRoutes(deps: CollectionRouteDeps): Route[] {
     handler: async (req) => {
       const contentType = (req.headers['content-type'] ?? 'application/json').toLowerCase();
       // On a cluster with writeAck "one", /svcapi/write (the fsyncing route) also waits for a secondary.
-      const result = await gateway.write(req.grant, req.rawBody!, contentType, mode, req.signal, mode === 'sync' ? { awaitReplica: true } : {});
+      const result = await gateway.write(req.grant, req.rawBody!, contentType, mode, req.signal, mode === 'sync' ? { awaitReplica: true, route: req.route } : { route: req.route });
       return { body: result };
     },
   });

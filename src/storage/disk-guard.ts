@@ -40,6 +40,16 @@ export class DiskGuard {
     if (this.low) throw new ServiceError('INSUFFICIENT_STORAGE', `free disk space is below storage.minFreeBytes (${this.minFreeBytes} bytes); writes are refused, reads go on`);
   }
 
+  /** Free bytes on the data volume now (for GET /metrics), or null when they cannot be read. */
+  freeBytes(): number | null {
+    try {
+      const stats = fs.statfsSync(this.dataDir);
+      return stats.bavail * stats.bsize;
+    } catch {
+      return null;
+    }
+  }
+
   /** Why writes are refused now, or null. */
   problem(): string | null {
     try {

@@ -21,6 +21,7 @@ import type { CollectionDirectory } from './directory.js';
 import type { DiskGuard } from './disk-guard.js';
 import type { Shard, ShardPool } from './shards.js';
 import type { StoreGate } from './store-gate.js';
+import { REPLICATED_WRITES, UNNAMED_WRITES, WriteCounters } from './write-counters.js';
 
 export type WriteRecorder = (body: Uint8Array, contentType: string, mode: WriteMode, options: WriteOptions) => RecordedWrite;
 
@@ -56,6 +57,8 @@ function afterPrefix(out: ResponseStream, prefix: Uint8Array): ResponseStream {
 
 export class ShardGateway implements PointWriter, MonitorSampler, LiveFeed {
   readonly points = new Signal<[points: LivePoints[]]>();
+  /** Points and bytes stored, by route and durability (GET /metrics). */
+  readonly writes = new WriteCounters();
   private readonly recorders: WriteRecorder[] = [];
   /** The live-watched tags per collection, kept to send again to a restarted worker. */
   private readonly liveWatches = new Map<string, string[]>();
@@ -97,6 +100,7 @@ export class ShardGateway implements PointWriter, MonitorSampler, LiveFeed {
     }
     if (!result.success) for (const r of recorded) r.refused();
     else {
+      this.writes.count(options.route ?? (options.replicated ? REPLICATED_WRITES : UNNAMED_WRITES), mode, result.points, body.byteLength);
       for (const r of recorded) {
         const acknowledged = r.stored();
         if (acknowledged && options.awaitReplica) await acknowledged;
@@ -107,7 +111,7 @@ export class ShardGateway implements PointWriter, MonitorSampler, LiveFeed {
 
   private async writeNow(grant: AccessGrant, body: Uint8Array, contentType: string, mode: WriteMode, options: WriteOptions): Promise<WriteResult> {
     this.disk.check();
-    const { defaultScope, replicated: _replicated, awaitReplica: _awaitReplica, ...extra } = options;
+    const { defaultScope, replicated: _replicated, awaitReplica: _awaitReplica, route: _route, ...extra } = options;
     // Bodies only the worker can read (compressed, line protocol) have no scope to peek at.
     const peeked = options.contentEncoding || options.lineProtocol ? {} : peekScope(body, contentType);
     const scope = defaultScope ? { ...defaultScope, ...peeked } : peeked;

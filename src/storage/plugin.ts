@@ -14,6 +14,7 @@ import { CollectionDirectory } from './directory.js';
 import { DiskGuard } from './disk-guard.js';
 import { ShardGateway } from './gateway.js';
 import { Maintenance } from './maintenance.js';
+import { storageMetricSources } from './metrics.js';
 import { queryRoutes } from './query-routes.js';
 import { seriesRoutes } from './series-routes.js';
 import { RenameFollowing } from './rename-following.js';
@@ -94,6 +95,7 @@ export const storagePlugin = definePlugin({
         ...tagMappingRoutes(meta.tagMappings, directory, gateway),
       ],
       entityHooks: following.entityHooks((job) => meta.entities.defer(job)),
+      metrics: storageMetricSources(shards, gateway, disk),
       /** Recovers every shard and reads the collection list; on failure the workers are stopped again. */
       async start() {
         try {

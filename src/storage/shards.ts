@@ -92,6 +92,10 @@ export class Shard {
   private closed = false;
   /** True from a worker's death until its successor answers. */
   restarting = false;
+  /** Workers that died and were replaced since start (GET /metrics). */
+  restarts = 0;
+  /** Bytes of query results that came out of the result ring (GET /metrics). */
+  queryBytes = 0;
   /** Set once the first worker answered; before that, repeated failures mean the shard cannot start. */
   private started = false;
   private failedStarts = 0;
@@ -154,6 +158,7 @@ export class Shard {
     this.pool.on('workerDestroy', () => {
       if (this.closed) return;
       this.restarting = true;
+      this.restarts++;
       setImmediate(() =>
         void this.pool.run({ op: OP.PING }).then(
           () => {
@@ -169,6 +174,19 @@ export class Shard {
   /** Largest write body this shard's request ring takes. */
   get maxBodyBytes(): number {
     return this.requests.maxPayloadBytes;
+  }
+
+  /** The share of the request ring taken by frames the worker has not released yet (0 to 1), read here without asking it. */
+  get requestRingFill(): number {
+    return 1 - this.requests.freeBytes() / this.requests.capacity;
+  }
+
+  /**
+   * What waits on this shard: answers the main thread expects from the worker (writes and query
+   * streams), tasks piscina has not handed to the worker yet, queries waiting for a control slot.
+   */
+  queueDepth(): { answers: number; tasks: number; querySlots: number } {
+    return { answers: this.listeners.size, tasks: this.pool.queueSize, querySlots: this.slotWaiters.length };
   }
 
   /** Bumps the tag-map version seen by this shard's worker. */
@@ -287,7 +305,13 @@ export class Shard {
     // The task's reply can overtake its last frames, so the stream is done only when the end frame has been drained.
     let ended!: () => void;
     const endSeen = new Promise<void>((resolve) => (ended = resolve));
-    this.listeners.set(seq, { chunk: (bytes) => void out.write(bytes), end: () => ended() });
+    this.listeners.set(seq, {
+      chunk: (bytes) => {
+        this.queryBytes += bytes.byteLength;
+        void out.write(bytes);
+      },
+      end: () => ended(),
+    });
     const stopGranting = out.onFlushed((bytes) => {
       Atomics.add(control, creditWord, bytes);
       Atomics.notify(control, creditWord);

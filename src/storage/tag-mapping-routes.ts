@@ -128,7 +128,7 @@ export function tagMappingRoutes(mappings: TagMappingStore, directory: Collectio
         let points = 0;
         for (const { scope, tags } of byCollection.values()) {
           const bytes = Buffer.from(JSON.stringify({ organization: scope.organization, site: scope.site, unit: scope.unit, grid: scope.grid, tags }));
-          const result = await gateway.write(req.grant, bytes, 'application/json', body.mode ?? 'sync', req.signal);
+          const result = await gateway.write(req.grant, bytes, 'application/json', body.mode ?? 'sync', req.signal, { route: req.route });
           if (!result.success) return { body: result };
           points += result.points;
         }
