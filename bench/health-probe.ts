@@ -3,7 +3,8 @@
 // thread so the benchmark's own body encoding (which blocks the main thread for
 // milliseconds) is not counted as server latency.
 
-import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
+import { isMainThread, parentPort, workerData } from 'node:worker_threads';
+import { startWorkerLoop } from './worker-loop.js';
 import { HttpsClient } from './service.js';
 
 interface ProbeData {
@@ -20,17 +21,7 @@ export interface ProbeResult {
 
 /** Starts the probe; `stop()` ends it and hands back every latency (ms). */
 export function startHealthProbe(port: number, ca: string, intervalMs = 10, path = '/ingest/health'): { stop(): Promise<ProbeResult> } {
-  const worker = new Worker(new URL(import.meta.url), { workerData: { port, ca, intervalMs, path } satisfies ProbeData });
-  const result = new Promise<ProbeResult>((resolve, reject) => {
-    worker.once('message', resolve);
-    worker.once('error', reject);
-  });
-  return {
-    stop() {
-      worker.postMessage('stop');
-      return result;
-    },
-  };
+  return startWorkerLoop<ProbeResult>(new URL(import.meta.url), { port, ca, intervalMs, path } satisfies ProbeData);
 }
 
 async function probe({ port, ca, intervalMs, path }: ProbeData): Promise<void> {

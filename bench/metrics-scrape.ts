@@ -18,7 +18,8 @@
  *   npm run bench:metrics -- [--rounds 5] [--seconds 20] [--scrape-interval-ms 1000] [--encoding json|hsw1] [size flags] [--quick]
  */
 
-import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
+import { isMainThread, parentPort, workerData } from 'node:worker_threads';
+import { startWorkerLoop } from './worker-loop.js';
 import { Dataset, hsw1, tagKeyedJson, type Scope } from './dataset.js';
 import { createCollection, scopeFor } from './ours.js';
 import { commandLine, describeReply, int, machine, markdownTable, ms, num, otherLoad, percentiles, Phases, positiveIntOption, runPool, sizeOptions, sleep } from './runner.js';
@@ -47,17 +48,7 @@ interface ScrapeResult {
 
 /** Starts scraping at once; `stop()` ends it and hands back each scrape's latency (ms) and size. */
 function startScraper(data: ScraperData): { stop(): Promise<ScrapeResult> } {
-  const worker = new Worker(new URL(import.meta.url), { workerData: data });
-  const result = new Promise<ScrapeResult>((resolve, reject) => {
-    worker.once('message', resolve);
-    worker.once('error', reject);
-  });
-  return {
-    stop() {
-      worker.postMessage('stop');
-      return result;
-    },
-  };
+  return startWorkerLoop<ScrapeResult>(new URL(import.meta.url), data);
 }
 
 async function scrapeLoop({ port, ca, apiKey, everyMs }: ScraperData): Promise<void> {

@@ -12,7 +12,7 @@ import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { formatFor } from '../../src/metrics/negotiate.js';
 import { startService, type HttpResult, type TestService } from '../api/harness.js';
-import { PrometheusServer, prometheusSkip } from '../support/prometheus-server.js';
+import { Prometheus, prometheusSkip } from '../support/prometheus.js';
 import { waitFor } from '../support/wait-for.js';
 
 const SCOPE = { organization: 'acme', site: 'north', unit: 'boiler-1', grid: 'main' };
@@ -231,28 +231,31 @@ describe('GET /metrics', () => {
   });
 
   describe('a real Prometheus 2.42', { skip: prometheusSkip }, () => {
-    let prometheus: PrometheusServer | null = null;
+    let prometheus: Prometheus | null = null;
     after(() => prometheus?.stop());
 
     test('scrapes it over HTTPS with the service CA and an API key: up is 1 and the historian families are stored', async () => {
-      prometheus = await PrometheusServer.start([
-        {
-          job_name: 'historian',
-          scheme: 'https',
-          metrics_path: '/metrics',
-          tls_config: { ca_file: path.join(svc.dataDir, 'tls', 'ca.crt'), server_name: 'localhost' },
-          authorization: { credentials: apiKey },
-          static_configs: [{ targets: [`127.0.0.1:${svc.port}`] }],
+      prometheus = await Prometheus.start({
+        config: {
+          global: { scrape_interval: '1s' },
+          scrape_configs: [{
+            job_name: 'historian',
+            scheme: 'https',
+            metrics_path: '/metrics',
+            tls_config: { ca_file: path.join(svc.dataDir, 'tls', 'ca.crt'), server_name: 'localhost' },
+            authorization: { credentials: apiKey },
+            static_configs: [{ targets: [`127.0.0.1:${svc.port}`] }],
+          }],
         },
-      ]);
+      });
       const server = prometheus;
-      const explain = async () => `targets: ${await server.targets()}\nprometheus log:\n${server.log}`;
+      const explain = async () => `targets: ${JSON.stringify(await server.api('targets'))}\nprometheus log:\n${server.log}`;
       try {
-        await waitFor(async () => (await server.query('up{job="historian"}'))[0]?.value[1] === '1', 'up{job="historian"} is 1', { timeoutMs: 30_000, intervalMs: 250 });
-        await waitFor(async () => (await server.query('historian_http_requests_total{route="/metrics",status_class="2xx"}')).length > 0, 'the scrapes are counted and stored', { timeoutMs: 30_000, intervalMs: 250 });
-        const written = await server.query('sum(historian_points_written_total{route="/svcapi/write_fast"})');
+        await waitFor(async () => (await server.query('up{job="historian"}')).result[0]?.value[1] === '1', 'up{job="historian"} is 1', { timeoutMs: 30_000, intervalMs: 250 });
+        await waitFor(async () => (await server.query('historian_http_requests_total{route="/metrics",status_class="2xx"}')).result.length > 0, 'the scrapes are counted and stored', { timeoutMs: 30_000, intervalMs: 250 });
+        const written = (await server.query('sum(historian_points_written_total{route="/svcapi/write_fast"})')).result;
         assert.ok(Number(written[0]?.value[1]) >= 27, JSON.stringify(written));
-        const buckets = await server.query('historian_http_request_duration_seconds_bucket{route="/metrics",le="+Inf"}');
+        const buckets = (await server.query('historian_http_request_duration_seconds_bucket{route="/metrics",le="+Inf"}')).result;
         assert.ok(buckets.length > 0, 'the histogram is stored with its buckets');
       } catch (err) {
         throw new Error(`${(err as Error).message}\n${await explain()}`);

@@ -5,11 +5,11 @@
 // the monitor's store, continuous queries and the HTTP access log are off. Plain HTTP: it is a
 // test peer on loopback. `query` returns the parsed JSON answer of `/query`, GET or POST form.
 
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import fs from 'node:fs';
-import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
+import { PeerProcess, startWithRetries, type PeerAnswer } from './peer-process.js';
 import { freePort } from './ports.js';
 
 export const INFLUXD_BIN = '/usr/bin/influxd';
@@ -20,13 +20,7 @@ export const influxdSkip: string | false = fs.existsSync(INFLUXD_BIN) ? false : 
 /** The same for the CLI. */
 export const influxCliSkip: string | false = fs.existsSync(INFLUX_CLI_BIN) ? false : `${INFLUX_CLI_BIN} is not installed (apt-get install influxdb-client; .ci/run does)`;
 
-export interface InfluxAnswer {
-  status: number;
-  headers: http.IncomingHttpHeaders;
-  text: string;
-  /** The parsed JSON body, or undefined when the body is not JSON. */
-  json: any;
-}
+export type InfluxAnswer = PeerAnswer;
 
 /**
  * How the parameters of `/query` travel; InfluxDB reads them from the URL and a form body alike.
@@ -74,29 +68,12 @@ export function queryRequest(q: string, opts: QueryOptions = {}): { method: 'GET
 }
 
 /** One running influxd. */
-export class Influxd {
-  private readonly agent = new http.Agent({ keepAlive: true, maxSockets: 8 });
-  private readonly output: string[] = [];
-  private readonly exited: Promise<void>;
-
-  private constructor(
-    private readonly child: ChildProcess,
-    readonly port: number,
-    readonly dir: string,
-  ) {
-    this.exited = new Promise((resolve) => child.once('exit', () => resolve()));
-    const keep = (chunk: Buffer) => {
-      this.output.push(...chunk.toString().split('\n').filter(Boolean));
-      if (this.output.length > 200) this.output.splice(0, this.output.length - 200);
-    };
-    child.stdout!.on('data', keep);
-    child.stderr!.on('data', keep);
-  }
+export class Influxd extends PeerProcess {
+  protected readonly name = 'influxd';
 
   /** Starts influxd and waits until `/ping` answers 204; tries new ports if the ones picked were taken meanwhile. */
   static async start(): Promise<Influxd> {
-    let lastError: unknown;
-    for (let attempt = 0; attempt < 3; attempt++) {
+    return startWithRetries(async () => {
       const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'influxd-test-'));
       const port = await freePort();
       const rpcPort = await freePort();
@@ -104,54 +81,14 @@ export class Influxd {
       fs.writeFileSync(configFile, influxdConfig({ dir, port, rpcPort }));
       // INFLUXDB_* variables would override the file's settings: none reaches the server.
       const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('INFLUXDB_')));
-      const child = spawn(INFLUXD_BIN, ['-config', configFile], { stdio: ['ignore', 'pipe', 'pipe'], env });
-      const server = new Influxd(child, port, dir);
+      const server = new Influxd(spawn(INFLUXD_BIN, ['-config', configFile], { stdio: ['ignore', 'pipe', 'pipe'], env }), port, dir);
       try {
-        await server.waitReady(30_000);
+        await server.waitReady(30_000, async () => (await server.request('GET', '/ping')).status === 204, 'answering /ping');
         return server;
       } catch (err) {
-        lastError = err;
         await server.stop();
+        throw err;
       }
-    }
-    throw lastError;
-  }
-
-  get url(): string {
-    return `http://127.0.0.1:${this.port}`;
-  }
-
-  /** The last lines influxd wrote (for failure messages). */
-  get log(): string {
-    return this.output.join('\n');
-  }
-
-  /** Any HTTP request to the server. */
-  request(method: string, urlPath: string, body: string | Buffer | null = null, headers: Record<string, string> = {}): Promise<InfluxAnswer> {
-    return new Promise((resolve, reject) => {
-      const req = http.request(
-        { host: '127.0.0.1', port: this.port, method, path: urlPath, agent: this.agent, headers: { ...headers, ...(body !== null ? { 'content-length': String(Buffer.byteLength(body)) } : {}) } },
-        (res) => {
-          const chunks: Buffer[] = [];
-          res.on('data', (c: Buffer) => chunks.push(c));
-          res.on('end', () => {
-            const text = Buffer.concat(chunks).toString('utf8');
-            let json: unknown;
-            if (String(res.headers['content-type'] ?? '').includes('json')) {
-              try {
-                json = JSON.parse(text);
-              } catch {
-                json = undefined;
-              }
-            }
-            resolve({ status: res.statusCode ?? 0, headers: res.headers, text, json });
-          });
-          res.on('error', reject);
-        },
-      );
-      req.on('error', reject);
-      if (body !== null) req.write(body);
-      req.end();
     });
   }
 
@@ -172,33 +109,6 @@ export class Influxd {
       const body = lines.slice(at, at + batchLines).join('\n');
       const res = await this.request('POST', `/write?${new URLSearchParams({ db, precision })}`, body, { 'content-type': 'text/plain; charset=utf-8' });
       if (res.status !== 204) throw new Error(`influxd write to ${db} (lines ${at}..): ${res.status} ${res.text}`);
-    }
-  }
-
-  /** Stops the server (SIGTERM, then SIGKILL after 10 s) and removes its dir. */
-  async stop(): Promise<void> {
-    this.agent.destroy();
-    if (this.child.exitCode === null && this.child.signalCode === null) {
-      this.child.kill('SIGTERM');
-      const timer = setTimeout(() => this.child.kill('SIGKILL'), 10_000);
-      await this.exited;
-      clearTimeout(timer);
-    }
-    fs.rmSync(this.dir, { recursive: true, force: true });
-  }
-
-  private async waitReady(timeoutMs: number): Promise<void> {
-    const until = Date.now() + timeoutMs;
-    for (;;) {
-      if (this.child.exitCode !== null || this.child.signalCode !== null) throw new Error(`influxd exited (${this.child.exitCode ?? this.child.signalCode}) before answering /ping:\n${this.log}`);
-      try {
-        const res = await this.request('GET', '/ping');
-        if (res.status === 204) return;
-      } catch {
-        // not listening yet
-      }
-      if (Date.now() > until) throw new Error(`influxd did not answer /ping within ${timeoutMs} ms:\n${this.log}`);
-      await new Promise((resolve) => setTimeout(resolve, 50));
     }
   }
 }

@@ -6,12 +6,12 @@
 // given as an object and written as YAML; it may depend on the port and dir chosen (a
 // self-scrape names its own address). Plain HTTP: it is a test peer on loopback.
 
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import fs from 'node:fs';
-import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { stringify as toYaml } from 'yaml';
+import { PeerProcess, startWithRetries, type PeerAnswer } from './peer-process.js';
 import { freePort } from './ports.js';
 
 export const PROMETHEUS_BIN = '/usr/bin/prometheus';
@@ -39,41 +39,15 @@ export interface PrometheusOptions {
   readyTimeoutMs?: number;
 }
 
-export interface PrometheusAnswer {
-  status: number;
-  headers: http.IncomingHttpHeaders;
-  text: string;
-  /** The parsed JSON body, or undefined when the body is not JSON. */
-  json: any;
-}
-
-/** Lines of output kept for failure messages. */
-const KEPT_LINES = 300;
+export type PrometheusAnswer = PeerAnswer;
 
 /** One running Prometheus. */
-export class Prometheus {
-  private readonly agent = new http.Agent({ keepAlive: true, maxSockets: 8 });
-  private readonly output: string[] = [];
-  private readonly exited: Promise<void>;
-
-  private constructor(
-    private readonly child: ChildProcess,
-    readonly port: number,
-    readonly dir: string,
-  ) {
-    this.exited = new Promise((resolve) => child.once('exit', () => resolve()));
-    const keep = (chunk: Buffer) => {
-      this.output.push(...chunk.toString().split('\n').filter(Boolean));
-      if (this.output.length > KEPT_LINES) this.output.splice(0, this.output.length - KEPT_LINES);
-    };
-    child.stdout!.on('data', keep);
-    child.stderr!.on('data', keep);
-  }
+export class Prometheus extends PeerProcess {
+  protected readonly name = 'prometheus';
 
   /** Starts Prometheus and waits until `/-/ready` answers 200; tries another port if the one picked was taken meanwhile. */
   static async start(opts: PrometheusOptions): Promise<Prometheus> {
-    let lastError: unknown;
-    for (let attempt = 0; attempt < 3; attempt++) {
+    return startWithRetries(async () => {
       const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'prometheus-test-'));
       const port = await freePort();
       const place: PrometheusPlace = { port, dir, file: (name) => path.join(dir, name) };
@@ -87,52 +61,14 @@ export class Prometheus {
         `--web.listen-address=127.0.0.1:${port}`,
         ...(opts.flags ?? []),
       ];
-      const child = spawn(PROMETHEUS_BIN, args, { stdio: ['ignore', 'pipe', 'pipe'] });
-      const server = new Prometheus(child, port, dir);
+      const server = new Prometheus(spawn(PROMETHEUS_BIN, args, { stdio: ['ignore', 'pipe', 'pipe'] }), port, dir);
       try {
-        await server.waitReady(opts.readyTimeoutMs ?? 30_000);
+        await server.waitReady(opts.readyTimeoutMs ?? 30_000, async () => (await server.request('GET', '/-/ready')).status === 200, 'being ready');
         return server;
       } catch (err) {
-        lastError = err;
         await server.stop();
+        throw err;
       }
-    }
-    throw lastError;
-  }
-
-  get url(): string {
-    return `http://127.0.0.1:${this.port}`;
-  }
-
-  /** The last lines Prometheus wrote (for failure messages). */
-  get log(): string {
-    return this.output.join('\n');
-  }
-
-  /** Any HTTP request to the server. */
-  request(method: string, urlPath: string, body: string | Buffer | null = null, headers: Record<string, string> = {}): Promise<PrometheusAnswer> {
-    return new Promise((resolve, reject) => {
-      const req = http.request(
-        { host: '127.0.0.1', port: this.port, method, path: urlPath, agent: this.agent, headers: { ...headers, ...(body !== null ? { 'content-length': String(Buffer.byteLength(body)) } : {}) } },
-        (res) => {
-          const chunks: Buffer[] = [];
-          res.on('data', (c: Buffer) => chunks.push(c));
-          res.on('end', () => {
-            const text = Buffer.concat(chunks).toString('utf8');
-            let json: unknown;
-            try {
-              json = JSON.parse(text);
-            } catch {
-              json = undefined;
-            }
-            resolve({ status: res.statusCode ?? 0, headers: res.headers, text, json });
-          });
-          res.on('error', reject);
-        },
-      );
-      req.on('error', reject);
-      if (body !== null) req.write(body);
-      req.end();
     });
   }
 
@@ -151,31 +87,5 @@ export class Prometheus {
   /** A range query's result (`/api/v1/query_range`), times in unix seconds. */
   queryRange(promql: string, start: number, end: number, step: number): Promise<any> {
     return this.api('query_range', { query: promql, start: String(start), end: String(end), step: String(step) });
-  }
-
-  /** Stops the server (SIGTERM, then SIGKILL after 10 s) and removes its dir. */
-  async stop(): Promise<void> {
-    this.agent.destroy();
-    if (this.child.exitCode === null && this.child.signalCode === null) {
-      this.child.kill('SIGTERM');
-      const timer = setTimeout(() => this.child.kill('SIGKILL'), 10_000);
-      await this.exited;
-      clearTimeout(timer);
-    }
-    fs.rmSync(this.dir, { recursive: true, force: true });
-  }
-
-  private async waitReady(timeoutMs: number): Promise<void> {
-    const until = Date.now() + timeoutMs;
-    for (;;) {
-      if (this.child.exitCode !== null || this.child.signalCode !== null) throw new Error(`prometheus exited (${this.child.exitCode ?? this.child.signalCode}) before it was ready:\n${this.log}`);
-      try {
-        if ((await this.request('GET', '/-/ready')).status === 200) return;
-      } catch {
-        // not listening yet
-      }
-      if (Date.now() > until) throw new Error(`prometheus was not ready within ${timeoutMs} ms:\n${this.log}`);
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
   }
 }
