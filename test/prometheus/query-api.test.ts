@@ -97,6 +97,27 @@ describe('Prometheus query API', () => {
     assert.equal(jwt.body.data.result[1], '2');
   });
 
+  test('a read-only key queries by GET and POST form and reads remotely; it cannot remote-write', async () => {
+    const made = await svc.post('/svcapi/api_keys', { name: 'grafana', role: 'read-only' }, acmeUser.token);
+    assert.equal(made.status, 201, made.text);
+    const readOnly = basic(made.body.key);
+    for (const method of ['GET', 'POST'] as const) {
+      const res = await api('query', { query: 'count(requests_total)', time: at(T0 + 60_000) }, readOnly, method);
+      assert.equal(res.status, 200, `${method}: ${res.text}`);
+      assert.equal(res.body.data.result[0].value[1], '2');
+    }
+    const read = await svc.request('POST', '/api/v1/read', {
+      rawBody: Buffer.from(snappyCompress(encodeReadRequest({ queries: [{ startTimestampMs: T0, endTimestampMs: T0 + 60_000, matchers: [{ type: 'EQ', name: '__name__', value: 'requests_total' }] }] }))),
+      headers: { 'content-type': 'application/x-protobuf', 'content-encoding': 'snappy', authorization: readOnly },
+    });
+    assert.equal(read.status, 200, read.text);
+    const write = await svc.request('POST', '/api/v1/write?db=acme', {
+      rawBody: Buffer.from(snappyCompress(encodeWriteRequest([series('requests_total', { job: 'api', instance: 'z' }, 1, () => 1)]))),
+      headers: { 'content-type': 'application/x-protobuf', 'content-encoding': 'snappy', authorization: readOnly },
+    });
+    assert.equal(write.status, 403, write.text);
+  });
+
   test('no credentials: 401 in Prometheus\' error shape', async () => {
     const res = await api('query', { query: '1+1' }, null);
     assert.equal(res.status, 401);
