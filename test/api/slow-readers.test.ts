@@ -314,6 +314,30 @@ describe('large results and slow readers', { timeout: 240_000 }, () => {
     await queryWorks();
   });
 
+  test('PromQL answers stream at the reader\'s pace: a slow reader gets them byte-exact, a paused one is cut, a vanishing one leaves the shard free', async () => {
+    // BIG has no labels: in PromQL it is the metric `BIG`. A range vector of all its points (~30 MB).
+    const at = (T0 + POINTS * 1000) / 1000;
+    const q = `/api/v1/query?${new URLSearchParams({ query: `BIG[${POINTS + 10}s]`, time: String(at) })}`;
+    const fast = await read(svc, q, { token: admin }).done;
+    assert.equal(fast.status, 200);
+    assert.ok(fast.complete);
+    const answer = JSON.parse(fast.bytes.toString('utf8'));
+    assert.equal(answer.data.resultType, 'matrix');
+    assert.equal(answer.data.result[0].values.length, POINTS);
+    assert.deepEqual(answer.data.result[0].values[7], [(T0 + 7000) / 1000, String(data.values[7])]);
+    const slow = read(svc, q, { token: readOnly, rate: 8 << 20 });
+    await writeWorks();
+    await queryWorks();
+    const slowly = await slow.done;
+    assert.ok(slowly.complete);
+    assert.ok(slowly.bytes.equals(fast.bytes), 'the slow reader got the same bytes');
+    await pausedReaderIsCut(q);
+    const gone = await read(svc, q, { token: admin, vanishAfter: 2 << 20 }).done;
+    assert.equal(gone.error, 'vanished');
+    await writeWorks();
+    await queryWorks();
+  });
+
   test('vanishing readers cancel their queries; the next request on the shard answers normally', async () => {
     for (const accept of [undefined, 'application/msgpack', 'text/csv']) {
       const gone = await read(svc, rawPath, { token: admin, vanishAfter: 3 << 20, accept }).done;
