@@ -270,5 +270,3 @@ export function prometheusRoutes(source: SeriesSource, credentials: InfluxCreden
     },
   ];
 }
-
-export { METRIC_NAME };

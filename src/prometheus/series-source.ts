@@ -195,5 +195,3 @@ function valueOf(labels: Labels, name: string): string {
   for (const [k, v] of labels) if (k === name) return v;
   return '';
 }
-
-export { keyOf };

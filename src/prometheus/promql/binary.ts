@@ -9,10 +9,6 @@ import { executionError, mergeEqualLabels, newSeries, SeriesBuilder, type Instan
 
 const COMPARISONS = new Set<BinaryOp>(['==', '!=', '>', '<', '>=', '<=']);
 
-export function isComparison(op: BinaryOp): boolean {
-  return COMPARISONS.has(op);
-}
-
 /** Go's math.Mod: the result has the sign of the dividend (as JavaScript's %). */
 function arithmetic(op: BinaryOp, l: number, r: number): number {
   switch (op) {

@@ -8,7 +8,7 @@
 
 import type { AggregateExpr, AtModifier, Call, Expr, LabelMatcher, SubqueryExpr, VectorSelector } from './ast.js';
 import { aggregate } from './aggregate.js';
-import { isComparison, scalarBinary, vectorBinary, vectorScalar } from './binary.js';
+import { scalarBinary, vectorBinary, vectorScalar } from './binary.js';
 import { clamp, histogramQuantile, isMathFunction, labelJoin, labelReplace, mapValues, mathFunction, round } from './instant-functions.js';
 import type { PromqlGroupOp, PromqlWindowStep } from '../../../shared/aggregator-spec.js';
 import { LOOKBACK, lookbackSteps, slideWindow, WINDOW_FUNCTIONS } from '../../../shared/promql-windows.js';
@@ -507,5 +507,3 @@ function withoutStaleMarkers(s: RawSeries): RawSeries {
   }
   return { labels: s.labels, ts, values };
 }
-
-export { isComparison };

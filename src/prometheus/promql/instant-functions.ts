@@ -3,7 +3,6 @@
 // label_join, and histogram_quantile over classic `le` buckets.
 
 import { drop, get, keyOf, set, withoutName, type Labels } from '../labels.js';
-import { quantileOfSorted } from '../../../shared/promql-windows.js';
 import { executionError, mergeEqualLabels, newSeries, type InstantVector, type ScalarValue, type StepSeries } from './values.js';
 
 const LABEL_NAME = /^[a-zA-Z_][a-zA-Z0-9_]*$/;
@@ -183,5 +182,3 @@ export function parseGoFloat(text: string): number | undefined {
   if (!/^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$/.test(t) && !/^[+-]?0[xX][0-9a-fA-F]+$/.test(t)) return undefined;
   return Number(t);
 }
-
-export { quantileOfSorted };

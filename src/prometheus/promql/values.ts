@@ -4,7 +4,7 @@
 // vectors (raw samples and a window) exist only as function arguments and as the answer of an
 // instant query that asks for one.
 
-import { formatLabels, keyOf, type Labels } from '../labels.js';
+import { keyOf, type Labels } from '../labels.js';
 
 /** The evaluation times: start, start + step, …, start + (count - 1) × step (ms). */
 export class Grid {
@@ -150,8 +150,4 @@ export function mergeEqualLabels(series: StepSeries[]): StepSeries[] {
     }
   }
   return merged ? [...byKey.values()] : series;
-}
-
-export function describe(labels: Labels): string {
-  return formatLabels(labels);
 }
