@@ -247,6 +247,22 @@ export function lookbackSteps(
   }
 }
 
+/** Samples 0..count-1 without the stale markers among them (the same arrays when there is none). */
+export function withoutStaleMarkers(ts: Float64Array, values: Float64Array, count: number): { ts: Float64Array; values: Float64Array; count: number } {
+  let stale = 0;
+  for (let k = 0; k < count; k++) if (isStaleMarker(values[k]!)) stale++;
+  if (stale === 0) return { ts, values, count };
+  const keptTs = new Float64Array(count - stale);
+  const keptValues = new Float64Array(count - stale);
+  let n = 0;
+  for (let k = 0; k < count; k++) {
+    if (isStaleMarker(values[k]!)) continue;
+    keptTs[n] = ts[k]!;
+    keptValues[n++] = values[k]!;
+  }
+  return { ts: keptTs, values: keptValues, count: n };
+}
+
 /** Whether `fn` names a window function. */
 export function isWindowFunction(fn: string): boolean {
   return WINDOW_FUNCTIONS.has(fn);
@@ -269,21 +285,7 @@ export function slideWindow(
   arg: (i: number) => number,
   emit: (step: number, value: number) => void,
 ): void {
-  let stale = 0;
-  for (let k = 0; k < count; k++) if (isStaleMarker(values[k]!)) stale++;
-  if (stale > 0) {
-    const keptTs = new Float64Array(count - stale);
-    const keptValues = new Float64Array(count - stale);
-    let n = 0;
-    for (let k = 0; k < count; k++) {
-      if (isStaleMarker(values[k]!)) continue;
-      keptTs[n] = ts[k]!;
-      keptValues[n++] = values[k]!;
-    }
-    ts = keptTs;
-    values = keptValues;
-    count = n;
-  }
+  ({ ts, values, count } = withoutStaleMarkers(ts, values, count));
   let resets: Int32Array | null = null;
   if (COUNTER_FUNCTIONS.has(fn)) {
     if (resetScratch.length < count) resetScratch = new Int32Array(Math.max(count, 2 * resetScratch.length));

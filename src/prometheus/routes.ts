@@ -60,11 +60,13 @@ function one(params: Record<string, string[]>, name: string): string | undefined
   return params[name]?.[0];
 }
 
+/** Seconds as a decimal number (the times and durations of the parameters). */
+const DECIMAL = /^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$/;
 const RFC3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/i;
 
 /** A time as Prometheus reads it: unix seconds with decimals (ms kept), or RFC 3339. */
 export function parseTime(text: string, name: string): number {
-  if (/^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$/.test(text)) {
+  if (DECIMAL.test(text)) {
     const seconds = Number(text);
     const whole = Math.trunc(seconds);
     return whole * 1000 + Math.round((seconds - whole) * 1000);
@@ -78,7 +80,7 @@ export function parseTime(text: string, name: string): number {
 
 /** A duration parameter: seconds with decimals, or a PromQL duration (`5m`, `1h30m`). */
 function durationParam(text: string, name: string): number {
-  if (/^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$/.test(text)) return Math.round(Number(text) * 1000);
+  if (DECIMAL.test(text)) return Math.round(Number(text) * 1000);
   try {
     return parseDuration(text);
   } catch {

@@ -11,9 +11,9 @@ import { aggregate } from './aggregate.js';
 import { scalarBinary, vectorBinary, vectorScalar } from './binary.js';
 import { clamp, histogramQuantile, isMathFunction, labelJoin, labelReplace, mapValues, mathFunction, round } from './instant-functions.js';
 import type { PromqlGroupOp, PromqlWindowStep } from '../../../shared/aggregator-spec.js';
-import { LOOKBACK, lookbackSteps, slideWindow, WINDOW_FUNCTIONS } from '../../../shared/promql-windows.js';
+import { LOOKBACK, lookbackSteps, slideWindow, WINDOW_FUNCTIONS, withoutStaleMarkers } from '../../../shared/promql-windows.js';
 import { drop, fromMap, keep, METRIC_NAME, withoutName, type Labels } from '../labels.js';
-import { executionError, Grid, isStaleMarker, mergeEqualLabels, newSeries, PromQLError, type InstantVector, type RangeVector, type RawSeries, type ScalarValue, type StepSeries, type Value } from './values.js';
+import { executionError, Grid, mergeEqualLabels, newSeries, PromQLError, type InstantVector, type RangeVector, type RawSeries, type ScalarValue, type StepSeries, type Value } from './values.js';
 
 export const LOOKBACK_MS = 5 * 60_000;
 /** A subquery without a step uses the default evaluation interval (Prometheus' global default). */
@@ -308,7 +308,11 @@ class Evaluator {
   private rangeOf(selector: VectorSelector, rangeMs: number): RangeVector {
     const fixed = resolveAt(selector.at, this.query);
     const offset = selector.offsetMs;
-    const series = (this.data.get(selector) ?? []).map(withoutStaleMarkers);
+    // Stale markers are no samples of a range (the instant query's matrix answer shows none).
+    const series = (this.data.get(selector) ?? []).map((s) => {
+      const kept = withoutStaleMarkers(s.ts, s.values, s.ts.length);
+      return { labels: s.labels, ts: kept.ts, values: kept.values };
+    });
     return { kind: 'matrix', series, rangeMs, windowEnd: fixed !== null ? () => fixed - offset : (t) => t - offset, matchers: selector.matchers };
   }
 
@@ -491,19 +495,4 @@ function absentLabels(arg: Expr): Labels {
   }
   for (const name of removed) map.delete(name);
   return fromMap(map);
-}
-
-function withoutStaleMarkers(s: RawSeries): RawSeries {
-  let stale = 0;
-  for (let i = 0; i < s.values.length; i++) if (isStaleMarker(s.values[i]!)) stale++;
-  if (stale === 0) return s;
-  const ts = new Float64Array(s.ts.length - stale);
-  const values = new Float64Array(ts.length);
-  let k = 0;
-  for (let i = 0; i < s.values.length; i++) {
-    if (isStaleMarker(s.values[i]!)) continue;
-    ts[k] = s.ts[i]!;
-    values[k++] = s.values[i]!;
-  }
-  return { labels: s.labels, ts, values };
 }
