@@ -182,6 +182,15 @@ export class ClauseParser extends ExpressionParser {
     throw plain('expected number argument in fill()');
   }
 
+  /** What SHOW statements end with: `[WHERE …] [ORDER BY …] [LIMIT n] [OFFSET n]` (the order is parsed and not used). */
+  listTail(): { condition: Expr | null; limit: number; offset: number } {
+    const condition = this.condition();
+    this.orderBy();
+    const limit = this.optionalInt('LIMIT');
+    const offset = this.optionalInt('OFFSET');
+    return { condition, limit, offset };
+  }
+
   /** ORDER BY: true for `time DESC`. */
   orderBy(): boolean {
     if (!this.accept('ORDER')) return false;

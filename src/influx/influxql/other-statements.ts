@@ -90,13 +90,18 @@ function fromOrWhere(p: ClauseParser, what: string): Statement {
   return unsupported(what);
 }
 
-export function dropSubscription(p: ClauseParser): Statement {
+/** `<name> ON <db>.<rp>`: what names a subscription. */
+function subscriptionTarget(p: ClauseParser): void {
   p.ident();
   p.expect('ON');
   p.ident();
   const dot = p.scan();
   if (dot.kind !== '.') throw found(dot, ['.']);
   p.ident();
+}
+
+export function dropSubscription(p: ClauseParser): Statement {
+  subscriptionTarget(p);
   return unsupported('DROP SUBSCRIPTION');
 }
 
@@ -170,12 +175,7 @@ export function alterRetentionPolicy(p: ClauseParser): Statement {
 }
 
 export function createSubscription(p: ClauseParser): Statement {
-  p.ident();
-  p.expect('ON');
-  p.ident();
-  const dot = p.scan();
-  if (dot.kind !== '.') throw found(dot, ['.']);
-  p.ident();
+  subscriptionTarget(p);
   p.expect('DESTINATIONS');
   const mode = p.next();
   if (mode.kind !== 'ALL' && mode.kind !== 'ANY') throw found(mode, ['ALL', 'ANY']);

@@ -158,20 +158,14 @@ class Parser extends ClauseParser {
       const source = this.source(false)!;
       measurement = source.regex !== null ? { op: '=~', value: source.regex } : { op: '=', value: source.name! };
     }
-    const condition = this.condition();
-    this.orderBy();
-    const limit = this.optionalInt('LIMIT');
-    const offset = this.optionalInt('OFFSET');
+    const { condition, limit, offset } = this.listTail();
     return { kind: 'show-measurements', database, measurement, condition, limit, offset };
   }
 
   showTagKeys(): ShowTagKeys {
     const database = this.onDatabase();
     const sources = this.fromSources();
-    const condition = this.condition();
-    this.orderBy();
-    const limit = this.optionalInt('LIMIT');
-    const offset = this.optionalInt('OFFSET');
+    const { condition, limit, offset } = this.listTail();
     // SLIMIT and SOFFSET are parsed as InfluxDB does; the subset does not use them.
     this.optionalInt('SLIMIT');
     this.optionalInt('SOFFSET');
@@ -186,10 +180,7 @@ class Parser extends ClauseParser {
     const database = this.onDatabase();
     const sources = this.fromSources();
     const key = this.withKey();
-    const condition = this.condition();
-    this.orderBy();
-    const limit = this.optionalInt('LIMIT');
-    const offset = this.optionalInt('OFFSET');
+    const { condition, limit, offset } = this.listTail();
     const statement: ShowTagValues = { kind: 'show-tag-values', database, sources, key, condition, limit, offset };
     return statement;
   }
@@ -208,10 +199,7 @@ class Parser extends ClauseParser {
     if (this.accept('CARDINALITY')) return cardinality(this, exact ? 'SHOW SERIES EXACT CARDINALITY' : 'SHOW SERIES CARDINALITY');
     const database = this.onDatabase();
     const sources = this.fromSources();
-    const condition = this.condition();
-    this.orderBy();
-    const limit = this.optionalInt('LIMIT');
-    const offset = this.optionalInt('OFFSET');
+    const { condition, limit, offset } = this.listTail();
     const statement: ShowSeries = { kind: 'show-series', database, sources, condition, limit, offset };
     return statement;
   }
