@@ -13,6 +13,7 @@ import { ServiceClock } from './clock.js';
 import { clusterPlugin } from './cluster/plugin.js';
 import { ConfigError, loadConfig, type Config } from './config.js';
 import { connectorPlugin } from './connector/plugin.js';
+import { consolePlugin } from './console/plugin.js';
 import { claimDataDir, type DataDirLock } from './data-dir.js';
 import { entitiesPlugin } from './entities/plugin.js';
 import { blobsPlugin } from './files/plugin.js';
@@ -62,6 +63,7 @@ export const PLUGINS: readonly Plugin<any, any>[] = [
   proxiesPlugin,
   clusterPlugin,
   metricsPlugin,
+  consolePlugin,
 ];
 
 export interface RunningService {

@@ -1,0 +1,73 @@
+// The console's static files (built by ui/build.ts into dist/ui-assets), read once at start and
+// kept in memory with their compressed forms: the whole console is a few hundred kilobytes, and
+// a file read, hashed and compressed per request would cost more than it saves.
+
+import { createHash } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import zlib from 'node:zlib';
+
+export interface Asset {
+  readonly contentType: string;
+  /** `no-cache` for index.html and unhashed names; a year, immutable, for content-hashed names. */
+  readonly cacheControl: string;
+  /** Per content coding (`identity`, `br`, `gzip`): the bytes and their strong ETag. */
+  readonly encodings: ReadonlyMap<Coding, { body: Buffer; etag: string }>;
+}
+
+export type Coding = 'identity' | 'br' | 'gzip';
+
+const TYPES: Record<string, string> = {
+  '.html': 'text/html; charset=utf-8',
+  '.js': 'text/javascript; charset=utf-8',
+  '.css': 'text/css; charset=utf-8',
+  '.svg': 'image/svg+xml',
+  '.png': 'image/png',
+  '.json': 'application/json',
+  '.map': 'application/json',
+};
+
+/** Names carrying their content hash (`console-0592fc25f812.js`) never change content. */
+const HASHED = /-[0-9a-f]{12}\.[a-z]+$/;
+
+/** Below this size compression does not pay for its header and the work of the client. */
+const COMPRESS_FROM = 512;
+
+/** The files of `dir` by name; throws when the console was not built. */
+export function loadAssets(dir: string): Map<string, Asset> {
+  if (!fs.existsSync(path.join(dir, 'index.html'))) throw new Error(`the console is not built (${dir}/index.html is missing): run npm run build`);
+  const assets = new Map<string, Asset>();
+  for (const name of fs.readdirSync(dir)) {
+    const type = TYPES[path.extname(name)];
+    if (!type) continue;
+    const body = fs.readFileSync(path.join(dir, name));
+    const hash = createHash('sha256').update(body).digest('base64url').slice(0, 22);
+    const encodings = new Map<Coding, { body: Buffer; etag: string }>([['identity', { body, etag: `"${hash}"` }]]);
+    if (body.length >= COMPRESS_FROM && !type.startsWith('image/png')) {
+      const br = zlib.brotliCompressSync(body, { params: { [zlib.constants.BROTLI_PARAM_QUALITY]: 11, [zlib.constants.BROTLI_PARAM_SIZE_HINT]: body.length } });
+      const gzip = zlib.gzipSync(body, { level: 9 });
+      if (br.length < body.length) encodings.set('br', { body: br, etag: `"${hash}-br"` });
+      if (gzip.length < body.length) encodings.set('gzip', { body: gzip, etag: `"${hash}-gz"` });
+    }
+    const cacheControl = HASHED.test(name) ? 'public, max-age=31536000, immutable' : 'no-cache';
+    assets.set(name, { contentType: type, cacheControl, encodings });
+  }
+  return assets;
+}
+
+/** The coding to send for an `Accept-Encoding` header: br, then gzip, then none (q=0 refuses one). */
+export function chooseCoding(accept: string | undefined, available: ReadonlyMap<Coding, unknown>): Coding {
+  if (!accept) return 'identity';
+  const refused = new Set<string>();
+  const offered = new Set<string>();
+  for (const part of accept.toLowerCase().split(',')) {
+    const [name = '', ...params] = part.trim().split(';');
+    const q = params.map((p) => p.trim()).find((p) => p.startsWith('q='));
+    if (q && Number(q.slice(2)) === 0) refused.add(name.trim());
+    else offered.add(name.trim());
+  }
+  for (const coding of ['br', 'gzip'] as const) {
+    if (available.has(coding) && !refused.has(coding) && (offered.has(coding) || (offered.has('*') && !refused.has(coding)))) return coding;
+  }
+  return 'identity';
+}

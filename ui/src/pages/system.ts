@@ -1,0 +1,8 @@
+// The System page (stub until it is written).
+
+import type { AppContext, View } from '../app.js';
+import { h } from '../dom.js';
+
+export function openSystem(_ctx: AppContext, _params: URLSearchParams): View {
+  return { root: h('section', {}, h('h1', {}, 'System')), dispose() {} };
+}
