@@ -33,7 +33,7 @@ function servedKeyHash(port: number, ca: string): Promise<string> {
 }
 
 /** A browser that trusts exactly the key `svc` serves. */
-export async function launchFor(svc: TestService): Promise<Browser> {
+export async function launchFor(svc: Pick<TestService, 'port' | 'ca'>): Promise<Browser> {
   const spki = await servedKeyHash(svc.port, svc.ca);
   return chromium.launch({ executablePath: CHROMIUM, args: [...CHROMIUM_FLAGS, `--ignore-certificate-errors-spki-list=${spki}`], timeout: 60_000 });
 }
