@@ -6,7 +6,7 @@
 import type { AppContext, View } from '../app.js';
 import { h } from '../dom.js';
 import { dateTime, value } from '../format.js';
-import { cell, dataTable, errorText, Panel, sevBadge, when, type Column } from '../status/parts.js';
+import { cell, dataTable, errorText, Panel, setText, sevBadge, when, type Column } from '../status/parts.js';
 import { repeat } from '../status/repeat.js';
 
 /** WIRE.md part 2 "Monitor": an alarm event. */
@@ -167,7 +167,7 @@ export function openAlarms(ctx: AppContext, params: URLSearchParams): View {
       // The header's count follows what this page sees, without waiting for the shell's own timer.
       if (lastActiveCount !== null && lastActiveCount !== answer.total_count) ctx.refreshCounts();
       lastActiveCount = answer.total_count;
-      activeCount.textContent = `${answer.total_count} unresolved`;
+      setText(activeCount, `${answer.total_count} unresolved`);
       active.show(JSON.stringify([events, [...pending]]), () => drawActive(events));
     } catch (err) {
       active.fail(err, 'Could not load the active events');
@@ -187,7 +187,7 @@ export function openAlarms(ctx: AppContext, params: URLSearchParams): View {
       }
       previous.disabled = asked.offset === 0;
       next.disabled = !answer.has_more;
-      pageInfo.textContent = answer.events.length === 0 ? '' : `${asked.offset + 1}–${asked.offset + answer.events.length} of ${answer.total_count}`;
+      setText(pageInfo, answer.events.length === 0 ? '' : `${asked.offset + 1}–${asked.offset + answer.events.length} of ${answer.total_count}`);
       recent.show(JSON.stringify([asked, answer]), () => drawRecent(answer.events));
     } catch (err) {
       recent.fail(err, 'Could not load the recent events');

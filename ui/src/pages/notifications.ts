@@ -5,7 +5,7 @@
 
 import type { AppContext, Notification, View } from '../app.js';
 import { h } from '../dom.js';
-import { errorText, Panel, sevBadge, updateAgo, when } from '../status/parts.js';
+import { errorText, Panel, setText, sevBadge, updateAgo, when } from '../status/parts.js';
 import { repeat } from '../status/repeat.js';
 
 const BASE = '/svcapi/notifications';
@@ -57,10 +57,10 @@ export function openNotifications(ctx: AppContext, _params: URLSearchParams): Vi
     try {
       const { count } = await ctx.api.get<{ count: number }>(`${BASE}/unread-count`, undefined, signal);
       unread.dataset.count = String(count);
-      unread.textContent = count === 0 ? 'No unread notifications' : `${count} unread`;
+      setText(unread, count === 0 ? 'No unread notifications' : `${count} unread`);
       markAll.disabled = count === 0;
     } catch (err) {
-      if (!signal.aborted) unread.textContent = `Unread count unavailable: ${errorText(err)}`;
+      if (!signal.aborted) setText(unread, `Unread count unavailable: ${errorText(err)}`);
     }
   };
   const counts = repeat(refreshUnread, COUNT_POLL_MS);

@@ -92,6 +92,11 @@ export function updateAgo(root: HTMLElement): void {
 export const errorText = (err: unknown): string =>
   err instanceof ApiError ? `${err.message} (${err.status})` : err instanceof Error ? err.message : String(err);
 
+/** Sets a text only when it changes: rewriting a live region with the same words makes screen readers repeat them. */
+export function setText(node: HTMLElement, text: string): void {
+  if (node.textContent !== text) node.textContent = text;
+}
+
 export const isAbort = (err: unknown): boolean => err instanceof DOMException && err.name === 'AbortError';
 
 /** A section of a page: a heading, a body replaced on each load, and its own error line. */
@@ -132,7 +137,7 @@ export class Panel {
   }
 
   setError(text: string): void {
-    if (this.error.textContent !== text) this.error.textContent = text;
+    setText(this.error, text);
     this.error.hidden = text === '';
   }
 }
