@@ -145,6 +145,14 @@ describe('console: Alarms, Notifications and System pages (Chromium)', () => {
     // The keyboard stays in the table: focus moves to the remaining button.
     await waitFor(async () => (await page.evaluate<string | null>("document.activeElement?.getAttribute('data-ack') ?? null")) === events.pi.id, 'focus moves to the next Acknowledge button', live);
     assert.equal(await headerBadge(page, 'Alarms'), '2', 'acknowledged events are still unresolved');
+
+    // Recent events filtered by status; the filter is in the URL, so a link reopens it.
+    await page.getByLabel('Status').selectOption('acknowledged');
+    const recent = page.locator('#alarms-recent tr[data-event]');
+    await waitFor(async () => (await recent.count()) === 1 && (await recent.first().getAttribute('data-event')) === events.ti.id, 'the recent events show only the acknowledged one', live);
+    assert.match(page.url(), /#\/alarms\?status=acknowledged$/);
+    await page.getByLabel('Status').selectOption('');
+    await waitFor(async () => (await recent.count()) === 2, 'every status again', live);
     await screenshot(page, shotDir, 'alarms-1280-light');
     fs.copyFileSync(path.join(shotDir, 'alarms-1280-light.png'), path.join(SHOTS, 'alarms.png'));
     await assertClean(op);
@@ -191,6 +199,12 @@ describe('console: Alarms, Notifications and System pages (Chromium)', () => {
     assert.equal(await plainItem.getByRole('link', { name: 'Shift report ready' }).getAttribute('href'), `${svc.baseUrl}/ui/#/system`);
     assert.equal(await page.locator('li.note').first().getAttribute('data-id'), String(plain.body.id), 'the newest is on top');
     await waitFor(async () => (await shown.getAttribute('data-count')) === String(await unreadCount(operator.token)), 'the unread count follows the new ones', live);
+
+    await page.getByRole('button', { name: 'Mark all read' }).click();
+    await waitFor(async () => (await page.locator('li.note[data-read="false"]').count()) === 0, 'every row shows as read', live);
+    assert.equal(await unreadCount(operator.token), 0, 'the API counts none unread');
+    await waitFor(async () => (await shown.getAttribute('data-count')) === '0', 'the page counts none unread', live);
+    await waitFor(async () => (await headerBadge(page, 'Notifications')) === '', 'the header badge goes away', live);
     await assertClean(op);
   });
 
