@@ -99,6 +99,28 @@ export async function chartInfo(chart: Locator): Promise<ChartInfo> {
   };
 }
 
+/**
+ * Pixels of series `n`'s colour (--series-n) in single columns of the chart's canvas, at
+ * fractions of the plot's width: whether a line is drawn there.
+ */
+export async function lineHits(page: Page, n: number, fractions: number[]): Promise<number[]> {
+  return page.evaluate<number[]>(`(() => {
+    const canvas = document.querySelector('.trend-chart canvas');
+    const over = document.querySelector('.trend-chart .u-over').getBoundingClientRect();
+    const box = canvas.getBoundingClientRect();
+    const scale = canvas.width / box.width;
+    const hex = getComputedStyle(document.documentElement).getPropertyValue('--series-${n}').trim();
+    const rgb = [1, 3, 5].map((i) => parseInt(hex.slice(i, i + 2), 16));
+    return ${JSON.stringify(fractions)}.map((f) => {
+      const x = Math.round((over.left - box.left + f * over.width) * scale);
+      const px = canvas.getContext('2d').getImageData(x, 0, 1, canvas.height).data;
+      let hits = 0;
+      for (let i = 0; i < px.length; i += 4) if (Math.abs(px[i] - rgb[0]) + Math.abs(px[i + 1] - rgb[1]) + Math.abs(px[i + 2] - rgb[2]) < 90) hits++;
+      return hits;
+    });
+  })()`);
+}
+
 /** Signs in through the console's form (the page shows it for any URL without a session). */
 export async function signIn(page: Page, url: string, email: string, password: string): Promise<void> {
   await page.goto(url);

@@ -13,7 +13,7 @@ import { accountHelpers, USER_PASSWORD } from '../api/accounts.js';
 import { ADMIN_EMAIL, ADMIN_PASSWORD, startService, tempDir, type TestService } from '../api/harness.js';
 import { waitFor } from '../support/wait-for.js';
 import { CHROMIUM, launchFor } from './chromium.js';
-import { chartInfo, expectedDraw, hashParams, idOf, localTime, PageProblems, series, signIn, type ChartInfo, type Points } from './console-trends-support.js';
+import { chartInfo, expectedDraw, hashParams, idOf, lineHits, localTime, PageProblems, series, signIn, type ChartInfo, type Points } from './console-trends-support.js';
 
 const BOILER = { organization: 'trendco', site: 'north', unit: 'boiler', grid: 'g1' };
 const TURBINE = { organization: 'trendco', site: 'north', unit: 'turbine', grid: 'g1' };
@@ -133,6 +133,13 @@ describe('console Trends page in a real browser', () => {
     const info = await ready(chart());
     await matchesWritten(chart(), info);
     assert.deepEqual(info.gaps, [1, 0], 'TI-101 breaks once, across its hole; FI-303 does not');
+    // And the canvas shows it: no TI-101 colour in the middle of its hole, some where it has data.
+    const last = written['TI-101']!.at(-1)![0];
+    const frac = (age: number) => (last - age - info.from) / (info.to - info.from);
+    const hole = [0.2, 0.5, 0.8].map((f) => frac(HOLE[0] + f * (HOLE[1] - HOLE[0])));
+    const hits = await lineHits(page, 1, [...hole, frac(10 * 60_000), frac(50 * 60_000)]);
+    assert.deepEqual(hits.slice(0, 3), [0, 0, 0], 'no line across the hole');
+    assert.ok(hits[3]! > 0 && hits[4]! > 0, `the line where there is data (${hits})`);
     assert.equal(info.to - info.from, 3_600_000, 'the default range is the last hour');
     const params = hashParams(page);
     assert.deepEqual(params.getAll('s'), [`${idOf(BOILER)}/TI-101`, `${idOf(TURBINE)}/FI-303`]);
@@ -141,6 +148,15 @@ describe('console Trends page in a real browser', () => {
     // Two chips, each removable.
     assert.equal(await page.getByRole('button', { name: `Remove ${TI}`, exact: true }).count(), 1);
     assert.equal(await page.getByRole('button', { name: `Remove ${FI}`, exact: true }).count(), 1);
+
+    // The collection filter narrows an empty search (every series) to one collection.
+    await search.fill('');
+    await waitFor(async () => (await page.getByRole('checkbox').count()) === 4, 'an empty search lists every series');
+    await page.getByLabel('Collection', { exact: true }).selectOption(idOf(BOILER));
+    await waitFor(async () => (await page.locator('.series-count').textContent()) === '2 of 2 series', 'two series in the boiler collection');
+    assert.deepEqual((await page.getByRole('checkbox').evaluateAll((els: any[]) => els.map((e) => e.getAttribute('aria-label')))).sort(),
+      [`PI-202 (${idOf(BOILER)})`, TI]);
+    assert.equal(await page.getByRole('checkbox', { name: TI, exact: true }).isChecked(), true, 'a picked series shows as picked');
   });
 
   test('readable at 1280×720 in light and dark: no horizontal overflow; screenshots', async () => {
@@ -208,6 +224,39 @@ describe('console Trends page in a real browser', () => {
     assert.equal(await preset.getAttribute('aria-pressed'), 'true');
   });
 
+  test('keyboard: ← on the focused chart pans half a range; an absolute range applies from the form', async () => {
+    const before = await ready(chart());
+    const span = before.to - before.from;
+    await chart().focus();
+    await page.keyboard.press('ArrowLeft');
+    await waitFor(() => hashParams(page).has('from'), 'the URL gets from/to');
+    let params = hashParams(page);
+    assert.deepEqual([Number(params.get('from')), Number(params.get('to'))], [before.from - span / 2, before.to - span / 2]);
+    await ready(chart(), (i) => i.from === before.from - span / 2 && i.to === before.to - span / 2, 'the chart moved half a range earlier');
+
+    // 20 minutes about 50 minutes ago, typed into the form and submitted with Enter.
+    const from = Math.floor((Date.now() - 50 * 60_000) / 60_000) * 60_000;
+    const to = from + 20 * 60_000;
+    await page.getByLabel('From', { exact: true }).fill(localTime(from).replace(' ', 'T'));
+    await page.getByLabel('To', { exact: true }).fill(localTime(to).replace(' ', 'T'));
+    await page.getByLabel('To', { exact: true }).press('Enter');
+    await waitFor(() => hashParams(page).get('from') === String(from), 'the URL holds the typed range');
+    params = hashParams(page);
+    assert.equal(params.get('to'), String(to));
+    const info = await ready(chart(), (i) => i.from === from && i.to === to, 'the chart shows the typed range');
+    await matchesWritten(chart(), info);
+
+    // Zoom out: twice the range around the same middle.
+    await page.getByRole('button', { name: 'Zoom out', exact: true }).click();
+    await waitFor(() => hashParams(page).get('from') === String(from - 10 * 60_000), 'the URL holds the doubled range');
+    assert.equal(hashParams(page).get('to'), String(to + 10 * 60_000));
+    await matchesWritten(chart(), await ready(chart(), (i) => i.from === from - 10 * 60_000, 'the chart shows the doubled range'));
+
+    // Back to a preset, by keyboard.
+    await page.getByRole('button', { name: '15m', exact: true }).press('Enter');
+    await ready(chart(), (i) => i.to - i.from === 15 * 60_000, 'a 15 minute chart again');
+  });
+
   test('a link opens the same chart in a new page (signed in again); its CSV holds exactly the written points of the range', async () => {
     const other = await context.newPage();
     problems.watch(other, 'link page');
@@ -224,6 +273,12 @@ describe('console Trends page in a real browser', () => {
     const rows = (tag: string) => written[tag]!.filter(([t]) => t >= from && t <= to).map(([t, v]) => `${t},${tag},${v}\r\n`);
     assert.ok(rows('TI-101').length > 10 && rows('FI-303').length > 10, 'the range holds points of both');
     assert.equal(text, `time,tag,value\r\n${rows('TI-101').join('')}${rows('FI-303').join('')}`);
+
+    // Removing a chip removes the series from the chart and the URL.
+    await other.getByRole('button', { name: `Remove ${FI}`, exact: true }).click();
+    await waitFor(() => hashParams(other).getAll('s').join() === `${idOf(BOILER)}/TI-101`, 'the URL keeps TI-101 only');
+    const alone = await ready(other.getByRole('img', { name: `Trend of ${TI}`, exact: true }));
+    assert.deepEqual(alone.yMax, expectedDraw([written['TI-101']!], from, to, alone.bucketMs).yMax);
     await other.close();
   });
 
@@ -254,7 +309,8 @@ describe('console Trends page in a real browser', () => {
   test('a phone at 390 px: no horizontal overflow, the chart fits; screenshot', async () => {
     await page.setViewportSize({ width: 390, height: 844 });
     await waitFor(async () => ((await chart().locator('.u-over').boundingBox())?.width ?? 999) < 360, 'the chart shrinks');
-    await ready(chart());
+    // A much narrower plot asks again, at its own resolution.
+    await matchesWritten(chart(), await ready(chart(), (i) => i.bucketMs > 2000, 'coarser buckets for the narrow plot'));
     const overflow = await page.evaluate<number>('document.documentElement.scrollWidth - document.documentElement.clientWidth');
     assert.ok(overflow <= 0, `no horizontal overflow at 390 px (${overflow})`);
     const canvas = (await chart().locator('canvas').boundingBox())!;

@@ -156,6 +156,9 @@ export function openTrends(ctx: AppContext, params: URLSearchParams): View {
     }, (err: unknown) => {
       if (fetching !== request) return;
       fetching = null;
+      // Nothing of the previous view stays drawn under the new range.
+      data.clear();
+      chart.draw(data.drawn(series), 0);
       chart.setState('error');
       loadError.textContent = `The trend could not be loaded: ${message(err)}`;
     });

@@ -123,8 +123,7 @@ export class TrendChart {
 
   /** The plot area's width in CSS px (0 before it is laid out): how many buckets to ask for. */
   plotWidth(): number {
-    if (this.plot) return this.plot.over.getBoundingClientRect().width;
-    return Math.max(0, this.el.clientWidth - 70);
+    return this.plot ? this.plot.over.getBoundingClientRect().width : 0;
   }
 
   dispose(): void {

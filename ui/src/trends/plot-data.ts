@@ -1,8 +1,8 @@
 // The points the chart draws, per series, and their one x axis. uPlot wants every series aligned
 // on one x array; series of different collections (and live points of one series) do not share
 // timestamps, so alignment leaves holes. Holes are `undefined` (uPlot draws straight over them),
-// and a real gap in a series' own data is an explicit `null` (uPlot breaks the line there), so a
-// live point of one series never breaks the line of another.
+// and a real gap in a series' own data is `null` at every x across it (uPlot breaks the line
+// there), so a live point of one series never breaks the line of another.
 
 import type uPlot from 'uplot';
 import type { Buckets } from './buckets.js';
@@ -149,16 +149,23 @@ export class PlotData {
       const y: (number | null | undefined)[] = new Array<number | null | undefined>(x.length).fill(undefined);
       let j = 0;
       let last: number | null = null;
+      let inGap = false;
       for (let i = 0; i < t.length; i++) {
         while (x[j]! < t[i]!) j++;
-        y[j] = v[i];
         const value = v[i];
-        if (value !== null && value !== undefined) {
-          points++;
-          last = j;
-          if (yMin === null || value < yMin) yMin = value;
-          if (yMax === null || value > yMax) yMax = value;
+        if (value === null || value === undefined) {
+          inGap = true;
+          continue;
         }
+        // uPlot draws straight over undefined: across a gap every x between the two points
+        // (other series' timestamps included) must be null, or the line is only nicked.
+        if (inGap && last !== null) y.fill(null, last + 1, j);
+        inGap = false;
+        y[j] = value;
+        points++;
+        last = j;
+        if (yMin === null || value < yMin) yMin = value;
+        if (yMax === null || value > yMax) yMax = value;
       }
       lastIdx.push(last);
       return y;
