@@ -19,7 +19,8 @@ const BOILER = { organization: 'trendco', site: 'north', unit: 'boiler', grid: '
 const TURBINE = { organization: 'trendco', site: 'north', unit: 'turbine', grid: 'g1' };
 const RIVAL = { organization: 'rival', site: 's2', unit: 'press', grid: 'main' };
 const HOLE: [number, number] = [25 * 60_000, 40 * 60_000];
-const NICE = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1e3, 2e3, 5e3, 1e4, 15e3, 3e4, 6e4, 12e4, 3e5, 6e5, 9e5, 18e5, 36e5];
+const H = 3_600_000;
+const NICE = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1e3, 2e3, 5e3, 1e4, 15e3, 3e4, 6e4, 12e4, 3e5, 6e5, 9e5, 18e5, H, 2 * H, 3 * H, 6 * H, 12 * H, 24 * H, 48 * H, 168 * H, 336 * H, 720 * H, 2160 * H, 8760 * H];
 const TI = `TI-101 (${idOf(BOILER)})`;
 const FI = `FI-303 (${idOf(TURBINE)})`;
 const SHOTS = '/tmp/console-shots';
@@ -252,6 +253,12 @@ describe('console Trends page in a real browser', () => {
     assert.equal(hashParams(page).get('to'), String(to + 10 * 60_000));
     await matchesWritten(chart(), await ready(chart(), (i) => i.from === from - 10 * 60_000, 'the chart shows the doubled range'));
 
+    // A year draws from a few 12 h buckets, not from its points.
+    await page.getByRole('button', { name: '1y', exact: true }).click();
+    const year = await ready(chart(), (i) => i.to - i.from === 8760 * H, 'a one year chart');
+    assert.ok(year.bucketMs >= 12 * H, `${year.bucketMs} ms buckets for a year`);
+    await matchesWritten(chart(), year);
+
     // Back to a preset, by keyboard.
     await page.getByRole('button', { name: '15m', exact: true }).press('Enter');
     await ready(chart(), (i) => i.to - i.from === 15 * 60_000, 'a 15 minute chart again');
@@ -289,12 +296,19 @@ describe('console Trends page in a real browser', () => {
     assert.equal(await liveButton.getAttribute('aria-pressed'), 'true');
     const before = await ready(chart(), (i) => i.live === 'live', 'live and drawn');
     const requests = binaryRequests.length;
-    // Above every other value, and exact in f32 like the history the test compares with.
-    const point: [number, number] = [Date.now(), 987.5];
-    await write(BOILER, { 'TI-101': [point] });
-    written['TI-101']!.push(point);
-    const info = await ready(chart(), (i) => i.yMax === point[1], 'the live point is drawn');
-    // Still exactly the buckets of what was written, over the window as it has slid since.
+    // A new bucket (now), a second point into it (its min and max then differ), and a point
+    // into an old bucket of the window: values above the rest, exact in f32 like the history.
+    const now = Date.now();
+    const old = written['TI-101']!.filter(([t]) => t > now - 6 * 60_000)[0]![0];
+    const points: Points = [[now, 987.5], [now + 1, 950.25], [old + 1, 500.5]];
+    await write(BOILER, { 'TI-101': points });
+    written['TI-101'] = [...written['TI-101']!, ...points].sort((a, b) => a[0] - b[0]);
+    const drawnAsWritten = (i: ChartInfo) => {
+      const e = expectedDraw([written['TI-101']!, written['FI-303']!], i.from, i.to, i.bucketMs);
+      return i.points === e.points && i.yMax === e.yMax && i.yMax === 987.5;
+    };
+    // Exactly the buckets of what was written, over the window as it has slid since.
+    const info = await ready(chart(), drawnAsWritten, 'the live points are drawn, merged into their buckets');
     await matchesWritten(chart(), info);
     assert.equal(info.gaps[1], before.gaps[1], "FI-303's line is not broken by a TI-101 point");
     await page.mouse.move(0, 0);

@@ -68,10 +68,11 @@ export function openTrends(ctx: AppContext, params: URLSearchParams): View {
     if (sameState(next, state)) refresh();
     else commit(next, 'push');
   };
+  const pan = (direction: -1 | 1) => setRange(absolute(view.from + direction * span() / 2, view.to + direction * span() / 2));
 
   const chart = new TrendChart({
     zoom: (from, to) => setRange(absolute(from, to)),
-    pan: (direction) => setRange(absolute(view.from + direction * span() / 2, view.to + direction * span() / 2)),
+    pan,
     scale: (factor) => {
       const mid = (view.from + view.to) / 2;
       setRange(absolute(mid - span() * factor / 2, mid + span() * factor / 2));
@@ -90,7 +91,7 @@ export function openTrends(ctx: AppContext, params: URLSearchParams): View {
 
   const controls = new RangeControls({
     preset: (preset) => setRange({ preset }),
-    pan: (direction) => setRange(absolute(view.from + direction * span() / 2, view.to + direction * span() / 2)),
+    pan,
     zoomOut: () => setRange(absolute(view.from - span() / 2, view.to + span() / 2)),
     absolute: (from, to) => setRange(absolute(from, to)),
     live: (on) => {
