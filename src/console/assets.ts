@@ -55,19 +55,34 @@ export function loadAssets(dir: string): Map<string, Asset> {
   return assets;
 }
 
-/** The coding to send for an `Accept-Encoding` header: br, then gzip, then none (q=0 refuses one). */
+/**
+ * The coding to send for an `Accept-Encoding` header (RFC 9110 12.5.3): the available coding
+ * the client weighs highest (`q`, 1 when absent; `*` stands for any coding not named; q=0
+ * refuses), br before gzip when they weigh the same; identity when none is acceptable, or when
+ * the client names identity with a higher weight.
+ */
 export function chooseCoding(accept: string | undefined, available: ReadonlyMap<Coding, unknown>): Coding {
   if (!accept) return 'identity';
-  const refused = new Set<string>();
-  const offered = new Set<string>();
-  for (const part of accept.toLowerCase().split(',')) {
-    const [name = '', ...params] = part.trim().split(';');
-    const q = params.map((p) => p.trim()).find((p) => p.startsWith('q='));
-    if (q && Number(q.slice(2)) === 0) refused.add(name.trim());
-    else offered.add(name.trim());
+  const weights = new Map<string, number>();
+  for (const part of accept.split(',')) {
+    const [name = '', ...params] = part.split(';');
+    const coding = name.trim().toLowerCase();
+    if (!coding) continue;
+    let weight = 1;
+    for (const param of params) {
+      const q = /^\s*q\s*=\s*([0-9.]+)\s*$/i.exec(param);
+      const value = q ? Number(q[1]) : NaN;
+      if (Number.isFinite(value)) weight = Math.min(value, 1);
+    }
+    weights.set(coding, Math.max(weight, weights.get(coding) ?? 0));
   }
+  const any = weights.get('*');
+  let best: Coding = 'identity';
+  let bestWeight = 0;
   for (const coding of ['br', 'gzip'] as const) {
-    if (available.has(coding) && !refused.has(coding) && (offered.has(coding) || (offered.has('*') && !refused.has(coding)))) return coding;
+    const weight = weights.get(coding) ?? any ?? 0;
+    if (available.has(coding) && weight > bestWeight) [best, bestWeight] = [coding, weight];
   }
-  return 'identity';
+  const identity = weights.get('identity');
+  return identity !== undefined && identity > bestWeight ? 'identity' : best;
 }

@@ -36,8 +36,9 @@ export function consoleRoutes(assets: () => ReadonlyMap<string, Asset>): Route[]
     const { body, etag } = asset.encodings.get(coding)!;
     const common: Record<string, string> = { ...SECURITY_HEADERS, 'cache-control': asset.cacheControl, etag, vary: 'Accept-Encoding' };
     if (coding !== 'identity') common['content-encoding'] = coding;
+    // If-None-Match compares weakly (RFC 9110 13.1.2): W/ is ignored; `*` matches any file.
     const match = headers['if-none-match'];
-    if (match && match.split(',').some((tag) => tag.trim().replace(/^W\//, '') === etag)) return { status: 304, contentType: asset.contentType, body: '', headers: common };
+    if (match && match.split(',').some((tag) => tag.trim() === '*' || tag.trim().replace(/^W\//, '') === etag)) return { status: 304, contentType: asset.contentType, body: '', headers: common };
     return { contentType: asset.contentType, body, headers: common };
   };
   return [

@@ -24,9 +24,10 @@ function route(): { page: PageName; params: URLSearchParams } {
   return { page, params: new URLSearchParams(query) };
 }
 
-function showSignIn(message?: string): void {
+/** The sign-in form, with `message` (why it is shown) and, after an expiry, the email already filled in. */
+function showSignIn(message?: string, email0?: string): void {
   document.title = 'Sign in · Historian console';
-  const email = h('input', { id: 'sign-in-email', type: 'email', name: 'email', autocomplete: 'username', required: true });
+  const email = h('input', { id: 'sign-in-email', type: 'email', name: 'email', autocomplete: 'username', required: true, value: email0 });
   const password = h('input', { id: 'sign-in-password', type: 'password', name: 'password', autocomplete: 'current-password', required: true });
   const error = h('p', { class: 'error', role: 'alert' }, message ?? '');
   const button = h('button', { type: 'submit', class: 'primary' }, 'Sign in');
@@ -55,7 +56,7 @@ function showSignIn(message?: string): void {
     })();
   });
   replace(document.body, h('main', { class: 'sign-in-page' }, form));
-  email.focus();
+  (email0 ? password : email).focus();
 }
 
 function startConsole(session: Session): void {
@@ -75,7 +76,7 @@ function startConsole(session: Session): void {
     h('a', { href: `#/${name}`, 'aria-describedby': badges[name as PageName] ? 'header-counts' : undefined }, page.label)])) as Record<PageName, HTMLAnchorElement>;
   const main = h('main', { id: 'main', tabindex: -1 });
 
-  const end = (message?: string) => {
+  const end = (message?: string, email?: string) => {
     if (ended) return;
     ended = true;
     events?.close();
@@ -83,9 +84,10 @@ function startConsole(session: Session): void {
     window.removeEventListener('hashchange', follow);
     view?.dispose();
     saveToken(null);
-    showSignIn(message);
+    showSignIn(message, email);
   };
-  api.onExpired = () => end('Your session has expired. Sign in again.');
+  const expired = () => end('Your session has expired. Sign in again.', session.email);
+  api.onExpired = expired;
 
   const refreshCounts = () => {
     void api.get<{ total_count: number }>('/svcapi/monitor/alarm/events/active').then((r) => setBadge(alarmBadge, r.total_count), () => setBadge(alarmBadge, null));
@@ -123,12 +125,18 @@ function startConsole(session: Session): void {
     document.title = `${PAGES[page].label} · Historian console`;
     view = PAGES[page].open(ctx, params);
     replace(main, view.root);
+    // A page switch re-reads the counts: they stay current, and a token that expired meanwhile
+    // brings back the sign-in form now, whatever the page calls (or does not).
+    refreshCounts();
   };
 
   const signOut = h('button', { type: 'button', class: 'quiet' }, 'Sign out');
   signOut.addEventListener('click', () => end());
+  // The hash is the router's: following `#main` would open the default page. Focus the content instead.
+  const skip = h('a', { href: '#main', class: 'skip' }, 'Skip to content');
+  skip.addEventListener('click', (event) => { event.preventDefault(); main.focus(); });
   replace(document.body,
-    h('a', { href: '#main', class: 'skip' }, 'Skip to content'),
+    skip,
     h('header', { class: 'top' },
       h('span', { class: 'brand' }, 'Historian'),
       h('nav', { 'aria-label': 'Console' }, ...(['trends', 'alarms', 'notifications', 'system'] as const).map((name) =>
@@ -151,11 +159,10 @@ function startConsole(session: Session): void {
   });
   events.addEventListener('error', () => {
     // EventSource retries by itself; a closed one was refused (401 after expiry, or a limit).
-    if (events.readyState === EventSource.CLOSED) void sessionOf(session.token).then((s) => { if (!s) end('Your session has expired. Sign in again.'); }, () => {});
+    if (events.readyState === EventSource.CLOSED) void sessionOf(session.token).then((s) => { if (!s) expired(); }, () => {});
   });
   const countTimer = setInterval(refreshCounts, 30_000);
   window.addEventListener('hashchange', follow);
-  refreshCounts();
   follow();
 }
 
