@@ -31,7 +31,7 @@ export function consoleRoutes(assets: () => ReadonlyMap<string, Asset>): Route[]
   const tag = 'Console';
   const serve = (name: string, headers: Readonly<Record<string, string>>) => {
     const asset = assets().get(name);
-    if (!asset) throw notFound(`no console file ${JSON.stringify(name)}`);
+    if (!asset) throw notFound(`no console file ${JSON.stringify(name.length > 200 ? `${name.slice(0, 200)}…` : name)}`);
     const coding = chooseCoding(headers['accept-encoding'], asset.encodings);
     const { body, etag } = asset.encodings.get(coding)!;
     const common: Record<string, string> = { ...SECURITY_HEADERS, 'cache-control': asset.cacheControl, etag, vary: 'Accept-Encoding' };

@@ -6,7 +6,8 @@ export type PageName = 'trends' | 'alarms' | 'notifications' | 'system';
 
 /** A notification as the stream and the list carry it (SPEC "Notification"). */
 export interface Notification {
-  id: number;
+  /** A string on the wire, as every entity id (SPEC "Flat entity convention"). */
+  id: string;
   userId: string | null;
   severity: 'info' | 'warn' | 'error' | 'critical';
   source: string;
@@ -14,7 +15,7 @@ export interface Notification {
   body: string;
   link: string | null;
   payload: Record<string, unknown> | null;
-  unitsId: number | null;
+  unitsId: string | null;
   createdAt: number;
   readAt: number | null;
 }

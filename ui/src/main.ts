@@ -105,6 +105,7 @@ function startConsole(session: Session): void {
     setParams: (params, mode) => {
       const text = params.toString();
       const url = `#/${current}${text ? `?${text}` : ''}`;
+      if (current) links[current].setAttribute('href', url);
       if (url === location.hash) return;
       if (mode === 'push') history.pushState(null, '', url);
       else history.replaceState(null, '', url);
@@ -123,6 +124,9 @@ function startConsole(session: Session): void {
       else link.removeAttribute('aria-current');
     }
     document.title = `${PAGES[page].label} · Historian console`;
+    // Each link returns to its page as it was left (the trend with its series and range).
+    const text = params.toString();
+    links[page].setAttribute('href', `#/${page}${text ? `?${text}` : ''}`);
     view = PAGES[page].open(ctx, params);
     replace(main, view.root);
     // A page switch re-reads the counts: they stay current, and a token that expired meanwhile
