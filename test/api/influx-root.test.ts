@@ -97,14 +97,14 @@ describe('InfluxDB 1.x API at the root: /ping and /write', () => {
     assert.equal(post.headers.allow, 'GET, HEAD');
   });
 
-  test('/ping and /write are in the OpenAPI document; other root paths stay 404, GET /write is 405', async () => {
+  test('/ping and /write are in the OpenAPI document; other root paths stay 404 (GET / sends a browser to the console), GET /write is 405', async () => {
     const doc = parseYaml((await svc.get('/svcapi/openapi.yaml')).text) as { paths: Record<string, Record<string, { summary?: string }>> };
     assert.deepEqual(Object.keys(doc.paths['/ping'] ?? {}), ['get']);
     assert.deepEqual(Object.keys(doc.paths['/write'] ?? {}), ['post']);
     assert.match(String(doc.paths['/write'].post.summary), /db=<client_id>/);
     const docs = await svc.get('/docs');
     assert.equal(docs.status, 200);
-    for (const path of ['/pong', '/writes', '/write/x', '/ping/x', '/api/v2/write', '/', '/influx/write']) {
+    for (const path of ['/pong', '/writes', '/write/x', '/ping/x', '/api/v2/write', '/influx/write']) {
       for (const method of ['GET', 'POST']) {
         const res = await svc.request(method, path, { token: admin, rawBody: method === 'POST' ? 'm v=1' : undefined });
         assert.equal(res.status, 404, `${method} ${path}: ${res.text}`);
@@ -114,6 +114,11 @@ describe('InfluxDB 1.x API at the root: /ping and /write', () => {
     const get = await svc.get('/write?db=plant', admin);
     assert.equal(get.status, 405, get.text);
     assert.equal(get.headers.allow, 'POST');
+    const root = await svc.get('/');
+    assert.equal(root.status, 302, root.text);
+    assert.equal(root.headers.location, '/ui/');
+    const postRoot = await svc.request('POST', '/', { token: admin, rawBody: 'm v=1' });
+    assert.equal(postRoot.status, 405, postRoot.text);
   });
 
   test('/write takes every credential form, a JWT or an API key in each: Bearer, Token, Basic, u/p', async () => {
