@@ -21,11 +21,10 @@ import { Collection, META_FILE, tagNameProblem, type CollectionOpenResult } from
 import { TAG_LOG_FILE } from './tag-log.js';
 import type { BackupMark, CollectionRecord, SeriesListing } from '../shared/protocol.js';
 import type { Glob } from '../shared/glob.js';
-import { PRIVATE_FILE_MODE } from '../shared/file-modes.js';
 import { BlockEncoder, OpenFiles, type DayLog } from './day-file.js';
 import { DayMerger } from './day-merge.js';
 import { DaySplitter } from './day-split.js';
-import { fsyncDir, removeIfPresent } from './durable-fs.js';
+import { fsyncDir, linkOrCopy, removeIfPresent } from './durable-fs.js';
 import { SealedFileWriter, SealedIndex } from './sealed-file.js';
 import type { CollectionScope } from '../shared/scope.js';
 import { collectionDir, decodeScopeName, parseCollectionId, validateScope } from '../shared/scope-path.js';
@@ -782,30 +781,5 @@ export class TagScan {
     if (this.closed) return;
     this.closed = true;
     this.store.recycleMerger(this.merger);
-  }
-}
-
-/** A hard link of `from` at `to` (one inode, no bytes copied); where links are impossible, a copy of its first `size` bytes. */
-function linkOrCopy(from: string, to: string, size: number): void {
-  try {
-    fs.linkSync(from, to);
-    return;
-  } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code;
-    if (code !== 'EXDEV' && code !== 'EPERM' && code !== 'ENOTSUP' && code !== 'EMLINK') throw err;
-  }
-  const source = fs.openSync(from, 'r');
-  const target = fs.openSync(to, 'w', PRIVATE_FILE_MODE);
-  try {
-    const chunk = Buffer.allocUnsafe(1 << 20);
-    for (let at = 0; at < size; ) {
-      const n = fs.readSync(source, chunk, 0, Math.min(chunk.length, size - at), at);
-      if (n === 0) break;
-      fs.writeSync(target, chunk, 0, n);
-      at += n;
-    }
-  } finally {
-    fs.closeSync(source);
-    fs.closeSync(target);
   }
 }
