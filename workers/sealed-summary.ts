@@ -49,16 +49,23 @@ export class SummaryBuilder {
   /** Adds a tag's final points of the day starting at `dayStart` (sorted, one per timestamp). */
   add(tagId: number, dayStart: number, ts: Float64Array, values: Float64Array, count: number): void {
     const { min, max, seen } = this;
-    min.fill(Infinity);
-    max.fill(-Infinity);
     seen.fill(0);
-    for (let k = 0; k < count; k++) {
-      const v = values[k]!;
-      if (v !== v) continue;
-      const s = Math.floor((ts[k]! - dayStart) / SUMMARY_SLOT_MS);
-      if (v < min[s]!) min[s] = v;
-      if (v > max[s]!) max[s] = v;
-      seen[s] = 1;
+    // The points are sorted: each slot is one run of them.
+    for (let s = 0, k = 0; s < SUMMARY_SLOTS && k < count; s++) {
+      const slotEnd = dayStart + (s + 1) * SUMMARY_SLOT_MS;
+      let lo = Infinity;
+      let hi = -Infinity;
+      let n = 0;
+      for (; k < count && ts[k]! < slotEnd; k++) {
+        const v = values[k]!;
+        if (v !== v) continue; // NaN
+        if (v < lo) lo = v;
+        if (v > hi) hi = v;
+        n++;
+      }
+      min[s] = lo;
+      max[s] = hi;
+      seen[s] = n > 0 ? 1 : 0;
     }
     const out = new DataView(this.scratch.buffer);
     let lo = 0;
