@@ -79,3 +79,28 @@ export function removeIfPresent(file: string): boolean {
     throw err;
   }
 }
+
+/** A hard link of `from` at `to` (one inode, no bytes copied); where links are impossible, a copy of its first `size` bytes. */
+export function linkOrCopy(from: string, to: string, size: number): void {
+  try {
+    fs.linkSync(from, to);
+    return;
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code !== 'EXDEV' && code !== 'EPERM' && code !== 'ENOTSUP' && code !== 'EMLINK') throw err;
+  }
+  const source = fs.openSync(from, 'r');
+  const target = fs.openSync(to, 'w', PRIVATE_FILE_MODE);
+  try {
+    const chunk = Buffer.allocUnsafe(1 << 20);
+    for (let at = 0; at < size; ) {
+      const n = fs.readSync(source, chunk, 0, Math.min(chunk.length, size - at), at);
+      if (n === 0) break;
+      fs.writeSync(target, chunk, 0, n);
+      at += n;
+    }
+  } finally {
+    fs.closeSync(source);
+    fs.closeSync(target);
+  }
+}

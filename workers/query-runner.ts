@@ -18,7 +18,8 @@ import { JsonPointWriter } from '../native-free-codecs/result-json.js';
 import { MsgpackPointWriter } from '../native-free-codecs/result-msgpack.js';
 import { encodeFormat2, Format1Writer } from '../native-free-codecs/result-binary.js';
 import { waitForChangeAsync, type RingProducer } from '../shared/ring.js';
-import type { AggregatorSpec, PromqlWindowStep } from '../shared/aggregator-spec.js';
+import type { AggregatorSpec, PromqlWindowStep, SamplingStep } from '../shared/aggregator-spec.js';
+import { BucketGrid, isCalendarUnit, UNIT_MS } from '../shared/time-units.js';
 import { StepAggregate } from '../shared/promql-windows.js';
 import { encodeF64Fragment } from '../native-free-codecs/result-f64.js';
 import { OP, QUERY_CANCELLED, QUERY_CREDIT, QUERY_SEQ, querySlotWord, type TaskOf } from '../shared/protocol.js';
@@ -27,6 +28,7 @@ import { type QueryAllowance, type QueryMemory, SeriesBuffer } from './series-bu
 import type { ShardStore } from './shard-store.js';
 import { ServiceError } from '../shared/errors.js';
 import { RESULT_CHUNK_BYTES, resultFrameBytes } from './answers.js';
+import { SUMMARY_SLOT_MS, type SummaryKind } from './sealed-summary.js';
 
 type QueryTask = TaskOf<typeof OP.QUERY>;
 type TableTask = TaskOf<typeof OP.QUERY_TABLE>;
@@ -44,6 +46,8 @@ export interface QueryRunnerOptions {
   control: Int32Array;
   stallTimeoutMs: number;
   memory: QueryMemory;
+  /** False: min and max buckets never use sealed summaries (tests compare both ways). */
+  summaries?: boolean;
 }
 
 export class QueryRunner {
@@ -180,7 +184,8 @@ export class QueryRunner {
   private evaluate(flow: ResultFlow, allowance: QueryAllowance, collectionId: string, tag: string, pipeline: AggregatorSpec[], start: number, end: number): SeriesBuffer {
     const collected = new SeriesBuffer(allowance);
     const step = streamableStep(pipeline);
-    const scan = this.opts.store.openScan(collectionId, tag, start, end);
+    const summary = step !== null && this.opts.summaries !== false ? summaryAggregate(step, start) : null;
+    const scan = this.opts.store.openScan(collectionId, tag, start, end, summary === null ? {} : { summary });
     try {
       if (step) {
         // One sampling step runs bucket by bucket during the scan: no raw points are kept.
@@ -271,6 +276,19 @@ export class QueryRunner {
       if (this.idleFormat1.length < MAX_IDLE_WRITERS && w.capacity <= 4 * CHUNK_BYTES) this.idleFormat1.push(w);
     }
   }
+}
+
+/**
+ * 'min' or 'max' when a bucket stream of `step` over a range starting at `start` may take sealed
+ * summaries: every bucket is then a union of whole summary slots (origin and width multiples of
+ * the slot), so each slot's min or max falls into the one bucket all its points fall into, and
+ * the bucket's min or max is the same. Else null (other aggregators, months and years).
+ */
+export function summaryAggregate(step: SamplingStep, start: number): SummaryKind | null {
+  if ((step.name !== 'min' && step.name !== 'max') || isCalendarUnit(step.sampling.unit)) return null;
+  const width = step.sampling.value * UNIT_MS[step.sampling.unit];
+  const origin = new BucketGrid(step.sampling, step.align_sampling, start).origin;
+  return Number.isSafeInteger(width) && Number.isSafeInteger(origin) && width % SUMMARY_SLOT_MS === 0 && origin % SUMMARY_SLOT_MS === 0 ? step.name : null;
 }
 
 interface Drainable {

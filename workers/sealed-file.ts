@@ -3,7 +3,8 @@
  * day. Per tag, the sorted, deduplicated points are column-encoded (native-free-codecs/columns.ts:
  * timestamps then values) and lz4-compressed; a footer indexes the tags. A query reads the footer
  * once (SealedIndex, a few dozen bytes per tag, cached by the store) and then only the block of
- * the tag it wants. Byte layout: README.md beside this file ("Sealed day file").
+ * the tag it wants. Format 3 adds per-slot min/max summaries (sealed-summary.ts) between the
+ * blocks and the footer. Byte layout: README.md beside this file ("Sealed day file").
  *
  * Writing: SealedFileWriter fills `<name>.tmp`, fsyncs it, renames it over the final name and
  * fsyncs the folder, so a reader sees either the old file or the whole new one.
@@ -18,22 +19,26 @@ import { fsyncDir, readFully, removeIfPresent, writeFully } from './durable-fs.j
 import { PRIVATE_FILE_MODE } from '../shared/file-modes.js';
 import { internal } from '../shared/errors.js';
 import { dayStartMs, DAY_MS } from './utc-day.js';
+import { SummaryBuilder, type SummaryDirectory, type SummarySpan } from './sealed-summary.js';
 
 export const SEALED_MAGIC = 0x53445348; // "HSDS" read as a little-endian u32
 export const SEALED_FOOTER_MAGIC = 0x46445348; // "HSDF"
 /**
  * 2: a tag's day is split into blocks of at most SEALED_BLOCK_POINTS points (several footer
  * entries per tag, in time order), so a short query decodes one block instead of the whole day.
- * Version 1 files (one block per tag) are read as they are.
+ * 3: adds the summary section (per-slot min and max of each tag) and its place in the trailer.
+ * Version 1 and 2 files are read as they are (they have no summaries).
  */
-export const SEALED_VERSION = 2;
-const READABLE_VERSIONS = [1, 2];
+export const SEALED_VERSION = 3;
+export const READABLE_VERSIONS: readonly number[] = [1, 2, 3];
 /** About 4.5 hours at 1 s: small enough for short reads, large enough that per-block overhead stays under 1%. */
 export const SEALED_BLOCK_POINTS = 16384;
 export const SEALED_HEADER_BYTES = 16;
 export const FOOTER_ENTRY_BYTES = 40;
 /** u32 footer length, u32 crc32c(footer), u32 magic. */
 export const TRAILER_BYTES = 12;
+/** Format 3 puts u32 summary length and u32 crc32c(summary header and directory) before the trailer. */
+export const SUMMARY_TRAILER_BYTES = 8;
 
 export function sealedFileName(dayText: string): string {
   return `sealed-${dayText}.hsd`;
@@ -55,7 +60,21 @@ export class SealedIndex {
     readonly checksums: Uint32Array,
     readonly minTs: Float64Array,
     readonly maxTs: Float64Array,
+    /** Format 3: where the summary section is (checked when first used); null before. */
+    readonly summarySpan: SummarySpan | null = null,
+    /** Where the footer starts (the summary section ends there). */
+    readonly footerOffset = 0,
   ) {}
+
+  /** The summary directory once read: null when there is none or it failed its checks (ShardStore). */
+  summary: SummaryDirectory | null | undefined = undefined;
+
+  /** Where the last block ends. */
+  get dataEnd(): number {
+    let end = SEALED_HEADER_BYTES;
+    for (let e = 0; e < this.offsets.length; e++) end = Math.max(end, this.offsets[e]! + this.lengths[e]!);
+    return end;
+  }
 
   get entryCount(): number {
     return this.tagIds.length;
@@ -101,19 +120,26 @@ export class SealedIndex {
       }
       if (hv.getUint32(8, true) !== day) throw bad(`header names day ${hv.getUint32(8, true)}, the file name day ${day}`);
 
-      const trailer = new Uint8Array(TRAILER_BYTES);
-      readFully(fd, trailer, 0, TRAILER_BYTES, fileBytes - TRAILER_BYTES);
+      // Format 3's summary fields come just before the 12 bytes every format ends with.
+      const extra = version >= 3 ? SUMMARY_TRAILER_BYTES : 0;
+      if (fileBytes < SEALED_HEADER_BYTES + extra + TRAILER_BYTES) throw bad(`only ${fileBytes} bytes, too short for a version ${version} sealed file`);
+      const trailer = new Uint8Array(extra + TRAILER_BYTES);
+      readFully(fd, trailer, 0, trailer.length, fileBytes - trailer.length);
       const tv = new DataView(trailer.buffer);
-      const footerBytes = tv.getUint32(0, true);
-      if (tv.getUint32(8, true) !== SEALED_FOOTER_MAGIC) throw bad('bad footer magic');
-      const footerOffset = fileBytes - TRAILER_BYTES - footerBytes;
+      const footerBytes = tv.getUint32(extra, true);
+      if (tv.getUint32(extra + 8, true) !== SEALED_FOOTER_MAGIC) throw bad('bad footer magic');
+      const footerOffset = fileBytes - trailer.length - footerBytes;
       if (footerBytes % FOOTER_ENTRY_BYTES !== 0 || footerOffset < SEALED_HEADER_BYTES) throw bad(`bad footer length ${footerBytes}`);
       const footer = new Uint8Array(footerBytes);
       if (readFully(fd, footer, 0, footerBytes, footerOffset) !== footerBytes) throw bad('footer cut short');
-      if (crc32c(footer) !== tv.getUint32(4, true)) throw bad('footer checksum mismatch');
+      if (crc32c(footer) !== tv.getUint32(extra + 4, true)) throw bad('footer checksum mismatch');
+      // Not checked here: a bad summary must not make the points unreadable (see ShardStore).
+      const summarySpan = extra > 0 ? { offset: footerOffset - tv.getUint32(0, true), length: tv.getUint32(0, true), crc: tv.getUint32(4, true) } : null;
 
       const n = footerBytes / FOOTER_ENTRY_BYTES;
-      const index = new SealedIndex(filePath, day, fileBytes, new Uint32Array(n), new Uint32Array(n), new Float64Array(n), new Uint32Array(n), new Uint32Array(n), new Float64Array(n), new Float64Array(n));
+      const index = new SealedIndex(
+        filePath, day, fileBytes, new Uint32Array(n), new Uint32Array(n), new Float64Array(n), new Uint32Array(n), new Uint32Array(n), new Float64Array(n), new Float64Array(n), summarySpan, footerOffset,
+      );
       const fv = new DataView(footer.buffer);
       const dayStart = dayStartMs(day);
       for (let i = 0; i < n; i++) {
@@ -179,6 +205,7 @@ export class SealedFileWriter {
   private readonly checksums: number[] = [];
   private readonly minTs: number[] = [];
   private readonly maxTs: number[] = [];
+  private readonly summary = new SummaryBuilder();
 
   constructor(
     private readonly finalPath: string,
@@ -205,6 +232,7 @@ export class SealedFileWriter {
   addTag(tagId: number, ts: Float64Array, values: Float64Array, count: number): void {
     const previous = this.tagIds.length > 0 ? this.tagIds[this.tagIds.length - 1]! : -1;
     if (tagId <= previous) throw internal(`sealed file tags out of order: ${tagId} after ${previous}`);
+    this.summary.add(tagId, dayStartMs(this.day), ts, values, count);
     for (let from = 0; from < count; from += SEALED_BLOCK_POINTS) {
       const n = Math.min(SEALED_BLOCK_POINTS, count - from);
       this.addBlock(tagId, ts.subarray(from, from + n), values.subarray(from, from + n), n);
@@ -231,10 +259,15 @@ export class SealedFileWriter {
     this.position += block.length;
   }
 
-  /** Writes the footer, makes the file durable and moves it to its final name. */
+  /** Writes the summary section and the footer, makes the file durable and moves it to its final name. */
   finish(): SealedIndex {
+    const { section, crc: summaryCrc } = this.summary.finish();
+    const summaryOffset = this.position;
+    writeFully(this.fd, section, summaryOffset);
+    this.position += section.length;
     const n = this.tagIds.length;
-    const tail = new Uint8Array(n * FOOTER_ENTRY_BYTES + TRAILER_BYTES);
+    const footerBytes = n * FOOTER_ENTRY_BYTES;
+    const tail = new Uint8Array(footerBytes + SUMMARY_TRAILER_BYTES + TRAILER_BYTES);
     const view = new DataView(tail.buffer);
     for (let i = 0; i < n; i++) {
       const p = i * FOOTER_ENTRY_BYTES;
@@ -248,11 +281,14 @@ export class SealedFileWriter {
       view.setFloat64(p + 24, this.minTs[i]!, true);
       view.setFloat64(p + 32, this.maxTs[i]!, true);
     }
-    const footerBytes = n * FOOTER_ENTRY_BYTES;
-    view.setUint32(footerBytes, footerBytes, true);
-    view.setUint32(footerBytes + 4, crc32c(tail, 0, footerBytes), true);
-    view.setUint32(footerBytes + 8, SEALED_FOOTER_MAGIC, true);
-    writeFully(this.fd, tail, this.position);
+    view.setUint32(footerBytes, section.length, true);
+    view.setUint32(footerBytes + 4, summaryCrc, true);
+    const trailer = footerBytes + SUMMARY_TRAILER_BYTES;
+    view.setUint32(trailer, footerBytes, true);
+    view.setUint32(trailer + 4, crc32c(tail, 0, footerBytes), true);
+    view.setUint32(trailer + 8, SEALED_FOOTER_MAGIC, true);
+    const footerOffset = this.position;
+    writeFully(this.fd, tail, footerOffset);
     fs.fsyncSync(this.fd);
     fs.closeSync(this.fd);
     this.fd = -1;
@@ -269,6 +305,8 @@ export class SealedFileWriter {
       Uint32Array.from(this.checksums),
       Float64Array.from(this.minTs),
       Float64Array.from(this.maxTs),
+      { offset: summaryOffset, length: section.length, crc: summaryCrc },
+      footerOffset,
     );
   }
 

@@ -21,18 +21,20 @@ import { Collection, META_FILE, tagNameProblem, type CollectionOpenResult } from
 import { TAG_LOG_FILE } from './tag-log.js';
 import type { BackupMark, CollectionRecord, SeriesListing } from '../shared/protocol.js';
 import type { Glob } from '../shared/glob.js';
-import { PRIVATE_FILE_MODE } from '../shared/file-modes.js';
 import { BlockEncoder, OpenFiles, type DayLog } from './day-file.js';
 import { DayMerger } from './day-merge.js';
 import { DaySplitter } from './day-split.js';
-import { fsyncDir, removeIfPresent } from './durable-fs.js';
+import { fsyncDir, linkOrCopy, removeIfPresent } from './durable-fs.js';
 import { SealedFileWriter, SealedIndex } from './sealed-file.js';
+import { SummaryDirectory, type SummaryKind } from './sealed-summary.js';
+import { TagScan, type ScanOptions } from './tag-scan.js';
 import type { CollectionScope } from '../shared/scope.js';
 import { collectionDir, decodeScopeName, parseCollectionId, validateScope } from '../shared/scope-path.js';
 import { asStorageError, badRequest, notFound, ServiceError } from '../shared/errors.js';
 import { dayEndMs, dayOf, dayStartMs } from './utc-day.js';
 import { silentLog, type WorkerLog } from './worker-log.js';
 
+export { TagScan, type ScanDay, type ScanOptions } from './tag-scan.js';
 
 export type Durability = 'fsync' | 'os';
 
@@ -317,8 +319,10 @@ export class ShardStore {
    * calls (a query waiting for its client): each day is merged into the scan's own buffers
    * when asked for, so writes and seals that happen meanwhile are seen from the next day on,
    * and other scans never share its buffers. Close it when done (its buffers are reused).
+   * With `{summary}` (a min or max bucket query of whole summary slots; tag-scan.ts), whole
+   * days the summaries may answer come as slot points instead (summaryScanDay).
    */
-  openScan(collectionId: string, tag: string, start: number, end: number): TagScan {
+  openScan(collectionId: string, tag: string, start: number, end: number, options: ScanOptions = {}): TagScan {
     return this.guard(() => {
       const collection = this.require(collectionId);
       const tagId = collection.tagId(tag);
@@ -329,7 +333,32 @@ export class ShardStore {
         days = collection.days().filter((d) => d >= firstDay && d <= lastDay);
       }
       const merger = this.idleMergers.pop() ?? new DayMerger();
-      return new TagScan(this, collectionId, tagId, start, end, days, merger);
+      return new TagScan(this, collectionId, tagId, start, end, days, merger, options);
+    });
+  }
+
+  /**
+   * For TagScan in summary mode: a whole day's slot points (slot start, slot min or max) into
+   * ts and values, and their count; -1 when the day must be merged from its points: not sealed,
+   * or a day log beside the sealed file (its points may replace sealed ones: later write wins),
+   * or no summary that passes its checks (format 1 and 2 files have none).
+   */
+  summaryScanDay(collectionId: string, tagId: number, day: number, kind: SummaryKind, ts: Float64Array, values: Float64Array): number {
+    return this.guard(() => {
+      const collection = this.require(collectionId);
+      if (!collection.sealedBytes.has(day) || collection.active.has(day) || collection.late.has(day)) return -1;
+      const index = this.sealedIndex(collection, day);
+      if (index.find(tagId) < 0) return 0; // no point of the tag that day
+      const summary = this.summaryOf(index);
+      const e = summary === null || summary.bad.has(tagId) ? -1 : summary.find(tagId);
+      if (e < 0) return -1;
+      try {
+        return summary!.slots(e, kind, dayStartMs(day), ts, values);
+      } catch (err) {
+        summary!.bad.add(tagId);
+        this.log.warn({ event: 'sealed-summary-bad', file: index.path, tagId, reason: (err as Error).message }, 'a sealed summary fails its checks: that day is read from its points');
+        return -1;
+      }
     });
   }
 
@@ -640,6 +669,20 @@ export class ShardStore {
     return index;
   }
 
+  /** A sealed file's summary directory, read on first use and kept with its footer; null when there is none or it is bad. */
+  private summaryOf(index: SealedIndex): SummaryDirectory | null {
+    if (index.summary !== undefined) return index.summary;
+    index.summary = null;
+    if (index.summarySpan === null) return null;
+    try {
+      index.summary = SummaryDirectory.read(index.path, index.summarySpan, index.dataEnd, index.footerOffset);
+    } catch (err) {
+      // Logged once per cached footer; the points still answer every query exactly.
+      this.log.warn({ event: 'sealed-summary-bad', file: index.path, reason: (err as Error).message }, 'a sealed summary fails its checks: the day is read from its points');
+    }
+    return index.summary;
+  }
+
   private cacheFooter(collection: Collection, index: SealedIndex): void {
     const previous = collection.sealedIndexes.get(index.day);
     if (previous !== undefined) this.footers.delete(previous);
@@ -743,69 +786,5 @@ function validateBatch(batch: PointBatch): void {
     if (!(t >= 0 && t <= MAX_TIMESTAMP && Math.floor(t) === t)) {
       throw badRequest(`timestamp must be an integer in 0..2^53-1, got ${t}`);
     }
-  }
-}
-
-/** One day of a scan: views of the scan's buffers, valid until its next nextDay() or close(). */
-export interface ScanDay {
-  ts: Float64Array;
-  values: Float64Array;
-  count: number;
-}
-
-/** See ShardStore.openScan. */
-export class TagScan {
-  private next = 0;
-  private closed = false;
-
-  constructor(
-    private readonly store: ShardStore,
-    private readonly collectionId: string,
-    private readonly tagId: number,
-    private readonly start: number,
-    private readonly end: number,
-    private readonly days: number[],
-    private readonly merger: DayMerger,
-  ) {}
-
-  /** The next day that has points in range, merged; null when the scan is done. */
-  nextDay(): ScanDay | null {
-    while (!this.closed && this.next < this.days.length) {
-      const day = this.days[this.next++];
-      const count = this.store.mergeScanDay(this.collectionId, this.tagId, day, this.start, this.end, this.merger);
-      if (count > 0) return { ts: this.merger.resultTs, values: this.merger.resultValues, count };
-    }
-    return null;
-  }
-
-  close(): void {
-    if (this.closed) return;
-    this.closed = true;
-    this.store.recycleMerger(this.merger);
-  }
-}
-
-/** A hard link of `from` at `to` (one inode, no bytes copied); where links are impossible, a copy of its first `size` bytes. */
-function linkOrCopy(from: string, to: string, size: number): void {
-  try {
-    fs.linkSync(from, to);
-    return;
-  } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code;
-    if (code !== 'EXDEV' && code !== 'EPERM' && code !== 'ENOTSUP' && code !== 'EMLINK') throw err;
-  }
-  const source = fs.openSync(from, 'r');
-  const target = fs.openSync(to, 'w', PRIVATE_FILE_MODE);
-  try {
-    const chunk = Buffer.allocUnsafe(1 << 20);
-    for (let at = 0; at < size; ) {
-      const n = fs.readSync(source, chunk, 0, Math.min(chunk.length, size - at), at);
-      if (n === 0) break;
-      fs.writeSync(target, chunk, 0, n);
-      at += n;
-    }
-  } finally {
-    fs.closeSync(source);
-    fs.closeSync(target);
   }
 }
