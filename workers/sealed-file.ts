@@ -20,6 +20,7 @@ import { PRIVATE_FILE_MODE } from '../shared/file-modes.js';
 import { internal } from '../shared/errors.js';
 import { dayStartMs, DAY_MS } from './utc-day.js';
 import { SummaryBuilder, type SummaryDirectory, type SummarySpan } from './sealed-summary.js';
+import { firstIndexOf } from './sorted-ids.js';
 
 export const SEALED_MAGIC = 0x53445348; // "HSDS" read as a little-endian u32
 export const SEALED_FOOTER_MAGIC = 0x46445348; // "HSDF"
@@ -82,14 +83,7 @@ export class SealedIndex {
 
   /** Index of the tag's first entry (its blocks follow in time order), or -1. */
   find(tagId: number): number {
-    let lo = 0;
-    let hi = this.tagIds.length;
-    while (lo < hi) {
-      const mid = (lo + hi) >>> 1;
-      if (this.tagIds[mid]! < tagId) lo = mid + 1;
-      else hi = mid;
-    }
-    return lo < this.tagIds.length && this.tagIds[lo] === tagId ? lo : -1;
+    return firstIndexOf(this.tagIds, tagId);
   }
 
   /** One past the tag's last entry, given its first. */

@@ -13,6 +13,7 @@ import fs from 'node:fs';
 import { ByteWriter } from '../native-free-codecs/columns.js';
 import { crc32c } from './crc32.js';
 import { readFully } from './durable-fs.js';
+import { firstIndexOf } from './sorted-ids.js';
 import { DAY_MS } from './utc-day.js';
 
 export const SUMMARY_SLOT_MS = 1_800_000;
@@ -161,14 +162,7 @@ export class SummaryDirectory {
 
   /** The tag's directory entry, or -1. */
   find(tagId: number): number {
-    let lo = 0;
-    let hi = this.tagIds.length;
-    while (lo < hi) {
-      const mid = (lo + hi) >>> 1;
-      if (this.tagIds[mid]! < tagId) lo = mid + 1;
-      else hi = mid;
-    }
-    return lo < this.tagIds.length && this.tagIds[lo] === tagId ? lo : -1;
+    return firstIndexOf(this.tagIds, tagId);
   }
 
   /**
