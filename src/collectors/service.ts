@@ -9,7 +9,7 @@ import path from 'node:path';
 import { badRequest, forbidden, notFound, ServiceError } from '../../shared/errors.js';
 import { validateScope } from '../../shared/scope-path.js';
 import type { Accounts } from '../auth/api.js';
-import { SecretBox } from '../connector/secret-box.js';
+import { SecretBox } from '../secret-box.js';
 import type { Claims } from '../http/caller.js';
 import type { Logger } from '../log.js';
 import type { AccessGrant } from '../meta/access-grant.js';
