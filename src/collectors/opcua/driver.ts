@@ -2,6 +2,7 @@
 // is saved and starts collectors. node-opcua itself is loaded only when one starts (library.ts).
 
 import type { CollectorDriver } from '../driver.js';
+import { opcuaApplicationCertificatePem } from './app-certificate.js';
 import { OpcuaCollector } from './collector.js';
 import { parseConnection, parseItems } from './config.js';
 
@@ -12,11 +13,12 @@ export const opcuaDriver: CollectorDriver = {
     const parsed = parseConnection(connection);
     parseItems(items, parsed.publishingIntervalMs);
   },
+  applicationCertificatePem(env) {
+    return opcuaApplicationCertificatePem(env.secretsDir);
+  },
   start(definition, sink, env) {
     const collector = new OpcuaCollector(definition, sink, env);
     collector.begin();
     return collector;
   },
 };
-
-export { opcuaApplicationCertificatePem } from './app-certificate.js';
