@@ -91,6 +91,8 @@ describe('OPC UA driver: security None, anonymous', { concurrency: false }, () =
     const tags = rec.tags();
     assert.ok(tags.has(`plant/${variableInfo(0).path}`));
     assert.ok(tags.has('plant/Line09/Info/Setpoint'));
+    // A value that never changed is stored with the server's source timestamp, exactly.
+    assert.deepEqual(rec.valuesOf('plant/Line09/Info/Setpoint').map((v) => [v.ts, v.value]), [[server.setpointTs, 51]]);
     assert.ok(![...tags].some((t) => t.endsWith('/Label')));
     await waitFor(() => (rec.skipped.get('bad status') ?? 0) >= 5 && (rec.skipped.get('uncertain status') ?? 0) >= 4, 'Bad and Uncertain values counted', SECONDS(10));
     // A Bad variable's stored values are only its Good ones: odd change counts (value = changes + 0.5 … by kind).

@@ -54,20 +54,22 @@ async function main(): Promise<void> {
     userManager: { isValidUser: (username: string, password: string) => users[username] !== undefined && users[username] === password },
     serverInfo: { applicationUri: 'urn:historian-test:opcua-server', productUri: 'historian-test', applicationName: { text: 'historian test server' } },
     buildInfo: { productName: 'historian-test', buildNumber: '1', buildDate: new Date(0) },
-    disableDiscovery: true,
   });
   await server.initialize();
   const addressSpace = server.engine.addressSpace!;
   const namespace = addressSpace.getOwnNamespace();
   const plant = namespace.addFolder(addressSpace.rootFolder.objects, { browseName: 'Plant', nodeId: 's=Plant' });
   const lines = opts.lines ?? 10;
+  const setpointTs = Math.floor(Date.now() / 60_000) * 60_000 - 60_000;
   const total = opts.variables ?? 1000;
   const lineFolders = Array.from({ length: lines }, (_, l) => {
     const lineName = `Line${String(l).padStart(2, '0')}`;
     const folder = namespace.addFolder(plant, { browseName: lineName, nodeId: `s=Plant.${lineName}` });
     namespace.addVariable({ componentOf: folder, browseName: 'Label', nodeId: `s=Plant.${lineName}.Label`, dataType: 'String', value: { dataType: DataType.String, value: lineName } });
     const info = namespace.addFolder(folder, { browseName: 'Info', nodeId: `s=Plant.${lineName}.Info` });
-    namespace.addVariable({ componentOf: info, browseName: 'Setpoint', nodeId: `s=Plant.${lineName}.Info.Setpoint`, dataType: 'Double', value: { dataType: DataType.Double, value: 42 + l } });
+    const setpoint = namespace.addVariable({ componentOf: info, browseName: 'Setpoint', nodeId: `s=Plant.${lineName}.Info.Setpoint`, dataType: 'Double' });
+    // A value that never changes, with a source timestamp the tests know: stored points must carry exactly it.
+    setpoint.setValueFromSource(new Variant({ dataType: DataType.Double, value: 42 + l }), StatusCodes.Good, new Date(setpointTs));
     return folder;
   });
 
@@ -111,6 +113,7 @@ async function main(): Promise<void> {
     ready: true,
     endpointUrl: `opc.tcp://127.0.0.1:${opts.port}/UA/Test`,
     certificatePem: derToPem(certificate),
+    setpointTs,
   };
   process.stdout.write(`${JSON.stringify(ready)}\n`);
 

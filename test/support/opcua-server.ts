@@ -68,6 +68,8 @@ export class TestOpcuaServer {
   child: ChildProcess | null = null;
   endpointUrl = '';
   certificatePem = '';
+  /** The source timestamp of every Line's Info/Setpoint (a value that never changes). */
+  setpointTs = 0;
   readonly stderr: string[] = [];
 
   constructor(readonly options: OpcuaServerOptions) {}
@@ -94,8 +96,9 @@ export class TestOpcuaServer {
           const line = buffered.slice(0, nl);
           buffered = buffered.slice(nl + 1);
           if (!line.startsWith('{"ready"')) continue;
-          const ready = JSON.parse(line) as { endpointUrl: string; certificatePem: string };
+          const ready = JSON.parse(line) as { endpointUrl: string; certificatePem: string; setpointTs: number };
           this.endpointUrl = ready.endpointUrl;
+          this.setpointTs = ready.setpointTs;
           this.certificatePem = ready.certificatePem;
           clearTimeout(timer);
           resolve();
