@@ -89,11 +89,12 @@ async function main(): Promise<void> {
     return { info, kind, node, period, changes: 0 };
   });
 
+  const faults = opts.faults ?? true;
   const set = (v: (typeof variables)[number]): void => {
     v.changes++;
     let status: StatusCode = StatusCodes.Good;
-    if (v.info.bad && v.changes % 2 === 0) status = StatusCodes.BadSensorFailure;
-    else if (v.info.uncertain && v.changes % 2 === 0) status = StatusCodes.UncertainLastUsableValue;
+    if (faults && v.info.bad && v.changes % 2 === 0) status = StatusCodes.BadSensorFailure;
+    else if (faults && v.info.uncertain && v.changes % 2 === 0) status = StatusCodes.UncertainLastUsableValue;
     v.node.setValueFromSource(new Variant({ dataType: v.kind.dataType, value: v.kind.make(v.changes) }), status, new Date());
   };
   for (const v of variables) set(v);

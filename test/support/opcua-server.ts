@@ -21,6 +21,8 @@ export interface OpcuaServerOptions {
   lines?: number;
   /** Every variable changes every periodMs; default: 100–500 ms by index. */
   periodMs?: number;
+  /** Some variables go Bad or Uncertain on every other change (default true; the bench turns it off). */
+  faults?: boolean;
   /** Variables keep history (HistoryRead raw). */
   historize?: boolean;
   users?: Record<string, string>;
