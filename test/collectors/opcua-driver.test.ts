@@ -7,6 +7,7 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
+import net from 'node:net';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import type { CollectorDefinition, RunningCollector } from '../../src/collectors/driver.js';
@@ -248,6 +249,55 @@ describe('OPC UA driver: outages', { concurrency: false }, () => {
       await stopAll();
       await proxy.stop();
       await hist.stop();
+    }
+  });
+
+  test('a black-holed network (no FIN, no RST) is noticed by the keep-alive watchdog and recovered from', async () => {
+    const own = await startOpcuaServer({ variables: 10, lines: 1, periodMs: 100, trustedClientPems: [appCertPem] });
+    const proxy = await TcpProxy.start(own.options.port);
+    try {
+      const rec = start({ endpoint_url: own.endpointUrl.replace(`:${own.options.port}/`, `:${proxy.port}/`), publishing_interval_ms: 200 }, [
+        { browse: 'ns=1;s=Plant', tag_prefix: 'bh/' },
+      ]);
+      await waitFor(() => rec.state?.state === 'connected' && rec.values.length > 20, 'first values', SECONDS(20));
+      proxy.freeze();
+      const frozenAt = Date.now();
+      await waitFor(() => rec.state?.state === 'reconnecting', 'reconnecting once the server is silent', SECONDS(30));
+      assert.match(rec.state!.error!, /no answer from the server/);
+      assert.ok(Date.now() - frozenAt >= 9000, 'not before the watchdog\'s 10 s');
+      proxy.restore();
+      const before = rec.values.length;
+      await waitFor(() => rec.state?.state === 'connected' && rec.values.length > before + 10, 'connected again with values', SECONDS(30));
+    } finally {
+      await stopAll();
+      await proxy.stop();
+      await own.stop();
+    }
+  });
+
+  test('a server that sends garbage: the collector keeps retrying, stores nothing and stops at once', async () => {
+    const garbage = [
+      Buffer.alloc(64 * 1024, 0xff),
+      Buffer.concat([Buffer.from('ACKF'), Buffer.from([0xff, 0xff, 0xff, 0x7f]), Buffer.alloc(100, 7)]),
+      Buffer.concat([Buffer.from('ERRF'), Buffer.from([0x10, 0, 0, 0]), Buffer.alloc(8, 0)]),
+    ];
+    let connections = 0;
+    const liar = net.createServer((socket) => {
+      socket.on('error', () => undefined);
+      socket.once('data', () => socket.end(garbage[connections++ % garbage.length]));
+    });
+    await new Promise<void>((resolve) => liar.listen(0, '127.0.0.1', resolve));
+    try {
+      const port = (liar.address() as net.AddressInfo).port;
+      const rec = start({ endpoint_url: `opc.tcp://127.0.0.1:${port}/UA/Liar` }, [{ node_id: 'i=2258', tag: 'now' }]);
+      await waitFor(() => connections >= 3, 'three tries', SECONDS(30));
+      assert.ok(rec.states.every((s) => s.state === 'reconnecting'), JSON.stringify(rec.states));
+      assert.equal(rec.values.length, 0);
+      const t = Date.now();
+      await stopAll();
+      assert.ok(Date.now() - t < 5000, 'stopped promptly');
+    } finally {
+      await new Promise<void>((resolve) => liar.close(() => resolve()));
     }
   });
 });

@@ -7,6 +7,7 @@ import net from 'node:net';
 export class TcpProxy {
   private readonly sockets = new Set<net.Socket>();
   private cutOff = false;
+  private frozen = false;
 
   private constructor(private readonly server: net.Server, readonly targetPort: number) {}
 
@@ -33,6 +34,13 @@ export class TcpProxy {
 
   restore(): void {
     this.cutOff = false;
+    this.frozen = false;
+  }
+
+  /** Relayed connections stay open but carry nothing more (a black hole: no FIN, no RST). */
+  freeze(): void {
+    this.frozen = true;
+    for (const s of this.sockets) s.pause();
   }
 
   async stop(): Promise<void> {
@@ -41,7 +49,7 @@ export class TcpProxy {
   }
 
   private relay(client: net.Socket): void {
-    if (this.cutOff) {
+    if (this.cutOff || this.frozen) {
       client.destroy();
       return;
     }
@@ -55,7 +63,12 @@ export class TcpProxy {
         upstream.destroy();
       });
     }
-    client.pipe(upstream);
-    upstream.pipe(client);
+    // Written by hand rather than piped, so a frozen relay drops what is still buffered.
+    client.on('data', (chunk: Buffer) => {
+      if (!this.frozen) upstream.write(chunk);
+    });
+    upstream.on('data', (chunk: Buffer) => {
+      if (!this.frozen) client.write(chunk);
+    });
   }
 }

@@ -151,8 +151,9 @@ export async function monitorAll(
 ): Promise<number> {
   const session = conn.session!;
   const publishing = config.publishingIntervalMs;
-  // A keep-alive at least every ~5 s, so a silent server is noticed within the watchdog below.
-  const keepAliveCount = Math.max(1, Math.ceil(5000 / publishing));
+  // A keep-alive at least every ~3 s, so a silent server (a black-holed network: no FIN, no RST)
+  // is noticed by the watchdog below within three keep-alive periods (10 s at least).
+  const keepAliveCount = Math.max(1, Math.ceil(3000 / publishing));
   const subscription = await conn.guard(session.createSubscription2({
     requestedPublishingInterval: publishing,
     requestedMaxKeepAliveCount: keepAliveCount,
@@ -168,9 +169,10 @@ export async function monitorAll(
   subscription.on('terminated', () => conn.end('the subscription ended'));
   subscription.on('status_changed', (status: { name?: string }) => conn.end(`the server ended the subscription (${status?.name ?? 'status change'})`));
   const revised = Math.max(publishing, subscription.publishingInterval || publishing) * Math.max(1, subscription.maxKeepAliveCount || keepAliveCount);
+  const silence = Math.max(10_000, 3 * revised);
   conn.timers.push(setInterval(() => {
-    if (Date.now() - lastActivity > 3 * revised + 10_000) conn.end(`no answer from the server for ${Math.round((Date.now() - lastActivity) / 1000)} s`);
-  }, 5000).unref());
+    if (Date.now() - lastActivity > silence) conn.end(`no answer from the server for ${Math.round((Date.now() - lastActivity) / 1000)} s`);
+  }, 1000).unref());
 
   const groups = new Map<string, Monitored[]>();
   for (const item of items) {
