@@ -79,15 +79,15 @@ export class OpcuaCollector implements RunningCollector {
     while (!this.stopped) {
       const conn = new Connection();
       this.current = conn;
-      let connected = false;
       try {
-        connected = await this.connectOnce(lib, conn);
+        await this.connectOnce(lib, conn);
       } catch (err) {
         conn.end(describe(err), err instanceof ConnectionEnd && err.fatal);
       }
       const end = conn.ended ?? new ConnectionEnd('connection ended', false);
       await this.close(conn);
       if (this.stopped) break;
+      const connected = conn.up;
       if (connected) {
         failures = 0;
         this.markGap();
@@ -102,8 +102,8 @@ export class OpcuaCollector implements RunningCollector {
     }
   }
 
-  /** One connection from scratch; true once it was up (values flowing), false if it never got there. */
-  private async connectOnce(lib: OpcuaLib, conn: Connection): Promise<boolean> {
+  /** One connection from scratch, until it ends (`conn.up` once every item is monitored). */
+  private async connectOnce(lib: OpcuaLib, conn: Connection): Promise<void> {
     const config = this.connection!;
     const cert = ensureAppCertificate(this.env.secretsDir);
     const opened = await openSession(lib, conn, config, cert, this.definition.id);
@@ -111,11 +111,11 @@ export class OpcuaCollector implements RunningCollector {
     const gap = this.gapItems(plan.monitored);
     const monitored = await monitorAll(lib, conn, config, plan.monitored, (item, dv) => this.onValue(item, dv), this.sink.log);
     this.monitoredCount = monitored;
+    conn.up = true;
     this.report('connected', undefined);
     this.sink.log.info({ items: monitored, browsed: plan.browsed, security: config.securityMode }, 'OPC UA collector connected');
-    if (gap.length > 0) void this.backfill(lib, conn, gap, opened.serverTime);
+    if (gap.length > 0) void this.backfill(lib, conn, gap, await opened.serverTime());
     await conn.endedPromise;
-    return true;
   }
 
   private onValue(item: Monitored, dv: Parameters<typeof convertDataValue>[0]): void {

@@ -19,6 +19,8 @@ export class Connection {
   session: ClientSession | null = null;
   subscription: ClientSubscription | null = null;
   ended: ConnectionEnd | null = null;
+  /** It got as far as collecting (every item monitored). */
+  up = false;
   readonly endedPromise: Promise<ConnectionEnd>;
   private resolveEnded!: (end: ConnectionEnd) => void;
   readonly timers: NodeJS.Timeout[] = [];

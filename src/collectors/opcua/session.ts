@@ -65,18 +65,24 @@ export async function openSession(lib: OpcuaLib, conn: Connection, config: Opcua
   conn.session = session;
   session.on('session_closed', () => conn.end('the server closed the session'));
   session.on('keepalive_failure', () => conn.end('the server stopped answering (session keep-alive failed)'));
-  // The server's clock bounds a back-fill: values after it arrive live.
-  let serverTime = new Date();
-  try {
-    const dv = await conn.guard(session.read({ nodeId: 'i=2258', attributeId: lib.AttributeIds.Value }), 'read server time');
-    if (dv.statusCode.isGood() && dv.value.value instanceof Date) serverTime = dv.value.value;
-  } catch (err) {
-    if (err instanceof ConnectionEnd && conn.ended) throw err;
-  }
   return {
-    serverTime,
+    serverTime: () => serverTime(lib, conn),
     plan: (items: OpcuaItem[], log: Logger) => plan(lib, conn, items, log),
   };
+}
+
+/**
+ * The server's clock (Server_ServerStatus_CurrentTime), read once the items are monitored: a
+ * back-fill reads history up to it, and values after it arrive live. Now, if the server will not say.
+ */
+async function serverTime(lib: OpcuaLib, conn: Connection): Promise<Date> {
+  try {
+    const dv = await conn.guard(conn.session!.read({ nodeId: 'i=2258', attributeId: lib.AttributeIds.Value }), 'read server time');
+    if (dv.statusCode.isGood() && dv.value.value instanceof Date) return dv.value.value;
+  } catch (err) {
+    if (conn.ended) throw err;
+  }
+  return new Date();
 }
 
 function identity(lib: OpcuaLib, config: OpcuaConnection): UserIdentityInfo {
@@ -167,7 +173,11 @@ export async function monitorAll(
   subscription.on('keepalive', () => (lastActivity = Date.now()));
   subscription.on('received_notifications', () => (lastActivity = Date.now()));
   subscription.on('terminated', () => conn.end('the subscription ended'));
-  subscription.on('status_changed', (status: { name?: string }) => conn.end(`the server ended the subscription (${status?.name ?? 'status change'})`));
+  subscription.on('status_changed', (status: { name?: string; isGood?: () => boolean }) => {
+    // GoodSubscriptionTransferred and the like are news, not an end.
+    if (status?.isGood?.()) return;
+    conn.end(`the server ended the subscription (${status?.name ?? 'status change'})`);
+  });
   const revised = Math.max(publishing, subscription.publishingInterval || publishing) * Math.max(1, subscription.maxKeepAliveCount || keepAliveCount);
   const silence = Math.max(10_000, 3 * revised);
   conn.timers.push(setInterval(() => {
