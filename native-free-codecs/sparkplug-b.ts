@@ -252,6 +252,8 @@ export interface SparkplugMetricInput {
   isHistorical?: boolean;
   isTransient?: boolean;
   isNull?: boolean;
+  /** Writes no `datatype` (as the spec recommends for DATA messages); the value is still encoded by it. */
+  omitDatatype?: boolean;
   /**
    * By datatype: a number for the integer types, DateTime, Float and Double; a boolean for
    * Boolean; a string for String, Text, UUID; bytes for Bytes and File; the encoded message
@@ -320,7 +322,7 @@ function planMetric(m: SparkplugMetricInput): MetricPlan {
   if (name) size += delimitedSize(1, name.length);
   if (m.alias !== undefined) size += 1 + varintSize(m.alias);
   if (m.timestamp !== undefined) size += 1 + varintSize(m.timestamp);
-  size += 1 + varintSize(m.datatype);
+  if (!m.omitDatatype) size += 1 + varintSize(m.datatype);
   if (m.isHistorical) size += 2;
   if (m.isTransient) size += 2;
   if (m.isNull) size += 2;
@@ -355,8 +357,10 @@ export function encodeSparkplugPayload(p: SparkplugPayloadInput): Uint8Array {
       w.key(3, WIRE_VARINT);
       w.varint(m.timestamp);
     }
-    w.key(4, WIRE_VARINT);
-    w.varint(m.datatype);
+    if (!m.omitDatatype) {
+      w.key(4, WIRE_VARINT);
+      w.varint(m.datatype);
+    }
     for (const [field, on] of [[5, m.isHistorical], [6, m.isTransient], [7, m.isNull]] as const) {
       if (!on) continue;
       w.key(field, WIRE_VARINT);

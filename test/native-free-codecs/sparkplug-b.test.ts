@@ -124,8 +124,9 @@ test('non-numeric datatypes round-trip and read as no number', () => {
     { name: 'tp', datatype: T.Template, value: new Uint8Array([10, 1, 0x31]) },
     { name: 'n', datatype: T.Double, isNull: true },
     { name: 'h', datatype: T.Double, isHistorical: true, isTransient: true, value: 2 },
+    { alias: 5, datatype: T.Int16, omitDatatype: true, value: -3 },
   ];
-  const [s, t, u, d, b, f, ds, tp, n, h] = decodeSparkplugPayload(encodeSparkplugPayload({ uuid: 'abc', body: new Uint8Array([7]), metrics })).metrics;
+  const [s, t, u, d, b, f, ds, tp, n, h, untyped] = decodeSparkplugPayload(encodeSparkplugPayload({ uuid: 'abc', body: new Uint8Array([7]), metrics })).metrics;
   assert.deepEqual([s!.field, s!.text, t!.text, u!.text], ['string', 'héllo', 'text', '0b5b7c0e-0000-4000-8000-000000000000']);
   assert.deepEqual([d!.field, d!.number], ['long', TS]);
   assert.deepEqual([b!.field, [...b!.bytes!], f!.field, [...f!.bytes!]], ['bytes', [1, 2, 3], 'bytes', [9]]);
@@ -133,6 +134,7 @@ test('non-numeric datatypes round-trip and read as no number', () => {
   assert.equal(tp!.field, 'template');
   assert.deepEqual([n!.isNull, n!.field], [true, undefined]);
   assert.deepEqual([h!.isHistorical, h!.isTransient, metricNumber(h!, T.Double)], [true, true, 2]);
+  assert.deepEqual([untyped!.datatype, untyped!.field, metricNumber(untyped!, T.Int16)], [undefined, 'int', -3]);
   for (const [m, type] of [[s, T.String], [d, T.DateTime], [b, T.Bytes], [ds, T.DataSet], [tp, T.Template], [n, T.Double]] as const) {
     assert.equal(metricNumber(m!, type), null, `datatype ${type}`);
     assert.equal(isNumericType(type), type === T.Double);
