@@ -11,6 +11,7 @@ import { authPlugin } from './auth/plugin.js';
 import { backupPlugin } from './backup/plugin.js';
 import { ServiceClock } from './clock.js';
 import { clusterPlugin } from './cluster/plugin.js';
+import { collectorsPlugin } from './collectors/plugin.js';
 import { ConfigError, loadConfig, type Config } from './config.js';
 import { connectorPlugin } from './connector/plugin.js';
 import { consolePlugin } from './console/plugin.js';
@@ -57,6 +58,7 @@ export const PLUGINS: readonly Plugin<any, any>[] = [
   prometheusPlugin,
   backupPlugin,
   connectorPlugin,
+  collectorsPlugin,
   monitorPlugin,
   blobsPlugin,
   livePlugin,

@@ -71,6 +71,8 @@ export interface CollectorDriver {
    * `badRequest`) naming the bad field, e.g. `connection.endpoint_url must be opc.tcp://…`.
    */
   validate(connection: Record<string, unknown>, items: Array<Record<string, unknown>>): void;
+  /** The service's own certificate for this kind (OPC UA's application certificate), as PEM; made on first use. */
+  applicationCertificatePem?(env: DriverEnvironment): string;
   /** Starts collecting; must not throw for a server that is down (it retries and reports states). */
   start(definition: CollectorDefinition, sink: CollectorSink, env: DriverEnvironment): RunningCollector;
 }

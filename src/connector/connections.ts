@@ -1,6 +1,6 @@
 // Connections to a PI Web API: the fields of every connector body (WIRE.md part 2), either given
 // ad hoc (admins only) or named by `connection_id`, a saved row of /svcapi/connections usable by
-// anyone who can read it. Saved rows keep `password` and `token` sealed (secret-box.ts), read
+// anyone who can read it. Saved rows keep `password` and `token` sealed (src/secret-box.ts), read
 // back as "********"; only admins may create them or change where they point and how they log
 // in, so no one else can aim a saved credential at a server of their choosing.
 
@@ -9,7 +9,7 @@ import type { AccessGrant } from '../meta/access-grant.js';
 import type { EntityStore } from '../meta/entities.js';
 import { MASK, type EntityRules } from '../meta/entity-rules.js';
 import type { PiConnection } from './pi-client.js';
-import { SecretBox } from './secret-box.js';
+import { SecretBox } from '../secret-box.js';
 
 /** Fields of a connection as a body gives them. */
 export const CONNECTION_FIELDS = ['base_url', 'auth', 'username', 'password', 'token', 'verify_tls', 'ca_pem', 'timeout_ms'] as const;

@@ -21,7 +21,7 @@ import { ServiceError, badRequest, forbidden } from '../../shared/errors.js';
 import { validateScope } from '../../shared/scope-path.js';
 import { Connections, CONNECTION_FIELDS } from './connections.js';
 import { PiClient, piTimestampMs, type PiConnection, type PiItem } from './pi-client.js';
-import { SecretBox } from './secret-box.js';
+import { SecretBox } from '../secret-box.js';
 
 export interface ConnectorOptions {
   settings: Config['connector'] & { dataDir: string };

@@ -205,4 +205,22 @@ export const MIGRATIONS: readonly string[] = [
      last_used_ms INTEGER
    );
    CREATE INDEX api_keys_owner_id ON api_keys (owner_id);`,
+  // 12: plant collectors (src/collectors/): one row per saved OPC UA or MQTT collector. `owner` is
+  // the account it runs as (its grant at each write). `connection` is JSON with its secrets
+  // sealed (enc:v1:…, the connections key); `items` is JSON.
+  `CREATE TABLE collectors (
+     id TEXT PRIMARY KEY,
+     owner TEXT NOT NULL,
+     name TEXT NOT NULL,
+     kind TEXT NOT NULL,
+     enabled INTEGER NOT NULL,
+     organization TEXT NOT NULL,
+     site TEXT NOT NULL,
+     unit TEXT NOT NULL,
+     grid TEXT NOT NULL,
+     connection TEXT NOT NULL,
+     items TEXT NOT NULL,
+     created_ms INTEGER NOT NULL,
+     updated_ms INTEGER NOT NULL
+   );`,
 ];

@@ -22,6 +22,7 @@ import { AccountsTable } from './tables/accounts.js';
 import { AlarmTables } from './tables/alarms.js';
 import { ApiKeysTable } from './tables/api-keys.js';
 import { BackfillsTable } from './tables/backfills.js';
+import { CollectorsTable } from './tables/collectors.js';
 import { BlobTables } from './tables/blobs.js';
 import { Hierarchy } from './tables/hierarchy.js';
 import { IngestClientsTable } from './tables/ingest-clients.js';
@@ -53,6 +54,7 @@ export class MetaStore {
   readonly alarms: AlarmTables;
   readonly jobs: ProcessJobsTable;
   readonly backfills: BackfillsTable;
+  readonly collectors: CollectorsTable;
   readonly blobs: BlobTables;
   readonly notifications: NotificationTables;
   readonly ingestClients: IngestClientsTable;
@@ -82,6 +84,7 @@ export class MetaStore {
     this.alarms = new AlarmTables(db);
     this.jobs = new ProcessJobsTable(db);
     this.backfills = new BackfillsTable(db);
+    this.collectors = new CollectorsTable(db);
     this.blobs = new BlobTables(db);
     this.notifications = new NotificationTables(db);
     this.ingestClients = new IngestClientsTable(db);

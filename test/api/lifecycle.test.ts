@@ -216,7 +216,7 @@ describe('health and request logs', () => {
       assert.deepEqual(res.body, {
         status: 'ok',
         acceptsWrites: true,
-        subsystems: { service: { status: 'ok' }, auth: { status: 'ok' }, metadata: { status: 'ok' }, 'process-log': { status: 'ok' }, notifications: { status: 'ok' }, storage: { status: 'ok' }, ingest: { status: 'ok' }, influx: { status: 'ok' }, prometheus: { status: 'ok' }, backup: { status: 'ok' }, connector: { status: 'ok' }, live: { status: 'ok' }, blobs: { status: 'ok' }, cluster: { status: 'ok' }, monitor: { status: 'ok' }, proxies: { status: 'ok', configured: { 'vector.qdrantUrl': false, 'adk.baseUrl': false } }, metrics: { status: 'ok' }, console: { status: 'ok' } },
+        subsystems: { service: { status: 'ok' }, auth: { status: 'ok' }, metadata: { status: 'ok' }, 'process-log': { status: 'ok' }, notifications: { status: 'ok' }, storage: { status: 'ok' }, ingest: { status: 'ok' }, influx: { status: 'ok' }, prometheus: { status: 'ok' }, backup: { status: 'ok' }, connector: { status: 'ok' }, collectors: { status: 'ok' }, live: { status: 'ok' }, blobs: { status: 'ok' }, cluster: { status: 'ok' }, monitor: { status: 'ok' }, proxies: { status: 'ok', configured: { 'vector.qdrantUrl': false, 'adk.baseUrl': false } }, metrics: { status: 'ok' }, console: { status: 'ok' } },
       });
     } finally {
       await ok.dispose();

@@ -1,11 +1,11 @@
-// Secrets of saved connections (password, token) at rest: AES-256-GCM with a key made on first
+// Secrets at rest (saved connections' password and token, collectors' passwords and keys): AES-256-GCM with a key made on first
 // start under <dataDir>/secrets/ (0600, like the token signing secret). A sealed value is the
 // string `enc:v1:<iv>:<tag>:<ciphertext>` (base64), so a stored row never holds the plain text.
 
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { PRIVATE_FILE_MODE } from '../../shared/file-modes.js';
+import { PRIVATE_FILE_MODE } from '../shared/file-modes.js';
 
 const KEY_FILE = 'connections.key';
 const PREFIX = 'enc:v1:';
