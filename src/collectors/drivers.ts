@@ -1,5 +1,8 @@
 // The kinds of collector this build has: one line per driver.
 
 import type { CollectorDriver } from './driver.js';
+import { mqttDriver } from './mqtt/driver.js';
 
-export const DRIVERS: ReadonlyMap<string, CollectorDriver> = new Map<string, CollectorDriver>([]);
+export const DRIVERS: ReadonlyMap<string, CollectorDriver> = new Map<string, CollectorDriver>([
+  ['mqtt', mqttDriver],
+]);

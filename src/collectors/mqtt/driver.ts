@@ -86,7 +86,7 @@ class MqttCollector implements RunningCollector {
   async stop(): Promise<void> {
     this.stopping = true;
     if (this.reconnectTimer) clearTimeout(this.reconnectTimer);
-    await this.pipeline.stop(5000);
+    await this.pipeline.stop();
     this.saveBirths();
     const client = this.client;
     this.client = null;
@@ -94,7 +94,7 @@ class MqttCollector implements RunningCollector {
       // A graceful DISCONNECT keeps the session (MQTT 5: its expiry was set at connect).
       await Promise.race([client.endAsync(false).catch(() => undefined), new Promise((r) => setTimeout(r, 2000))]);
       client.end(true);
-      client.removeAllListeners();
+      retire(client);
     }
   }
 
@@ -137,8 +137,7 @@ class MqttCollector implements RunningCollector {
       if (this.client !== client) return;
       this.pipeline.dropGeneration(generation);
       if (this.stopping) return;
-      client.removeAllListeners();
-      client.on('error', () => undefined);
+      retire(client);
       client.end(true);
       if (this.state === 'connected') this.setState('reconnecting', this.stateError ?? 'connection lost');
       this.scheduleReconnect();
@@ -272,6 +271,12 @@ class MqttCollector implements RunningCollector {
       this.sink.log.warn({ err: (err as Error).message }, 'mqtt collector: could not save the sparkplug births');
     }
   }
+}
+
+/** A client done with: its late events (a CONNACK timeout after end) go nowhere, and throw nowhere. */
+function retire(client: MqttClient): void {
+  client.removeAllListeners();
+  client.on('error', () => undefined);
 }
 
 function pushAll(to: CollectedValue[], from: readonly CollectedValue[]): void {

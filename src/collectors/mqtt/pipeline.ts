@@ -27,12 +27,17 @@ const MAX_BATCH_VALUES = 50_000;
 const RETRY_MIN_MS = 200;
 const RETRY_MAX_MS = 5_000;
 
-/** A write storage refuses for its content (retrying the same values cannot help). */
+/**
+ * A write storage refuses for what it holds, so retrying the same values cannot help: a 4xx
+ * ServiceError, or the write path's `success: false` answer (a plain Error: an unknown scope, a
+ * timestamp below storage.minTimestampMs). 5xx (buffer full, worker restarting, disk full) and an
+ * aborted write pass.
+ */
 export function isPermanentRejection(err: unknown): boolean {
-  if (!(err instanceof Error)) return false;
+  if (!(err instanceof Error) || err.name === 'AbortError') return false;
   const status = (err as { status?: unknown }).status;
   if (typeof status === 'number') return status >= 400 && status < 500;
-  return err.name === 'WriteBodyError';
+  return true;
 }
 
 export class WritePipeline {
@@ -81,22 +86,15 @@ export class WritePipeline {
     this.releaseReaders();
   }
 
-  /** Writes what is waiting (within `timeoutMs`), then takes nothing more. */
-  async stop(timeoutMs: number): Promise<void> {
-    const until = Date.now() + timeoutMs;
-    if (this.retryTimer) {
-      clearTimeout(this.retryTimer);
-      this.retryTimer = null;
-      this.retryDelay = 0;
-      this.pump();
-    }
-    while ((this.writing || this.waiting.length > 0) && Date.now() < until) {
-      if (this.writing) await Promise.race([this.writing, new Promise((r) => setTimeout(r, Math.max(0, until - Date.now())))]);
-      else if (!this.retryTimer) this.pump();
-      else await new Promise((r) => setTimeout(r, 50));
-    }
+  /**
+   * Takes nothing more and waits for the write under way. Waiting QoS 1 messages stay
+   * unacknowledged: the broker sends them again to the next session (the subsystem refuses
+   * writes once it stops a collector, so they could not be stored now anyway).
+   */
+  async stop(): Promise<void> {
     this.stopped = true;
     if (this.retryTimer) clearTimeout(this.retryTimer);
+    this.retryTimer = null;
     this.releaseReaders();
     if (this.writing) await this.writing;
   }
@@ -142,6 +140,7 @@ export class WritePipeline {
   }
 
   private failed(batch: Entry[], err: unknown): void {
+    if (this.stopped) return;
     const message = err instanceof Error ? err.message : String(err);
     if (isPermanentRejection(err) && batch.length === 1) {
       // One message storage will never take: counted and acknowledged, or it would come back forever.
