@@ -112,6 +112,11 @@ export class Mosquitto {
     return this.output.join('\n');
   }
 
+  /** The broker's process id (for CPU figures), or undefined while it is stopped. */
+  get pid(): number | undefined {
+    return this.child?.pid;
+  }
+
   get running(): boolean {
     return this.child !== null;
   }
