@@ -77,7 +77,7 @@ function definition(items: Array<Record<string, unknown>>, connection: Record<st
 }
 
 function start(def: CollectorDefinition, sink = new RecordingSink()): { sink: RecordingSink; collector: RunningCollector } {
-  const collector = mqttDriver.start(def, sink, { secretsDir: `${dataDir}/secrets`, now: () => Date.now() });
+  const collector = mqttDriver.start(def, sink, { secretsDir: `${dataDir}/secrets`, stateDir: `${dataDir}/collectors/${def.id}`, now: () => Date.now() });
   running.push(collector);
   return { sink, collector };
 }

@@ -38,8 +38,8 @@ export const mqttDriver: CollectorDriver = {
 };
 
 /** Where a collector keeps the Sparkplug births it saw (so queued data resolves after a restart). */
-function birthsFile(env: DriverEnvironment, id: string): string {
-  return path.join(path.dirname(env.secretsDir), 'collectors', encodeURIComponent(id), 'sparkplug-births.json');
+function birthsFile(env: DriverEnvironment): string {
+  return path.join(env.stateDir, 'sparkplug-births.json');
 }
 
 /** A TLS or CONNACK failure that the same settings will meet again (the state becomes `failed`). */
@@ -73,7 +73,7 @@ class MqttCollector implements RunningCollector {
     this.items = readItems(definition.items);
     this.matcher = new TopicMatcher(this.items);
     this.pipeline = new WritePipeline(sink);
-    this.birthsPath = birthsFile(env, definition.id);
+    this.birthsPath = birthsFile(env);
     this.sparkplug = this.items.some((i) => i.format === 'sparkplug_b') ? new SparkplugState(this.loadBirths()) : null;
     sink.state('connecting');
     this.connect();
@@ -140,6 +140,8 @@ class MqttCollector implements RunningCollector {
       retire(client);
       client.end(true);
       if (this.state === 'connected') this.setState('reconnecting', this.stateError ?? 'connection lost');
+      // Never connected yet: still connecting, and the status says why not (a broker that is not there).
+      else if (this.state === 'connecting' && this.stateError) this.sink.state('connecting', this.stateError);
       this.scheduleReconnect();
     });
   }
@@ -157,10 +159,9 @@ class MqttCollector implements RunningCollector {
 
   private setState(state: MqttCollector['state'], error?: string): void {
     if (state === this.state && error === this.stateError) return;
-    const changed = state !== this.state;
     this.state = state;
     this.stateError = error;
-    if (changed) this.sink.state(state, error);
+    this.sink.state(state, error);
   }
 
   private async subscribe(client: MqttClient): Promise<void> {
