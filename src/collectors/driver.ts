@@ -57,6 +57,8 @@ export interface RunningCollector {
 export interface DriverEnvironment {
   /** `<dataDir>/secrets`: where the service's OPC UA application certificate and key live. */
   secretsDir: string;
+  /** `<dataDir>/collectors/<id>`: the collector's own files (made by the driver when it needs it; removed with the collector). */
+  stateDir: string;
   /** Epoch ms now (the service clock). */
   now(): number;
 }

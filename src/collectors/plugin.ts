@@ -21,7 +21,7 @@ export const collectorsPlugin = definePlugin({
   settings: (config) => ({ dataDir: config.dataDir }),
   needs: { writer: POINT_WRITER, collections: COLLECTIONS, accounts: ACCOUNTS, notify: NOTIFY },
   create({ settings, needs, meta, clock, log, leadership }) {
-    const env = { secretsDir: path.join(settings.dataDir, 'secrets'), now: () => clock.now() };
+    const env = { secretsDir: path.join(settings.dataDir, 'secrets'), stateDir: path.join(settings.dataDir, 'collectors'), now: () => clock.now() };
     const service = new CollectorService({
       meta, ...needs, drivers: DRIVERS, dataDir: settings.dataDir, leads: () => leadership.leads(), now: () => clock.now(), log,
     });

@@ -5,6 +5,7 @@
 // time of the write, so a collector never reaches further than the account that saved it.
 
 import crypto from 'node:crypto';
+import fs from 'node:fs';
 import path from 'node:path';
 import { badRequest, forbidden, notFound, ServiceError } from '../../shared/errors.js';
 import { validateScope } from '../../shared/scope-path.js';
@@ -94,6 +95,12 @@ export class CollectorService {
     this.visibleRow(grant, id);
     this.o.meta.collectors.delete(id);
     await this.stopRun(id);
+    fs.rmSync(this.stateDir(id), { recursive: true, force: true });
+  }
+
+  /** A collector's own files (ids are `col-<hex>`, made here, so they are safe folder names). */
+  private stateDir(id: string): string {
+    return path.join(this.o.dataDir, 'collectors', id);
   }
 
   status(grant: AccessGrant, id: string): CollectorStatus {
@@ -150,7 +157,7 @@ export class CollectorService {
     });
     this.runs.set(row.id, run);
     try {
-      run.attach(driver.start(definition, run.sink(), { secretsDir: path.join(this.o.dataDir, 'secrets'), now: this.o.now }));
+      run.attach(driver.start(definition, run.sink(), { secretsDir: path.join(this.o.dataDir, 'secrets'), stateDir: this.stateDir(row.id), now: this.o.now }));
     } catch (err) {
       // A driver must not throw for a server that is down; one that does is reported, not fatal.
       run.sink().state('failed', err instanceof Error ? err.message : String(err));
@@ -177,7 +184,8 @@ export class CollectorService {
     for (const v of values) (tags[v.tag] ??= []).push([v.ts, v.value]);
     const body = Buffer.from(JSON.stringify({ organization: d.organization, site: d.site, unit: d.unit, grid: d.grid, tags }));
     const result = await this.o.writer.write(this.ownerGrant(owner), body, 'application/json', 'fast', this.abort.signal, { backfill, autoCreate: true, route: `(collector ${d.kind})` });
-    if (!result.success) throw new Error(result.error);
+    // Refused for what it holds (a timestamp out of range, say): the same values would be refused again.
+    if (!result.success) throw badRequest(result.error);
   }
 
   private ownerGrant(owner: string): AccessGrant {
