@@ -7,7 +7,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
-import { ServiceError } from '../../shared/errors.js';
+import { badRequest, forbidden, ServiceError } from '../../shared/errors.js';
 import { ensureAppCertificate, opcuaApplicationCertificatePem } from '../../src/collectors/opcua/app-certificate.js';
 import { validNodeId } from '../../src/collectors/opcua/config.js';
 import { opcuaDriver } from '../../src/collectors/opcua/driver.js';
@@ -149,5 +149,35 @@ test('the batcher gathers values into few writes, keeps order and retries a refu
   await new Promise((resolve) => setTimeout(resolve, 300));
   rec.refuse = null;
   await waitFor(() => rec.backfill.length === 1 && rec.values.length === 12_001, 'refused batches written once storage takes them', { timeoutMs: 5000 });
+  batcher.close();
+});
+
+test('values storage refuses for good are found by halving, dropped and counted; the rest are stored', async () => {
+  const rec = new RecordingSink();
+  rec.refuseWhen = (values) => (values.some((v) => v.tag === 'owned-elsewhere') ? badRequest('DUPLICATE: tag "owned-elsewhere" belongs to another collection') : null);
+  const batcher = new ValueBatcher(rec.sink);
+  for (let i = 0; i < 1000; i++) batcher.add({ tag: i % 100 === 7 ? 'owned-elsewhere' : `t${i % 5}`, ts: 1e12 + i, value: i });
+  batcher.flush();
+  await batcher.idle();
+  assert.equal(rec.values.length, 990);
+  assert.equal(rec.skipped.get('refused by storage'), 10);
+  // After three refusals one by one the tag is skipped without a write.
+  const writes = rec.writes;
+  for (let i = 0; i < 50; i++) batcher.add({ tag: 'owned-elsewhere', ts: 2e12 + i, value: i });
+  batcher.add({ tag: 'fine', ts: 2e12, value: 1 });
+  batcher.flush();
+  await batcher.idle();
+  assert.equal(rec.writes, writes + 1);
+  assert.equal(rec.skipped.get('refused by storage'), 60);
+  assert.ok(rec.logLines.some((l) => l.includes('skipped from now on')));
+
+  // A refusal that is not about the values (the owner's grant gone): the batch is dropped, not halved.
+  rec.refuseWhen = () => forbidden('the account that saved this collector no longer exists');
+  const before = rec.writes;
+  for (let i = 0; i < 100; i++) batcher.add({ tag: 'x', ts: 3e12 + i, value: i });
+  batcher.flush();
+  await batcher.idle();
+  assert.equal(rec.writes, before + 1);
+  assert.equal(rec.skipped.get('refused by storage'), 160);
   batcher.close();
 });

@@ -33,7 +33,7 @@ function definition(connection: Record<string, unknown>, items: Array<Record<str
 function start(connection: Record<string, unknown>, items: Array<Record<string, unknown>>): RecordingSink {
   opcuaDriver.validate(connection, items);
   const rec = new RecordingSink();
-  running.push(opcuaDriver.start(definition(connection, items), rec.sink, { secretsDir, now: () => Date.now() }));
+  running.push(opcuaDriver.start(definition(connection, items), rec.sink, { secretsDir, stateDir: path.join(secretsDir, '..', 'state'), now: () => Date.now() }));
   return rec;
 }
 

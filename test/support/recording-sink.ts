@@ -16,8 +16,11 @@ export class RecordingSink {
   readonly skipped = new Map<string, number>();
   readonly states: RecordedState[] = [];
   readonly logLines: string[] = [];
-  /** Set to make write() reject (storage refusing). */
+  /** Set to make write() reject (storage busy). */
   refuse: Error | null = null;
+  /** Set to refuse some writes as storage refuses values for good (a 400 naming them); null: accept. */
+  refuseWhen: ((values: readonly CollectedValue[]) => Error | null) | null = null;
+  writes = 0;
   readonly sink: CollectorSink;
 
   constructor() {
@@ -25,7 +28,10 @@ export class RecordingSink {
     this.sink = {
       log,
       write: async (values, options) => {
+        this.writes++;
         if (this.refuse) throw this.refuse;
+        const refusal = this.refuseWhen?.(values);
+        if (refusal) throw refusal;
         (options?.backfill ? this.backfill : this.values).push(...values);
       },
       skipped: (count, reason) => void this.skipped.set(reason, (this.skipped.get(reason) ?? 0) + count),

@@ -6,6 +6,9 @@ import type { DataValue } from 'node-opcua-client';
 export const SKIP_BAD = 'bad status';
 export const SKIP_UNCERTAIN = 'uncertain status';
 export const SKIP_NOT_NUMERIC = 'not numeric';
+export const SKIP_OLD = 'timestamp before 1973';
+/** storage.minTimestampMs's default: a device whose clock was never set sends 1970 (or 1601) times, refused by storage anyway. */
+const MIN_TIMESTAMP_MS = 100_000_000_000;
 
 // node-opcua's DataType numbers (OPC UA built-in type ids), so this file needs no import of it.
 const BOOLEAN = 1;
@@ -33,7 +36,9 @@ export function convertDataValue(dv: DataValue, keepUncertain: boolean, now: num
     value = (variant.dataType === INT64 ? high | 0 : high >>> 0) * 4294967296 + (low >>> 0);
   } else return SKIP_NOT_NUMERIC;
   if (typeof value !== 'number' || !Number.isFinite(value)) return SKIP_NOT_NUMERIC;
-  return { value, ts: timestampOf(dv, now) };
+  const ts = timestampOf(dv, now);
+  if (ts < MIN_TIMESTAMP_MS) return SKIP_OLD;
+  return { value, ts };
 }
 
 /** The source timestamp, else the server's, else now (OPC UA's "no time" is null or 1601-01-01). */
