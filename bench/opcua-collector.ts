@@ -111,7 +111,7 @@ async function main(): Promise<void> {
       if (!ok) process.exitCode = 1;
       await admin.request('DELETE', `/svcapi/collectors/${id}`);
     } finally {
-      await server.stop();
+      await server.dispose();
     }
   } finally {
     admin.close();

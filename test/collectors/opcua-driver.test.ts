@@ -49,7 +49,8 @@ before(async () => {
 
 after(async () => {
   await stopAll();
-  await server?.stop();
+  await server?.dispose();
+  fs.rmSync(secretsDir, { recursive: true, force: true });
 });
 
 describe('OPC UA driver: security None, anonymous', { concurrency: false }, () => {
@@ -175,7 +176,7 @@ describe('OPC UA driver: user certificate auth', { concurrency: false }, () => {
   });
   after(async () => {
     await stopAll();
-    await certServer.stop();
+    await certServer.dispose();
   });
 
   test('a trusted user certificate opens the session', async () => {
@@ -214,7 +215,7 @@ describe('OPC UA driver: outages', { concurrency: false }, () => {
       assert.deepEqual(rec.backfill, [], 'a restarted server has no history of its outage');
     } finally {
       await stopAll();
-      await own.stop();
+      await own.dispose();
     }
   });
 
@@ -248,7 +249,7 @@ describe('OPC UA driver: outages', { concurrency: false }, () => {
     } finally {
       await stopAll();
       await proxy.stop();
-      await hist.stop();
+      await hist.dispose();
     }
   });
 
@@ -271,7 +272,7 @@ describe('OPC UA driver: outages', { concurrency: false }, () => {
     } finally {
       await stopAll();
       await proxy.stop();
-      await own.stop();
+      await own.dispose();
     }
   });
 

@@ -59,7 +59,7 @@ describe('OPC UA collectors through the service', { concurrency: false }, () => 
   });
 
   after(async () => {
-    await server?.stop();
+    await server?.dispose();
     if (svc) {
       assert.ok(!svc.logLines.join('\n').includes(PASSWORD), 'the password is in no log line');
       await svc.dispose();
@@ -164,7 +164,7 @@ describe('OPC UA collectors through the service', { concurrency: false }, () => 
       }
     } finally {
       await remove(id);
-      await own.stop();
+      await own.dispose();
     }
   });
 
@@ -191,7 +191,7 @@ describe('OPC UA collectors through the service', { concurrency: false }, () => 
     } finally {
       await remove(id);
       await proxy.stop();
-      await hist.stop();
+      await hist.dispose();
     }
   });
 });

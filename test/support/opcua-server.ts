@@ -125,6 +125,12 @@ export class TestOpcuaServer {
     clearTimeout(timer);
   }
 
+  /** Stops it for good and removes its PKI dir. */
+  async dispose(): Promise<void> {
+    await this.stop();
+    fs.rmSync(this.options.pkiDir, { recursive: true, force: true });
+  }
+
   async restart(): Promise<void> {
     await this.stop();
     await this.start();
