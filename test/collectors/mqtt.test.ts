@@ -229,6 +229,10 @@ test('a broker restart: reconnecting, then connected, and what is published afte
   const pub = await publisher();
   await pub.publishAsync('restart/x', '12.5', { qos: 1 });
   await waitFor(async () => (await lastlist(['restart/x']))['restart/x']?.[1] === 12.5, 'value after the restart');
+  // The lost connection was told (to the admins: this unit has no unit entity); the first connect was not news.
+  const notes = (await svc.get('/svcapi/notifications', admin)).body as Array<{ title: string; source: string; severity: string; payload: Record<string, unknown> }>;
+  const told = notes.filter((n) => n.payload?.collector_id === id);
+  assert.deepEqual(told.map((n) => [n.title, n.source, n.severity]), [['Collector restarts reconnecting', 'system', 'warn']]);
 });
 
 test('refused credentials: failed, and the password is in no status, answer or log line', { skip }, async () => {
