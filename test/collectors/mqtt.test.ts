@@ -233,6 +233,14 @@ test('a broker restart: reconnecting, then connected, and what is published afte
   const notes = (await svc.get('/svcapi/notifications', admin)).body as Array<{ title: string; source: string; severity: string; payload: Record<string, unknown> }>;
   const told = notes.filter((n) => n.payload?.collector_id === id);
   assert.deepEqual(told.map((n) => [n.title, n.source, n.severity]), [['Collector restarts reconnecting', 'system', 'warn']]);
+  // /metrics: the per-kind families count what was stored (an admin token may scrape).
+  const metrics = await svc.get('/metrics', admin);
+  assert.equal(metrics.status, 200, metrics.text);
+  const stored = Number(/^historian_collector_values_stored_total\{kind="mqtt"\} (\d+)/m.exec(metrics.text)?.[1]);
+  assert.ok(stored >= 1, `historian_collector_values_stored_total{kind="mqtt"} counts the stored values: ${stored}`);
+  assert.match(metrics.text, /^historian_collectors\{kind="mqtt",state="connected"\} [1-9]/m);
+  assert.match(metrics.text, /^historian_collectors\{kind="opcua",state="connected"\} 0/m);
+  assert.ok(!metrics.text.includes(id), 'no collector id in /metrics');
 });
 
 test('refused credentials: failed, and the password is in no status, answer or log line', { skip }, async () => {
