@@ -37,6 +37,11 @@ export interface CollectorSink {
    * `backfill`: values recovered after a gap (OPC UA HistoryRead): stored without raising alarms.
    */
   write(values: readonly CollectedValue[], options?: { backfill?: boolean }): Promise<void>;
+  /**
+   * The newest stored timestamp of each of `tags` in the collector's collection (tags with none
+   * are absent): where a collector that just started picks up, to back-fill what it missed.
+   */
+  lastStored(tags: readonly string[]): Promise<Map<string, number>>;
   /** Values seen and not stored (bad status, a type that is not numeric, an undecodable payload), by reason. */
   skipped(count: number, reason: string): void;
   /** A state change (the subsystem notifies the unit's users and shows it in the status). */

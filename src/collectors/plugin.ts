@@ -8,7 +8,7 @@ import { ACCOUNTS } from '../auth/api.js';
 import { definePlugin } from '../host/plugin.js';
 import { counter, gauge, type Sample } from '../metric-source.js';
 import { NOTIFY } from '../notifications/api.js';
-import { COLLECTIONS, POINT_WRITER } from '../storage/api.js';
+import { COLLECTIONS, POINT_READER, POINT_WRITER } from '../storage/api.js';
 import type { CollectorState } from './driver.js';
 import { DRIVERS } from './drivers.js';
 import { collectorRoutes } from './routes.js';
@@ -19,7 +19,7 @@ const STATES: readonly CollectorState[] = ['connecting', 'connected', 'reconnect
 export const collectorsPlugin = definePlugin({
   name: 'collectors',
   settings: (config) => ({ dataDir: config.dataDir }),
-  needs: { writer: POINT_WRITER, collections: COLLECTIONS, accounts: ACCOUNTS, notify: NOTIFY },
+  needs: { writer: POINT_WRITER, reader: POINT_READER, collections: COLLECTIONS, accounts: ACCOUNTS, notify: NOTIFY },
   create({ settings, needs, meta, clock, log, leadership }) {
     const env = { secretsDir: path.join(settings.dataDir, 'secrets'), stateDir: path.join(settings.dataDir, 'collectors'), now: () => clock.now() };
     const service = new CollectorService({

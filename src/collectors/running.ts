@@ -19,6 +19,8 @@ export interface CollectorStatus {
 }
 
 export interface RunnerHooks {
+  /** The newest stored timestamp per tag, read as the collector's owner. */
+  lastStored(definition: CollectorDefinition, tags: readonly string[]): Promise<Map<string, number>>;
   /** Stores values as the collector's owner; rejects with the reason when they cannot be stored. */
   store(definition: CollectorDefinition, values: readonly CollectedValue[], backfill: boolean): Promise<void>;
   /** A state change worth telling the unit's users. */
@@ -57,6 +59,7 @@ export class CollectorRun {
         for (const v of values) if (v.ts > last) last = v.ts;
         this.status.last_value_ms = last;
       },
+      lastStored: (tags) => this.hooks.lastStored(this.definition, tags),
       skipped: (count, reason) => {
         if (count <= 0) return;
         this.status.values_skipped += count;

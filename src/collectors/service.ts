@@ -17,7 +17,7 @@ import type { AccessGrant } from '../meta/access-grant.js';
 import type { MetaStore } from '../meta/store.js';
 import type { CollectorRow } from '../meta/tables/collectors.js';
 import type { Notify } from '../notifications/api.js';
-import type { Collections, PointWriter } from '../storage/api.js';
+import type { Collections, PointReader, PointWriter } from '../storage/api.js';
 import type { CollectedValue, CollectorDefinition, CollectorDriver, CollectorState } from './driver.js';
 import { CollectorRun, type CollectorStatus } from './running.js';
 
@@ -43,6 +43,7 @@ export interface CollectorView {
 export interface CollectorServiceOptions {
   meta: MetaStore;
   writer: PointWriter;
+  reader: PointReader;
   collections: Collections;
   accounts: Accounts;
   notify: Notify;
@@ -151,6 +152,7 @@ export class CollectorService {
     const definition = this.definitionOf(row, driver);
     const run = new CollectorRun(definition, {
       store: (d, values, backfill) => this.store(row.owner, d, values, backfill),
+      lastStored: (d, tags) => this.lastStored(row.owner, d, tags),
       notify: (input, d) => this.notifyUnit(input, d),
       now: this.o.now,
       log: this.o.log,
@@ -186,6 +188,15 @@ export class CollectorService {
     const result = await this.o.writer.write(this.ownerGrant(owner), body, 'application/json', 'fast', this.abort.signal, { backfill, autoCreate: true, route: `(collector ${d.kind})` });
     // Refused for what it holds (a timestamp out of range, say): the same values would be refused again.
     if (!result.success) throw badRequest(result.error);
+  }
+
+  private async lastStored(owner: string, d: CollectorDefinition, tags: readonly string[]): Promise<Map<string, number>> {
+    const out = new Map<string, number>();
+    if (tags.length === 0 || !this.o.collections.exists(`${d.organization}/${d.site}/${d.unit}/${d.grid}`)) return out;
+    const scope = { organization: d.organization, site: d.site, unit: d.unit, grid: d.grid };
+    const last = await this.o.reader.lastValues(this.o.reader.resolve(this.ownerGrant(owner), scope, [...tags]));
+    for (const [tag, point] of Object.entries(last)) if (point) out.set(tag, point[0]);
+    return out;
   }
 
   private ownerGrant(owner: string): AccessGrant {

@@ -34,6 +34,11 @@ class RecordingSink implements CollectorSink {
     if (intercepted) await intercepted;
     (options?.backfill ? this.backfilled : this.values).push(...values);
   }
+  async lastStored(tags: readonly string[]): Promise<Map<string, number>> {
+    const out = new Map<string, number>();
+    for (const v of [...this.values, ...this.backfilled]) if (tags.includes(v.tag) && v.ts > (out.get(v.tag) ?? -Infinity)) out.set(v.tag, v.ts);
+    return out;
+  }
   skipped(count: number, reason: string): void {
     this.skips.set(reason, (this.skips.get(reason) ?? 0) + count);
   }

@@ -194,4 +194,28 @@ describe('OPC UA collectors through the service', { concurrency: false }, () => 
       await hist.dispose();
     }
   });
+  test('a service restart: the time the service was down is back-filled from the server history', async () => {
+    const hist = await startOpcuaServer({ variables: 20, lines: 2, historize: true, periodMs: 100, trustedClientPems: [appPem] });
+    const id = await create('resume', { endpoint_url: hist.endpointUrl, publishing_interval_ms: 100 }, [{ browse: 'ns=1;s=Plant', tag_prefix: 's/', sampling_interval_ms: 50 }]);
+    const tag = `s/${variableInfo(0, 20, 2).path}`;
+    try {
+      await waitFor(async () => (await points(tag)).length >= 10, 'first values', WAIT(30));
+      const dataDir = svc.dataDir;
+      await svc.stop('SIGTERM');
+      const stoppedAt = Date.now();
+      await new Promise((resolve) => setTimeout(resolve, 3000));
+      const restartedAt = Date.now();
+      svc = await startService({ dataDir });
+      admin = await svc.adminToken();
+      await waitFor(async () => (await status(id)).state === 'connected', 'connected after the restart', WAIT(60));
+      // Variable 0 changes every 100 ms: about 30 changes while the service was down, read back from history.
+      await waitFor(async () => (await points(tag, stoppedAt + 500)).filter(([ts]) => ts < restartedAt - 500).length >= 20, 'the downtime back-filled', WAIT(30));
+      const all = await points(tag);
+      const counts = all.map(([, v]) => v - 0.5);
+      for (let k = 1; k < counts.length; k++) assert.equal(counts[k], counts[k - 1]! + 1, `consecutive changes at ${all[k]![0]}`);
+    } finally {
+      await remove(id);
+      await hist.dispose();
+    }
+  });
 });

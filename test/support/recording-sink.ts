@@ -34,6 +34,11 @@ export class RecordingSink {
         if (refusal) throw refusal;
         (options?.backfill ? this.backfill : this.values).push(...values);
       },
+      lastStored: async (tags) => {
+        const out = new Map<string, number>();
+        for (const v of [...this.values, ...this.backfill]) if (tags.includes(v.tag) && v.ts > (out.get(v.tag) ?? -Infinity)) out.set(v.tag, v.ts);
+        return out;
+      },
       skipped: (count, reason) => void this.skipped.set(reason, (this.skipped.get(reason) ?? 0) + count),
       state: (state, error) => void this.states.push({ state, error, at: Date.now() }),
     };

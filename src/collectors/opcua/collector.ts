@@ -37,6 +37,8 @@ export class OpcuaCollector implements RunningCollector {
   private readonly releaseSecrets: () => void;
   private connection: OpcuaConnection | null = null;
   private items: OpcuaItem[] = [];
+  /** Whether the gap since the last values stored before this start (a restart, a new leader) was looked for. */
+  private resumed = false;
 
   constructor(private readonly definition: CollectorDefinition, private readonly sink: CollectorSink, private readonly env: DriverEnvironment) {
     this.batcher = new ValueBatcher(sink);
@@ -108,6 +110,7 @@ export class OpcuaCollector implements RunningCollector {
     const cert = ensureAppCertificate(this.env.secretsDir);
     const opened = await openSession(lib, conn, config, cert, this.definition.id);
     const plan = await opened.plan(this.items, this.sink.log);
+    if (!this.resumed) await this.resumeFromStorage(plan.monitored);
     const gap = this.gapItems(plan.monitored);
     const monitored = await monitorAll(lib, conn, config, plan.monitored, (item, dv) => this.onValue(item, dv), this.sink.log);
     this.monitoredCount = monitored;
@@ -127,6 +130,25 @@ export class OpcuaCollector implements RunningCollector {
     if (this.lastTs.get(item.tag) === converted.ts) return;
     this.lastTs.set(item.tag, converted.ts);
     this.batcher.add({ tag: item.tag, ts: converted.ts, value: converted.value });
+  }
+
+  /**
+   * On the first connect of this run: each tag's gap starts at the newest value storage holds
+   * for it, so what the service missed while it was down (or another node led) is back-filled
+   * from the server's history like a lost connection's gap. Tags never stored have no gap.
+   */
+  private async resumeFromStorage(monitored: Monitored[]): Promise<void> {
+    try {
+      const stored = await this.sink.lastStored(monitored.map((m) => m.tag));
+      for (const m of monitored) {
+        const ts = stored.get(m.tag);
+        if (ts !== undefined && !this.gapFrom.has(m.tag) && !this.lastTs.has(m.tag)) this.gapFrom.set(m.tag, { nodeId: m.nodeId, ts });
+      }
+      this.resumed = true;
+    } catch (err) {
+      this.sink.log.warn({ error: scrub(describe(err)) }, 'OPC UA collector could not read what storage holds; no back-fill of the time it was down');
+      this.resumed = true;
+    }
   }
 
   /** At a loss: every tag with a last value and no older unfilled gap gets a gap from that value on. */
