@@ -26,19 +26,8 @@ const MAX_ITEMS = 100_000;
 /** How long an owner's grant is reused between writes (a changed grant is seen within this). */
 const GRANT_TTL_MS = 5_000;
 
-/** A collector as the routes answer it. */
-export interface CollectorView {
-  id: string;
-  name: string;
-  kind: string;
-  enabled: boolean;
-  organization: string;
-  site: string;
-  unit: string;
-  grid: string;
-  connection: Record<string, unknown>;
-  items: Array<Record<string, unknown>>;
-}
+/** A collector as the routes answer it: its definition (secrets masked) and whether it is enabled. */
+export type CollectorView = CollectorDefinition & { enabled: boolean };
 
 export interface CollectorServiceOptions {
   meta: MetaStore;

@@ -11,6 +11,7 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { ensureCertificates } from '../../src/http/certificates.js';
+import { keepOutputTail } from './peer-process.js';
 import { freePort } from './ports.js';
 
 export const MOSQUITTO_BIN = '/usr/sbin/mosquitto';
@@ -28,7 +29,6 @@ export interface MosquittoOptions {
   maxQueuedMessages?: number;
 }
 
-const KEPT_LINES = 300;
 
 export class Mosquitto {
   private child: ChildProcess | null = null;
@@ -125,12 +125,7 @@ export class Mosquitto {
     const child = spawn(MOSQUITTO_BIN, ['-c', path.join(this.dir, 'mosquitto.conf')], { stdio: ['ignore', 'pipe', 'pipe'] });
     this.child = child;
     this.exited = new Promise((resolve) => child.once('exit', () => resolve()));
-    const keep = (chunk: Buffer) => {
-      this.output.push(...chunk.toString().split('\n').filter(Boolean));
-      if (this.output.length > KEPT_LINES) this.output.splice(0, this.output.length - KEPT_LINES);
-    };
-    child.stdout!.on('data', keep);
-    child.stderr!.on('data', keep);
+    keepOutputTail(child, this.output);
     const until = Date.now() + 15_000;
     for (;;) {
       if (child.exitCode !== null || child.signalCode !== null) throw new Error(`mosquitto exited (${child.exitCode ?? child.signalCode}) before listening:\n${this.log}`);

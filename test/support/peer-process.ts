@@ -19,6 +19,16 @@ export interface PeerAnswer {
 /** Lines of output kept for failure messages. */
 const KEPT_LINES = 300;
 
+/** Keeps the last KEPT_LINES lines `child` writes (stdout and stderr) in `output`, for failure messages. */
+export function keepOutputTail(child: ChildProcess, output: string[]): void {
+  const keep = (chunk: Buffer) => {
+    output.push(...chunk.toString().split('\n').filter(Boolean));
+    if (output.length > KEPT_LINES) output.splice(0, output.length - KEPT_LINES);
+  };
+  child.stdout?.on('data', keep);
+  child.stderr?.on('data', keep);
+}
+
 export abstract class PeerProcess {
   private readonly agent = new http.Agent({ keepAlive: true, maxSockets: 8 });
   private readonly output: string[] = [];
@@ -30,12 +40,7 @@ export abstract class PeerProcess {
     readonly dir: string,
   ) {
     this.exited = new Promise((resolve) => child.once('exit', () => resolve()));
-    const keep = (chunk: Buffer) => {
-      this.output.push(...chunk.toString().split('\n').filter(Boolean));
-      if (this.output.length > KEPT_LINES) this.output.splice(0, this.output.length - KEPT_LINES);
-    };
-    child.stdout!.on('data', keep);
-    child.stderr!.on('data', keep);
+    keepOutputTail(child, this.output);
   }
 
   /** The server's name in messages. */
