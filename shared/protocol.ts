@@ -76,6 +76,8 @@ export interface StorageWorkerData {
   maxSeriesPerCollection: number;
   /** The log.level setting (pino level name): the worker writes no line below it. */
   logLevel: string;
+  /** log.format: the workers write their lines in the main thread's format. */
+  logFormat: 'json' | 'pretty';
   /** storage.minTimestampMs: writes with an earlier timestamp are refused. */
   minTimestampMs: number;
 }

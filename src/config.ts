@@ -34,6 +34,8 @@ export interface Config {
   };
   readonly log: {
     readonly level: LogLevel;
+    /** `json` (pino lines, for journald and collectors) or `pretty` (one readable line an event, for a terminal). */
+    readonly format: 'json' | 'pretty';
   };
   readonly storage: {
     readonly shards: number;
@@ -176,6 +178,7 @@ type JsonObject = { [key: string]: unknown };
 const STRING_OVERRIDES = [
   { variable: 'HISTORIAN_DATA_DIR', setting: ['dataDir'] },
   { variable: 'HISTORIAN_LOG_LEVEL', setting: ['log', 'level'] },
+  { variable: 'HISTORIAN_LOG_FORMAT', setting: ['log', 'format'] },
   { variable: 'HISTORIAN_ADMIN_EMAIL', setting: ['auth', 'adminEmail'] },
 ] as const;
 

@@ -6,6 +6,7 @@
 // field or parameter name carried them.
 
 import pino, { type Logger } from 'pino';
+import { prettyLogLine, type LogFormat } from '../shared/log-format.js';
 import { LogSink } from './log-sink.js';
 
 export type { Logger };
@@ -21,7 +22,8 @@ export function flushLogs(): void {
   destination.flushSync();
 }
 
-export function createLogger(level: string): Logger {
+/** The process logger at `level`; `format` pretty turns each finished (redacted) line into one readable line. */
+export function createLogger(level: string, format: LogFormat = 'json'): Logger {
   return pino({
     level,
     base: { service: 'historian' },
@@ -34,7 +36,7 @@ export function createLogger(level: string): Logger {
       ],
       censor: '[redacted]',
     },
-    hooks: { streamWrite: redactApiKeys },
+    hooks: { streamWrite: format === 'pretty' ? (line) => prettyLogLine(redactApiKeys(line)) : redactApiKeys },
   }, destination);
 }
 

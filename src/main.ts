@@ -195,7 +195,7 @@ async function main(): Promise<void> {
   // A reader that went away (a closed pipe) must not crash the service or hold up its shutdown.
   process.stdout.on('error', () => {});
   process.stderr.on('error', () => {});
-  const log = createLogger(config.log.level);
+  const log = createLogger(config.log.level, config.log.format);
   let service: RunningService;
   try {
     service = await startService(config, log);

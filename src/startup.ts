@@ -11,7 +11,7 @@ export const USAGE = `Usage: node dist/src/main.js [--help] [--version]
 Starts the historian: HTTPS on server.port (3030), data under dataDir (./data).
 Settings: config/default.json, then the JSON file named by HISTORIAN_CONFIG, then
 HISTORIAN_PORT, HISTORIAN_DATA_DIR, HISTORIAN_CONFIG, HISTORIAN_LOG_LEVEL,
-HISTORIAN_ADMIN_EMAIL, HISTORIAN_ADMIN_PASSWORD (see README.md).
+HISTORIAN_LOG_FORMAT, HISTORIAN_ADMIN_EMAIL, HISTORIAN_ADMIN_PASSWORD (see README.md).
 
   --help      print this and exit
   --version   print the version and exit

@@ -81,8 +81,10 @@ test('environment overrides beat the config file', () => {
       HISTORIAN_PORT: '4443',
       HISTORIAN_DATA_DIR: 'relative/data',
       HISTORIAN_LOG_LEVEL: 'debug',
+      HISTORIAN_LOG_FORMAT: 'pretty',
       HISTORIAN_ADMIN_EMAIL: 'ops@plant.example',
     });
+    assert.equal(config.log.format, 'pretty');
     assert.equal(config.server.port, 4443);
     assert.equal(config.dataDir, path.resolve('relative/data'));
     assert.equal(config.log.level, 'debug');
@@ -120,6 +122,7 @@ test('invalid values name the dotted setting', () => {
 
 test('an invalid log level from the environment names its variable', () => {
   assertConfigError({ HISTORIAN_LOG_LEVEL: 'loud' }, 'log.level (from HISTORIAN_LOG_LEVEL)');
+  assertConfigError({ HISTORIAN_LOG_FORMAT: 'fancy' }, 'log.format (from HISTORIAN_LOG_FORMAT)');
 });
 
 test('a missing or unparsable HISTORIAN_CONFIG file names the variable and the path', () => {

@@ -63,6 +63,7 @@ export interface ShardPoolOptions {
   log: Logger;
   /** log.level, for the workers' own lines. */
   logLevel: string;
+  logFormat: 'json' | 'pretty';
   minTimestampMs: number;
 }
 
@@ -128,6 +129,7 @@ export class Shard {
       queryMemoryBytes: opts.queryMemoryBytes,
       maxSeriesPerCollection: opts.maxSeriesPerCollection,
       logLevel: opts.logLevel,
+      logFormat: opts.logFormat,
       minTimestampMs: opts.minTimestampMs,
     };
     this.pool = new Piscina({

@@ -181,9 +181,11 @@ export async function startService(opts: StartOptions = {}): Promise<TestService
       pending = parts.pop()!;
       for (const line of parts) {
         lines.push(line);
-        if (line.includes('"msg":"listening"')) {
+        // JSON lines, or with log.format pretty `<time> INFO  listening port=<n> …`.
+        const pretty = / INFO +listening\b.*\bport=(\d+)/.exec(line);
+        if (line.includes('"msg":"listening"') || pretty) {
           clearTimeout(timer);
-          resolve((JSON.parse(line) as { port: number }).port);
+          resolve(pretty ? Number(pretty[1]) : (JSON.parse(line) as { port: number }).port);
         }
       }
     });
