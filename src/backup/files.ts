@@ -47,6 +47,13 @@ export function backupPath(dir: string, fileName: unknown, kind: BackupKind): st
   return file;
 }
 
+/** The path of backup `fileName` of either kind in `dir` (400 for what is not a backup name, 404 when absent), and its kind. */
+export function anyBackupPath(dir: string, fileName: unknown): { file: string; kind: BackupKind } {
+  const kind = typeof fileName === 'string' ? NAME.exec(fileName)?.[1] : undefined;
+  const asKind: BackupKind = kind === 'timeseries' ? 'timeseries' : 'sqlite';
+  return { file: backupPath(dir, fileName, asKind), kind: asKind };
+}
+
 export async function sha256Of(file: string): Promise<string> {
   const hash = crypto.createHash('sha256');
   for await (const chunk of fs.createReadStream(file, { highWaterMark: 1 << 20 })) hash.update(chunk as Buffer);

@@ -2,6 +2,7 @@
 // the two restores. Admin only unless compat.openMonitorAndBackup (as the legacy build had it).
 
 import type { Route } from '../host/plugin.js';
+import { downloadReply, streamFileRange } from '../http/byte-range.js';
 import { S } from '../http/compile.js';
 import type { JsonSchema } from '../http/route.js';
 import type { BackupService } from './service.js';
@@ -38,6 +39,29 @@ export function backupRoutes(backups: BackupService, open: boolean): Route[] {
         },
       },
       handler: () => ({ body: backups.status() }),
+    },
+    {
+      // Admin whatever compat.openMonitorAndBackup says: a backup holds every account's password hash.
+      ...base, auth: 'admin', method: 'GET', path: '/api/admin/backup/download/{file_name}', params: S.object({ file_name: S.string() }, ['file_name']),
+      summary: 'Download a backup file (streamed; Range; its sha256 in X-Historian-Sha256 and the ETag)',
+      description: '`file_name` as /list gives it; 400 for anything else (path separators, `..`), 404 when absent. The answer is the file as written, `application/octet-stream`, with `Content-Disposition: attachment`. Always needs an admin token, even with `compat.openMonitorAndBackup`.',
+      responses: {
+        200: { description: 'the backup file', contentType: 'application/octet-stream' },
+        206: { description: 'the requested range', contentType: 'application/octet-stream' },
+        304: { description: 'not modified (If-None-Match)' },
+        400: { description: 'not a backup name' },
+        404: { description: 'no such backup' },
+        416: { description: 'no byte satisfies the range' },
+      },
+      handler: async (req) => {
+        const name = req.params.file_name!;
+        const { file, size, sha256 } = await backups.downloadable(name);
+        return downloadReply(req.headers, {
+          size, contentType: 'application/octet-stream', etag: `"${sha256}"`,
+          headers: { 'content-disposition': `attachment; filename="${name}"`, 'x-historian-sha256': sha256 },
+          stream: (start, end, out) => streamFileRange(file, start, end, out),
+        });
+      },
     },
     {
       ...base, method: 'GET', path: '/api/admin/backup/list',

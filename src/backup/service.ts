@@ -27,7 +27,7 @@ import { ServiceError, conflict } from '../../shared/errors.js';
 import { PRIVATE_FILE_MODE } from '../../shared/file-modes.js';
 import { fsyncDir } from '../../shared/fsync-dir.js';
 import { BackupConfigStore, type BackupConfig } from './config.js';
-import { applyRetention, backupPath, listBackups, newBackupName, readSidecar, sha256Of, writeSidecar, type BackupFileInfo, type BackupKind } from './files.js';
+import { anyBackupPath, applyRetention, backupPath, listBackups, newBackupName, readSidecar, sha256Of, writeSidecar, type BackupFileInfo, type BackupKind } from './files.js';
 import { failedVerification, fsyncFile, TimeseriesArchives } from './timeseries.js';
 
 export interface BackupServiceOptions {
@@ -149,6 +149,14 @@ export class BackupService {
   async list(): Promise<{ sqlite_backups: BackupFileInfo[]; timeseries_backups: BackupFileInfo[] }> {
     const lists = await listBackups(this.config.directory());
     return { sqlite_backups: lists.sqlite, timeseries_backups: lists.timeseries };
+  }
+
+  /** A backup file to download: its path, size and sha256 (recorded when it was written, else computed now). */
+  async downloadable(fileName: string): Promise<{ file: string; size: number; sha256: string }> {
+    const dir = this.config.directory();
+    const { file } = anyBackupPath(dir, fileName);
+    const sha256 = readSidecar(dir, fileName)?.sha256 ?? (await sha256Of(file));
+    return { file, size: fs.statSync(file).size, sha256 };
   }
 
   // ---- backups --------------------------------------------------------------

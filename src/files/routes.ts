@@ -3,10 +3,11 @@
 // Range, ETag (the quoted sha256) and If-None-Match. Their body limit is blob.maxBytes.
 
 import type { GrantedRequest as Request, Route } from '../host/plugin.js';
+import { downloadReply } from '../http/byte-range.js';
 import { S } from '../http/compile.js';
 import type { JsonSchema, Reply } from '../http/route.js';
 import type { EntityDef, Registry } from '../meta/registry.js';
-import { badRequest, ServiceError, notFound } from '../../shared/errors.js';
+import { badRequest, notFound } from '../../shared/errors.js';
 import { checkKey, contentTypeOf, type BlobService } from './blobs.js';
 
 const BLOB: JsonSchema = S.object(
@@ -33,51 +34,10 @@ const DOWNLOAD_RESPONSES = {
 
 /** The bytes of a content as a reply: whole, one range of it (206), or 304 when the client has it. */
 function download(req: Request, blobs: BlobService, content: { sha256: string; size: number; contentType: string }): Reply {
-  const etag = `"${content.sha256}"`;
-  const headers: Record<string, string> = { etag, 'accept-ranges': 'bytes' };
-  const ifNoneMatch = req.headers['if-none-match'];
-  if (ifNoneMatch !== undefined && etagMatches(ifNoneMatch, etag)) return { status: 304, headers };
-  const range = parseRange(req.headers.range, content.size);
-  if (range === 'unsatisfiable') {
-    throw new ServiceError('RANGE_NOT_SATISFIABLE', `no byte of the range is within the ${content.size} bytes of the content`, { headers: { 'content-range': `bytes */${content.size}` } });
-  }
-  const [start, end] = range ?? [0, content.size];
-  if (range) headers['content-range'] = `bytes ${start}-${end - 1}/${content.size}`;
-  return {
-    status: range ? 206 : 200,
-    contentType: content.contentType,
-    headers,
-    streamLength: end - start,
-    stream: (out) => blobs.streamContent(content.sha256, start, end, out),
-  };
-}
-
-function etagMatches(header: string, etag: string): boolean {
-  return header.split(',').some((part) => {
-    const tag = part.trim().replace(/^W\//, '');
-    return tag === '*' || tag === etag;
+  return downloadReply(req.headers, {
+    size: content.size, contentType: content.contentType, etag: `"${content.sha256}"`,
+    stream: (start, end, out) => blobs.streamContent(content.sha256, start, end, out),
   });
-}
-
-/**
- * A single `bytes=` range as [start, end) within `size`; null to send everything (no header, or
- * one this server does not honour: several ranges, another unit, bad syntax; RFC 9110 lets a
- * server ignore Range); 'unsatisfiable' when no byte of it lies within the content.
- */
-export function parseRange(header: string | undefined, size: number): [number, number] | null | 'unsatisfiable' {
-  if (header === undefined) return null;
-  const match = /^bytes=(\d*)-(\d*)$/.exec(header.trim());
-  if (!match || (match[1] === '' && match[2] === '')) return null;
-  if (match[1] === '') {
-    const suffix = Number(match[2]);
-    if (suffix === 0 || size === 0) return 'unsatisfiable';
-    return [Math.max(0, size - suffix), size];
-  }
-  const start = Number(match[1]);
-  const last = match[2] === '' ? Infinity : Number(match[2]);
-  if (last < start) return null;
-  if (start >= size) return 'unsatisfiable';
-  return [start, Math.min(last, size - 1) + 1];
 }
 
 export function blobRoutes(blobs: BlobService, registry: Registry, maxBytes: number): Route[] {
