@@ -6,6 +6,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
+import { download } from './blob-support.js';
 import { BACKUP, runBackup, sha256, type FileInfo } from './backup-support.js';
 import { startService, type TestService } from './harness.js';
 
@@ -17,7 +18,12 @@ describe('backup download', () => {
   before(async () => {
     svc = await startService({ config: { storage: { autoCreateCollections: true }, compat: { openMonitorAndBackup: true } } });
     admin = await svc.adminToken();
-    assert.equal((await svc.post('/svcapi/write', { organization: 'o', site: 's', unit: 'u', grid: 'g', tags: { t: [[1_700_000_000_000, 1.5]] } }, admin)).body.success, true);
+    // Enough points for a time-series backup of a few MB, so a slow reader meets backpressure.
+    const noisy = (k: number) => Array.from({ length: 60_000 }, (_, i) => [1_700_000_000_000 + i * 1000, Math.round((k * 100 + Math.sin(i / 50) * 20 + ((i * 7919 + k) % 97) / 10) * 100) / 100]);
+    for (const k of [1, 2, 3, 4]) {
+      const res = await svc.post('/svcapi/write', { organization: 'o', site: 's', unit: 'u', grid: 'g', tags: { [`tag-${k}`]: noisy(k) } }, admin);
+      assert.equal(res.body?.success, true, res.text.slice(0, 200));
+    }
     await runBackup(svc, admin, 'all');
     const list = (await svc.get(`${BACKUP}/list`, admin)).body as { sqlite_backups: FileInfo[]; timeseries_backups: FileInfo[] };
     files = [...list.sqlite_backups, ...list.timeseries_backups];
@@ -60,5 +66,20 @@ describe('backup download', () => {
     assert.equal((await svc.get(`${BACKUP}/list`)).status, 200, 'the compat setting is on');
     const user = await svc.newUser('backup-download-user@plant.test');
     assert.equal((await svc.request('GET', `${BACKUP}/download/${name}`, { token: user })).status, 403);
+  });
+
+  test('a slow reader gets the whole backup; one that vanishes part-way does not disturb the next', async () => {
+    const info = files.reduce((a, b) => (b.size_bytes > a.size_bytes ? b : a));
+    assert.ok(info.size_bytes > 1_000_000, `a backup of ${info.size_bytes} bytes`);
+    const url = `${BACKUP}/download/${info.file_name}`;
+    const slow = await download(svc, url, { token: admin, pauseEvery: 128 * 1024, pauseMs: 20 });
+    assert.equal(slow.complete, true);
+    assert.equal(slow.size, info.size_bytes);
+    assert.equal(slow.sha256, info.sha256);
+    const gone = await download(svc, url, { token: admin, vanishAfter: 256 * 1024 });
+    assert.equal(gone.complete, false);
+    const next = await download(svc, url, { token: admin });
+    assert.equal(next.sha256, info.sha256);
+    assert.equal((await svc.get('/svcapi/health', admin)).status, 200);
   });
 });
