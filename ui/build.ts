@@ -4,13 +4,15 @@
 // while index.html is revalidated. Type checking is `tsc -p ui` (run before this by
 // `npm run build`); esbuild only strips types and bundles, in tens of milliseconds.
 //
-// Output: dist/ui-assets/ (replaced whole: a stale bundle never lingers next to a new index).
+// Output: dist/ui-assets/ (replaced whole: a stale bundle never lingers next to a new index),
+// each file with its br and gzip forms where they are smaller (`<name>.br`, `<name>.gz`).
 
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
+import { compressedForms } from '../src/console/assets.js';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
 const source = path.join(root, 'ui');
@@ -52,6 +54,12 @@ files.set('favicon.svg', fs.readFileSync(path.join(source, 'favicon.svg')));
 const staging = `${out}.tmp`;
 fs.rmSync(staging, { recursive: true, force: true });
 fs.mkdirSync(staging, { recursive: true });
-for (const [name, body] of files) fs.writeFileSync(path.join(staging, name), body);
+for (const [name, body] of files) {
+  fs.writeFileSync(path.join(staging, name), body);
+  // The served compressed forms, made once here instead of at every start of the service.
+  const { br, gzip } = compressedForms(name, Buffer.from(body));
+  if (br) fs.writeFileSync(path.join(staging, `${name}.br`), br);
+  if (gzip) fs.writeFileSync(path.join(staging, `${name}.gz`), gzip);
+}
 fs.rmSync(out, { recursive: true, force: true });
 fs.renameSync(staging, out);

@@ -1,6 +1,8 @@
 // The console's static files (built by ui/build.ts into dist/ui-assets), read once at start and
 // kept in memory with their compressed forms: the whole console is a few hundred kilobytes, and
-// a file read, hashed and compressed per request would cost more than it saves.
+// a file read, hashed and compressed per request would cost more than it saves. The build writes
+// the compressed forms beside each file (`<name>.br`, `<name>.gz`), so a start only reads them;
+// a file without them (a folder not made by the build) is compressed here.
 
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
@@ -33,6 +35,17 @@ const HASHED = /-[0-9a-f]{12}\.[a-z]+$/;
 /** Below this size compression does not pay for its header and the work of the client. */
 const COMPRESS_FROM = 512;
 
+/**
+ * The br and gzip forms of a file, each only where it is smaller than the file: `br` and `gzip`
+ * as the build wrote them when given, else made now. Small files and PNGs are not compressed.
+ */
+export function compressedForms(name: string, body: Buffer, br: Buffer | null = null, gzip: Buffer | null = null): { br: Buffer | null; gzip: Buffer | null } {
+  if (body.length < COMPRESS_FROM || path.extname(name) === '.png') return { br: null, gzip: null };
+  br ??= zlib.brotliCompressSync(body, { params: { [zlib.constants.BROTLI_PARAM_QUALITY]: 11, [zlib.constants.BROTLI_PARAM_SIZE_HINT]: body.length } });
+  gzip ??= zlib.gzipSync(body, { level: 9 });
+  return { br: br.length < body.length ? br : null, gzip: gzip.length < body.length ? gzip : null };
+}
+
 /** The files of `dir` by name; throws when the console was not built. */
 export function loadAssets(dir: string): Map<string, Asset> {
   if (!fs.existsSync(path.join(dir, 'index.html'))) throw new Error(`the console is not built (${dir}/index.html is missing): run npm run build`);
@@ -43,12 +56,10 @@ export function loadAssets(dir: string): Map<string, Asset> {
     const body = fs.readFileSync(path.join(dir, name));
     const hash = createHash('sha256').update(body).digest('base64url').slice(0, 22);
     const encodings = new Map<Coding, { body: Buffer; etag: string }>([['identity', { body, etag: `"${hash}"` }]]);
-    if (body.length >= COMPRESS_FROM && !type.startsWith('image/png')) {
-      const br = zlib.brotliCompressSync(body, { params: { [zlib.constants.BROTLI_PARAM_QUALITY]: 11, [zlib.constants.BROTLI_PARAM_SIZE_HINT]: body.length } });
-      const gzip = zlib.gzipSync(body, { level: 9 });
-      if (br.length < body.length) encodings.set('br', { body: br, etag: `"${hash}-br"` });
-      if (gzip.length < body.length) encodings.set('gzip', { body: gzip, etag: `"${hash}-gz"` });
-    }
+    const built = (suffix: string) => (fs.existsSync(path.join(dir, `${name}${suffix}`)) ? fs.readFileSync(path.join(dir, `${name}${suffix}`)) : null);
+    const { br, gzip } = compressedForms(name, body, built('.br'), built('.gz'));
+    if (br) encodings.set('br', { body: br, etag: `"${hash}-br"` });
+    if (gzip) encodings.set('gzip', { body: gzip, etag: `"${hash}-gz"` });
     const cacheControl = HASHED.test(name) ? 'public, max-age=31536000, immutable' : 'no-cache';
     assets.set(name, { contentType: type, cacheControl, encodings });
   }
