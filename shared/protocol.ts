@@ -78,6 +78,8 @@ export interface StorageWorkerData {
   logLevel: string;
   /** log.format: the workers write their lines in the main thread's format. */
   logFormat: 'json' | 'pretty';
+  /** Lines to stderr instead of stdout (the historian command's own service). */
+  logToStderr: boolean;
   /** storage.minTimestampMs: writes with an earlier timestamp are refused. */
   minTimestampMs: number;
 }

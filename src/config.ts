@@ -36,6 +36,8 @@ export interface Config {
     readonly level: LogLevel;
     /** `json` (pino lines, for journald and collectors) or `pretty` (one readable line an event, for a terminal). */
     readonly format: 'json' | 'pretty';
+    /** Lines go to stderr instead of stdout (the historian command's own service: stdout is its output). Not a setting. */
+    readonly toStderr?: boolean;
   };
   readonly storage: {
     readonly shards: number;
@@ -166,6 +168,8 @@ export class ConfigError extends Error {
 export interface LoadConfigOptions {
   /** Replaces config/default.json; meant for tests. */
   defaultsPath?: string;
+  /** Whether standard output is a terminal (`log.format` auto); process.stdout's by default. */
+  stdoutIsTerminal?: boolean;
 }
 
 // The compiled file sits in dist/src, so the repository root is two levels up.
@@ -221,7 +225,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, opts: LoadConfi
   }
 
   const config = settings as unknown as Config;
-  return deepFreeze({ ...config, dataDir: path.resolve(config.dataDir) });
+  // `log.format` auto: readable lines for a person at a terminal, JSON for journald, files and pipes.
+  const format = (config.log.format as string) === 'auto' ? ((opts.stdoutIsTerminal ?? process.stdout.isTTY === true) ? 'pretty' : 'json') : config.log.format;
+  return deepFreeze({ ...config, log: { ...config.log, format }, dataDir: path.resolve(config.dataDir) });
 }
 
 /** Unset and empty variables are treated alike, so `VAR= cmd` clears an override. */

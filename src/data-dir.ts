@@ -147,6 +147,64 @@ export interface DataDirLock {
   release(): void;
 }
 
+/** Where the process holding a data dir answers (`service.json` beside the lock), for the historian command. */
+export interface ServiceAddress {
+  pid: number;
+  /** https://host:port, with a loopback host when the service listens on every address. */
+  url: string;
+  /** The CA the service's certificate chains to (made in the data dir), or null for configured certificates. */
+  caFile: string | null;
+}
+
+const ADDRESS_FILE = 'service.json';
+
+/** Written once the service listens; the lock's release removes it. */
+export function recordServiceAddress(dataDir: string, address: ServiceAddress): void {
+  const file = path.join(dataDir, ADDRESS_FILE);
+  const tmp = `${file}.${process.pid}.tmp`;
+  fs.writeFileSync(tmp, `${JSON.stringify(address)}\n`, { mode: 0o600 });
+  fs.renameSync(tmp, file);
+}
+
+export type DataDirState =
+  | { held: false }
+  /** `address` is null while the holder is still starting (or is not a service: another command). */
+  | { held: true; pid: number | null; address: ServiceAddress | null };
+
+/**
+ * Whether a process holds `dataDir`, and where it answers. Takes the lock for an instant when it
+ * is free (and releases it at once); makes nothing in a folder that has no lock file yet.
+ */
+export function probeDataDir(dataDir: string): DataDirState {
+  const lockFile = path.join(dataDir, 'service.lock');
+  if (!fs.existsSync(lockFile)) return { held: false };
+  const db = new Database(lockFile, { timeout: 0, fileMustExist: true });
+  try {
+    db.pragma('locking_mode = EXCLUSIVE');
+    db.exec('BEGIN EXCLUSIVE');
+    db.exec('ROLLBACK');
+    return { held: false };
+  } catch (err) {
+    if ((err as { code?: string }).code !== 'SQLITE_BUSY') throw err;
+  } finally {
+    db.close();
+  }
+  let pid: number | null = null;
+  let address: ServiceAddress | null = null;
+  try {
+    pid = Number(fs.readFileSync(path.join(dataDir, 'service.pid'), 'utf8')) || null;
+  } catch {
+    // the holder has not written it yet
+  }
+  try {
+    const recorded = JSON.parse(fs.readFileSync(path.join(dataDir, ADDRESS_FILE), 'utf8')) as ServiceAddress;
+    if (recorded.pid === pid && typeof recorded.url === 'string') address = recorded;
+  } catch {
+    // not listening yet, or not a service
+  }
+  return { held: true, pid, address };
+}
+
 /**
  * One process per data dir. The lock is an exclusive SQLite transaction on `service.lock`,
  * held for the life of the process: an OS lock (fcntl) that the kernel drops when the process
@@ -176,6 +234,7 @@ function lockDataDir(dataDir: string): DataDirLock {
     release() {
       try {
         fs.rmSync(pidFile, { force: true });
+        fs.rmSync(path.join(dataDir, ADDRESS_FILE), { force: true });
         db.exec('ROLLBACK');
       } catch {
         // exiting anyway

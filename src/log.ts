@@ -16,14 +16,17 @@ const SECRET_KEYS = ['password', 'new_password', 'token', 'access_token', 'autho
 const SECRET_PARAMETERS = ['p'];
 
 /** Lines are written in batches (log-sink.ts), and by flushLogs() before the process exits. */
-const destination = new LogSink(1);
+const sinks = new Map<number, LogSink>([[1, new LogSink(1)]]);
 
 export function flushLogs(): void {
-  destination.flushSync();
+  for (const sink of sinks.values()) sink.flushSync();
 }
 
 /** The process logger at `level`; `format` pretty turns each finished (redacted) line into one readable line. */
-export function createLogger(level: string, format: LogFormat = 'json'): Logger {
+export function createLogger(level: string, format: LogFormat = 'json', fd = 1): Logger {
+  // Standard output by default; the historian command logs a service it starts itself to stderr (fd 2).
+  let destination = sinks.get(fd);
+  if (!destination) sinks.set(fd, (destination = new LogSink(fd)));
   return pino({
     level,
     base: { service: 'historian' },

@@ -1,11 +1,13 @@
-// Process entry: read the command line and settings, check what can fail before anything is made
-// (the settings the plugins check, the port, the data dir's lock), open the metadata store, build
-// and start the plugins (host/), serve HTTPS, and shut down cleanly on SIGTERM/SIGINT: stop
-// accepting, close long-lived streams, finish in-flight requests, stop the plugins in reverse
-// order, exit 0. The list below is the service: adding a subsystem is one folder and one line.
+// The service: check what can fail before anything is made (the settings the plugins check, the
+// port, the data dir's lock), open the metadata store, build and start the plugins (host/), serve
+// HTTPS, and shut down cleanly on SIGTERM/SIGINT: stop accepting, close long-lived streams, finish
+// in-flight requests, stop the plugins in reverse order, exit 0. The list below is the service:
+// adding a subsystem is one folder and one line. `historian serve` (src/cli/) runs serve(); run
+// directly (`node dist/src/main.js`, as before the command existed) this file serves too.
 
 import fs from 'node:fs';
 import net from 'node:net';
+import { pathToFileURL } from 'node:url';
 import { CREDENTIALS } from './auth/api.js';
 import { authPlugin } from './auth/plugin.js';
 import { backupPlugin } from './backup/plugin.js';
@@ -15,7 +17,7 @@ import { collectorsPlugin } from './collectors/plugin.js';
 import { ConfigError, loadConfig, type Config } from './config.js';
 import { connectorPlugin } from './connector/plugin.js';
 import { consolePlugin } from './console/plugin.js';
-import { claimDataDir, type DataDirLock } from './data-dir.js';
+import { claimDataDir, recordServiceAddress, type DataDirLock } from './data-dir.js';
 import { entitiesPlugin } from './entities/plugin.js';
 import { blobsPlugin } from './files/plugin.js';
 import { LEADERSHIP_CONTROL, METRIC_SOURCES, SERVICE_INFO } from './host/builtins.js';
@@ -75,10 +77,26 @@ export interface RunningService {
 
 export const VERSION = (JSON.parse(fs.readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
 
-export async function startService(config: Config, log: Logger, env: Environment = process.env): Promise<RunningService> {
+/**
+ * The subsystems the historian command starts when it opens a stopped data dir itself (to write,
+ * back up or manage users): the stores and their routes, without what reaches outside or acts on
+ * its own (collectors, the connector, the monitor's alarms, proxies, the cluster).
+ */
+export const MAINTENANCE_PLUGINS: readonly Plugin<any, any>[] = [
+  servicePlugin, authPlugin, entitiesPlugin, processLogPlugin, notificationsPlugin, storagePlugin,
+  ingestPlugin, influxPlugin, backupPlugin, blobsPlugin,
+];
+
+export interface StartOptions {
+  /** The subsystems to run; every one by default. */
+  plugins?: readonly Plugin<any, any>[];
+}
+
+export async function startService(config: Config, log: Logger, env: Environment = process.env, opts: StartOptions = {}): Promise<RunningService> {
+  const plugins = opts.plugins ?? PLUGINS;
   // What can fail is checked before anything is made: a start that cannot go on leaves no CA,
   // admin password or store behind in a new data dir.
-  PluginHost.check(PLUGINS, config, env);
+  PluginHost.check(plugins, config, env);
   // A data dir in use is locked first (its holder is the clearer message); a new or empty one is
   // touched only once the port is known to be free.
   let lock: DataDirLock | null = holdsAnything(config.dataDir) ? claimDataDir(config.dataDir, log) : null;
@@ -102,7 +120,7 @@ export async function startService(config: Config, log: Logger, env: Environment
     const serviceInfo = { health: () => host.health(), routes: () => routes, port: () => port, caFile: tls.caFile };
     // The HTTP server's families join once it is made (before the first scrape can arrive).
     let metricSources: readonly MetricSource[] = [];
-    host = new PluginHost(PLUGINS, { log, clock, meta, leadership }, config, env, [
+    host = new PluginHost(plugins, { log, clock, meta, leadership }, config, env, [
       provide(SERVICE_INFO, serviceInfo),
       provide(LEADERSHIP_CONTROL, leadership),
       provide(METRIC_SOURCES, { all: () => metricSources }),
@@ -139,6 +157,7 @@ export async function startService(config: Config, log: Logger, env: Environment
       { version: VERSION, pid: process.pid, address: `https://${config.server.host || '0.0.0.0'}:${port}`, port, dataDir: config.dataDir, caFile: tls.caFile },
       'listening',
     );
+    recordServiceAddress(config.dataDir, { pid: process.pid, url: `https://${localHost(config.server.host)}:${port}`, caFile: tls.caFile });
     flushLogs(); // whoever waits for this line should not wait for the batch
 
     return {
@@ -152,6 +171,12 @@ export async function startService(config: Config, log: Logger, env: Environment
     await undo();
     throw err;
   }
+}
+
+/** How this machine reaches a service listening on `host` (every address: loopback). */
+function localHost(host: string): string {
+  if (host === '' || host === '0.0.0.0' || host === '::') return '127.0.0.1';
+  return host.includes(':') ? `[${host}]` : host;
 }
 
 /** Whether `dir` exists with something in it (a data dir that may be another process's). */
@@ -181,15 +206,26 @@ function checkPortFree(host: string, port: number): Promise<void> {
   });
 }
 
+/** The old entry's command line (`node dist/src/main.js [--help|--version]`). */
 async function main(): Promise<void> {
-  let config: Config;
   try {
     const asked = parseArgs(process.argv.slice(2));
     if (asked === 'help') return void process.stdout.write(USAGE);
     if (asked === 'version') return void process.stdout.write(`historian ${VERSION}\n`);
+  } catch (err) {
+    if (err instanceof StartupError) fail(err.message);
+    throw err;
+  }
+  await serve();
+}
+
+/** Runs the service until SIGTERM/SIGINT (`historian serve`); a start that fails exits 1 with one line. */
+export async function serve(): Promise<void> {
+  let config: Config;
+  try {
     config = loadConfig();
   } catch (err) {
-    if (err instanceof ConfigError || err instanceof StartupError) fail(err.message);
+    if (err instanceof ConfigError) fail(err.message);
     throw err;
   }
   // A reader that went away (a closed pipe) must not crash the service or hold up its shutdown.
@@ -231,8 +267,19 @@ function fail(message: string): never {
   process.exit(1);
 }
 
-main().catch((err) => {
-  flushLogs();
-  process.stderr.write(`historian: failed to start: ${err instanceof Error ? err.stack ?? err.message : String(err)}\n`);
-  process.exit(1);
-});
+/** Whether this module is the process's entry (run as `node dist/src/main.js`), not imported. */
+function isEntry(): boolean {
+  try {
+    return process.argv[1] !== undefined && pathToFileURL(fs.realpathSync(process.argv[1])).href === import.meta.url;
+  } catch {
+    return false;
+  }
+}
+
+if (isEntry()) {
+  main().catch((err) => {
+    flushLogs();
+    process.stderr.write(`historian: failed to start: ${err instanceof Error ? err.stack ?? err.message : String(err)}\n`);
+    process.exit(1);
+  });
+}

@@ -151,3 +151,10 @@ test('defaultsPath replaces config/default.json', () => {
     assert.throws(() => loadConfig({}, { defaultsPath: file }), /missing setting auth\.scryptCost/);
   });
 });
+
+test('log.format auto is pretty at a terminal and JSON otherwise; a set format stays', () => {
+  assert.equal(loadConfig({}, { stdoutIsTerminal: true }).log.format, 'pretty');
+  assert.equal(loadConfig({}, { stdoutIsTerminal: false }).log.format, 'json');
+  assert.equal(loadConfig({ HISTORIAN_LOG_FORMAT: 'json' }, { stdoutIsTerminal: true }).log.format, 'json');
+  assert.equal(loadConfig({ HISTORIAN_LOG_FORMAT: 'pretty' }, { stdoutIsTerminal: false }).log.format, 'pretty');
+});

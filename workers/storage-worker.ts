@@ -28,7 +28,7 @@ const data = workerData as StorageWorkerData;
 const control = new Int32Array(data.control);
 const requests = new RingConsumer(data.requestRing);
 const results = new RingProducer(data.resultRing);
-const log = workerLog(data.logLevel, { shard: data.shardIndex }, undefined, data.logFormat);
+const log = workerLog(data.logLevel, { shard: data.shardIndex }, data.logToStderr ? (line) => void process.stderr.write(line) : undefined, data.logFormat);
 
 const store = new ShardStore({
   dataDir: data.dataDir,

@@ -18,6 +18,7 @@ import jwt from 'jsonwebtoken';
 import { unauthorized } from '../../shared/errors.js';
 import type { Claims, GrantClaims } from '../http/caller.js';
 import { ServiceClock } from '../clock.js';
+import { MAX_OPERATOR_TOKEN_SECONDS, operatorClaimOf, type OperatorClaim } from '../operator-token.js';
 
 
 /** The account side of verification (AccountStore). */
@@ -29,9 +30,14 @@ export interface CurrentAccounts {
 /** What a verified token itself says. */
 interface TokenFacts {
   sub: string;
-  stamp: string;
+  /** The password stamp; null for an operator token (operator-token.ts), which carries none. */
+  stamp: string | null;
   exp: number;
+  operator: OperatorClaim | null;
 }
+
+/** Told once per operator token the service verifies (the audit line). */
+export type OperatorTokenAudit = (email: string, claim: OperatorClaim) => void;
 
 const SECRET_FILE = 'jwt.secret';
 
@@ -86,11 +92,12 @@ export class TokenService {
     private readonly accounts: CurrentAccounts,
     /** The time tokens are issued and checked at; the login limits read the same clock (routes/auth.ts). */
     readonly clock = new ServiceClock(),
+    private readonly auditOperator: OperatorTokenAudit = () => {},
   ) {}
 
   /** The same tokens verified with another cache window and bound (the ingest routes keep theirs longer). */
   withCache(cacheSeconds: number, cacheMaxEntries: number): TokenService {
-    const sibling = new TokenService(this.secret, this.lifetimeSeconds, cacheSeconds, cacheMaxEntries, this.accounts, this.clock);
+    const sibling = new TokenService(this.secret, this.lifetimeSeconds, cacheSeconds, cacheMaxEntries, this.accounts, this.clock, this.auditOperator);
     this.siblings.push(sibling);
     return sibling;
   }
@@ -130,7 +137,7 @@ export class TokenService {
       this.cache.delete(token); // a deleted account's token is not kept
       throw unauthorized('the account of this token no longer exists');
     }
-    if (account.stamp !== facts.stamp) throw unauthorized('token revoked: the password changed since it was issued; log in again');
+    if (facts.stamp !== null && account.stamp !== facts.stamp) throw unauthorized('token revoked: the password changed since it was issued; log in again');
     // The account state object is replaced whenever the account changes, so the same object means the same claims.
     if (entry.account === account && entry.claims) return entry.claims;
     const claims: Claims = Object.freeze({
@@ -161,6 +168,11 @@ export class TokenService {
     }
     const facts = toFacts(payload);
     if (!facts) throw unauthorized('invalid token claims (a token from before this version: log in again)');
+    if (facts.operator) {
+      // Short-lived by construction: one signed for longer was not made by the historian command.
+      if (typeof payload.iat !== 'number' || facts.exp - payload.iat > MAX_OPERATOR_TOKEN_SECONDS) throw unauthorized(INVALID_TOKEN);
+      this.auditOperator(facts.sub, facts.operator);
+    }
     // The cached entry ends at the earlier of the token's expiry and the cache window.
     const entry: CachedToken = { facts, until: Math.min(facts.exp, nowSeconds + this.cacheSeconds), account: null, claims: null };
     if (this.cacheSeconds > 0) {
@@ -172,6 +184,9 @@ export class TokenService {
 }
 
 function toFacts(p: jwt.JwtPayload): TokenFacts | null {
-  if (typeof p.sub !== 'string' || typeof p.exp !== 'number' || typeof p.stamp !== 'string') return null;
-  return { sub: p.sub, stamp: p.stamp, exp: p.exp };
+  if (typeof p.sub !== 'string' || typeof p.exp !== 'number') return null;
+  const operator = operatorClaimOf(p);
+  if (operator) return { sub: p.sub, stamp: null, exp: p.exp, operator };
+  if (typeof p.stamp !== 'string') return null;
+  return { sub: p.sub, stamp: p.stamp, exp: p.exp, operator: null };
 }

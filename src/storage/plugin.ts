@@ -25,7 +25,7 @@ import { TagScopes } from './tag-scopes.js';
 
 export const storagePlugin = definePlugin({
   name: 'storage',
-  settings: (config) => ({ ...config.storage, dataDir: config.dataDir, logLevel: config.log.level, logFormat: config.log.format, crashRoute: config.debug.crashRoute }),
+  settings: (config) => ({ ...config.storage, dataDir: config.dataDir, logLevel: config.log.level, logFormat: config.log.format, logToStderr: config.log.toStderr === true, crashRoute: config.debug.crashRoute }),
   needs: { jobs: PROCESS_LOG },
   provides: [COLLECTIONS, POINT_WRITER, POINT_READER, MONITOR_SAMPLER, LIVE_FEED, STORE_MAINTENANCE, REPLICATION_HOOKS],
   create({ settings, needs, meta, clock, log }) {
@@ -49,6 +49,7 @@ export const storagePlugin = definePlugin({
       log,
       logLevel: settings.logLevel,
       logFormat: settings.logFormat,
+      logToStderr: settings.logToStderr,
       minTimestampMs: settings.minTimestampMs,
     });
     const gate = new StoreGate();

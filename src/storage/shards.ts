@@ -64,6 +64,8 @@ export interface ShardPoolOptions {
   /** log.level, for the workers' own lines. */
   logLevel: string;
   logFormat: 'json' | 'pretty';
+  /** Worker lines to stderr (see Config.log.toStderr). */
+  logToStderr: boolean;
   minTimestampMs: number;
 }
 
@@ -130,6 +132,7 @@ export class Shard {
       maxSeriesPerCollection: opts.maxSeriesPerCollection,
       logLevel: opts.logLevel,
       logFormat: opts.logFormat,
+      logToStderr: opts.logToStderr,
       minTimestampMs: opts.minTimestampMs,
     };
     this.pool = new Piscina({
