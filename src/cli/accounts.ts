@@ -5,7 +5,7 @@
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import type { Command } from 'commander';
+import { Option, type Command } from 'commander';
 import { checkEmail } from '../meta/email.js';
 import { call } from './http.js';
 import { print, table, when } from './output.js';
@@ -83,11 +83,10 @@ export function userCommands(program: Command, global: () => GlobalOptions): voi
   });
 
   user.command('add').argument('<email>').description('create an account')
-    .option('--role <role>', `admin, read-write or read-only`, 'read-write')
+    .addOption(new Option('--role <role>', 'the account\'s role').choices(ROLES).default('read-write'))
     .option('--password-stdin', 'read the password from the first line of standard input')
     .option('--generate', 'generate a random password and print it once')
     .action(async (email: string, opts: PasswordOptions & { role: string }) => {
-      if (!ROLES.includes(opts.role)) throw new CommandError(`--role must be one of ${ROLES.join(', ')}, got ${JSON.stringify(opts.role)}`);
       const { password, generated } = await newPassword(opts);
       await withTarget(global(), 'user add', async (target) => {
         const made = (await call(target, 'POST', '/svcapi/users', { email, password, role: opts.role })).body as Record<string, unknown>;
@@ -128,11 +127,10 @@ export function apiKeyCommands(program: Command, global: () => GlobalOptions): v
 
   key.command('create').description('create an API key; the key is printed once')
     .requiredOption('--name <name>', 'what the key is for, e.g. grafana')
-    .option('--role <role>', 'admin, read-write or read-only (default: the account\'s)')
+    .addOption(new Option('--role <role>', 'the key\'s role (default: the account\'s)').choices(ROLES))
     .option('--expires <when>', 'epoch ms, ISO 8601, or a duration from now: 90d, 12h, 30m')
     .option('--user <email>', 'the account the key belongs to (default: the first admin, or --as)')
     .action(async (opts: { name: string; role?: string; expires?: string; user?: string }) => {
-      if (opts.role !== undefined && !ROLES.includes(opts.role)) throw new CommandError(`--role must be one of ${ROLES.join(', ')}, got ${JSON.stringify(opts.role)}`);
       const expires = opts.expires === undefined ? undefined : expiryOf(opts.expires);
       await withTarget(global(), 'api-key create', async (target) => {
         // Keys do not make keys: a key is made by its owner's token, which the data dir's secret signs.

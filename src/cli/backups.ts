@@ -6,7 +6,7 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { Command } from 'commander';
+import { Option, type Command } from 'commander';
 import { withTarget } from './accounts.js';
 import { call, refusal, send } from './http.js';
 import { bytes, print, progress, table, when } from './output.js';
@@ -56,11 +56,10 @@ export function backupCommands(program: Command, global: () => GlobalOptions): v
   const backup = program.command('backup').description('take, list, restore and download backups');
 
   backup.command('now').description('take a backup now and wait for it')
-    .option('--kind <kind>', 'all, sqlite or timeseries', 'all')
+    .addOption(new Option('--kind <kind>', 'what to back up').choices(KINDS).default('all'))
     .option('--secrets-passphrase-stdin', 'also keep secrets/ in the SQLite backup, encrypted with a passphrase read from standard input')
     .option('--no-wait', 'start it and print the job id without waiting')
     .action(async (opts: { kind: string; secretsPassphraseStdin?: boolean; wait: boolean }) => {
-      if (!KINDS.includes(opts.kind)) throw new CommandError(`--kind must be one of ${KINDS.join(', ')}, got ${JSON.stringify(opts.kind)}`);
       const secrets = await passphrase(opts.secretsPassphraseStdin);
       await withTarget(global(), 'backup now', async (target) => {
         const before = new Set((await listBackups(target)).map((f) => f.file_name));
