@@ -29,3 +29,27 @@ test('the README starts with the two commands', () => {
   const ci = fs.readFileSync(root('.ci/run'), 'utf8');
   assert.match(ci, /npm install && npm test/);
 });
+
+test('the contents list every section heading, in order, with links that resolve', () => {
+  const slug = (title: string) => title.trim().toLowerCase().replace(/[^\w\- ]/g, '').replace(/ /g, '-');
+  const headings: string[] = [];
+  let inCode = false;
+  for (const line of readme.split('\n')) {
+    if (line.startsWith('```')) inCode = !inCode;
+    const m = !inCode && /^(##|###) (.+)$/.exec(line);
+    if (m && m[2] !== 'Contents') headings.push(`${m[1] === '##' ? '' : '  '}- [${m[2]!.replaceAll('`', '')}](#${slug(m[2]!)})`);
+  }
+  const start = readme.indexOf('<!-- contents:');
+  assert.ok(start > 0);
+  const listed = readme.slice(readme.indexOf('\n', start) + 1, readme.indexOf('\n## ', start)).trim().split('\n');
+  assert.deepEqual(listed, headings);
+  // Every in-page link of the README names a heading.
+  const anchors = new Set(headings.map((h) => /\(#([^)]+)\)/.exec(h)![1]));
+  const broken = [...readme.matchAll(/\]\(#([^)]+)\)/g)].map((m) => m[1]!).filter((a) => !anchors.has(a));
+  assert.deepEqual(broken, []);
+});
+
+test('the README links no file outside the repository', () => {
+  const outside = [...readme.matchAll(/\]\((\.\.\/[^)]+)\)/g)].map((m) => m[1]);
+  assert.deepEqual(outside, []);
+});

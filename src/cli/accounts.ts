@@ -137,7 +137,9 @@ export function apiKeyCommands(program: Command, global: () => GlobalOptions): v
         if (target.via === 'url') throw new CommandError('API keys are made on the service host (as the account that owns the data dir), or with POST /svcapi/api_keys and a login token: a key cannot make keys');
         const acting = opts.user ? { ...target, authorization: `Bearer ${target.tokenFor(opts.user)}` } : target;
         const made = (await call(acting, 'POST', '/svcapi/api_keys', { name: opts.name, ...(opts.role ? { role: opts.role } : {}), ...(expires !== undefined ? { expires_ms: expires } : {}) })).body;
-        print(global().json, made, () => `${made.key}\n(id ${made.id}, ${made.role}, expires ${made.expires_ms === null ? 'never' : when(made.expires_ms)}; shown this once)`);
+        // Only the key on stdout (`KEY=$(historian api-key create --name x)`); what it is on stderr.
+        print(global().json, made, () => made.key);
+        if (!global().json) process.stderr.write(`API key ${made.id} (${made.role}, expires ${made.expires_ms === null ? 'never' : when(made.expires_ms)}): shown this once\n`);
       });
     });
 
