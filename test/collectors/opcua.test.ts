@@ -183,8 +183,10 @@ describe('OPC UA collectors through the service', { concurrency: false }, () => 
       const restoredAt = Date.now();
       proxy.restore();
       await waitFor(async () => (await status(id)).state === 'connected', 'connected again', WAIT(60));
-      // Variable 0 changes every 100 ms: about 30 changes in a 3 s outage, read back from the server's history.
-      await waitFor(async () => (await points(tag, cutAt + 500)).filter(([ts]) => ts < restoredAt - 500).length >= 20, 'the outage back-filled', WAIT(30));
+      // Variable 0 changes every 100 ms: about 30 changes in a 3 s outage, read back from the
+      // server's history (fewer when a loaded machine slows the server's clock); the consecutive
+      // counts below prove none is missing.
+      await waitFor(async () => (await points(tag, cutAt + 500)).filter(([ts]) => ts < restoredAt - 500).length >= 5, 'the outage back-filled', WAIT(30));
       const all = await points(tag);
       const counts = all.map(([, v]) => v - 0.5);
       for (let k = 1; k < counts.length; k++) assert.equal(counts[k], counts[k - 1]! + 1, `consecutive changes at ${all[k]![0]}`);
@@ -208,8 +210,9 @@ describe('OPC UA collectors through the service', { concurrency: false }, () => 
       svc = await startService({ dataDir });
       admin = await svc.adminToken();
       await waitFor(async () => (await status(id)).state === 'connected', 'connected after the restart', WAIT(60));
-      // Variable 0 changes every 100 ms: about 30 changes while the service was down, read back from history.
-      await waitFor(async () => (await points(tag, stoppedAt + 500)).filter(([ts]) => ts < restartedAt - 500).length >= 20, 'the downtime back-filled', WAIT(30));
+      // Variable 0 changes every 100 ms: about 30 changes while the service was down, read back
+      // from history (fewer on a loaded machine); the consecutive counts below prove none is missing.
+      await waitFor(async () => (await points(tag, stoppedAt + 500)).filter(([ts]) => ts < restartedAt - 500).length >= 5, 'the downtime back-filled', WAIT(30));
       const all = await points(tag);
       const counts = all.map(([, v]) => v - 0.5);
       for (let k = 1; k < counts.length; k++) assert.equal(counts[k], counts[k - 1]! + 1, `consecutive changes at ${all[k]![0]}`);

@@ -22,6 +22,11 @@ const BACKOFF_MAX_MS = 30_000;
 const BACKOFF_FAILED_MAX_MS = 300_000;
 const CLOSE_TIMEOUT_MS = 3000;
 
+/** Answers that mean the server keeps no history (no use asking again). */
+const NO_HISTORY = /BadServiceUnsupported|BadHistoryOperationUnsupported|BadHistoryOperationInvalid|BadNotSupported|BadNotReadable|BadUserAccessDenied/;
+const BACKFILL_ATTEMPTS = 3;
+const BACKFILL_RETRY_MS = 1000;
+
 export class OpcuaCollector implements RunningCollector {
   private stopped = false;
   private current: Connection | null = null;
@@ -171,9 +176,10 @@ export class OpcuaCollector implements RunningCollector {
     return out;
   }
 
-  private async backfill(lib: OpcuaLib, conn: Connection, gap: GapItem[], until: Date): Promise<void> {
+  private async backfill(lib: OpcuaLib, conn: Connection, gap: GapItem[], until: Date, attempt = 1): Promise<void> {
     const keepUncertain = this.connection!.keepUncertain;
     try {
+      // Values already stored by an earlier attempt come again; storage keeps one per timestamp.
       const result = await backfillGap(
         lib, conn.session!, gap, until,
         (dv) => convertDataValue(dv, keepUncertain, until.getTime()),
@@ -186,9 +192,17 @@ export class OpcuaCollector implements RunningCollector {
       this.sink.log.info({ items: gap.length, items_with_history: result.itemsWithHistory, values: result.values }, 'OPC UA gap back-filled from history');
     } catch (err) {
       if (conn.ended || this.stopped) return;
-      // A server without HistoryRead answers the whole service Bad: the gap stays, nothing is invented.
+      const error = scrub(describe(err));
+      // A timeout or a busy server is worth another try while the connection holds; a server
+      // without HistoryRead answers the whole service Bad: the gap stays, nothing is invented.
+      if (!NO_HISTORY.test(error) && attempt < BACKFILL_ATTEMPTS) {
+        this.sink.log.info({ error, attempt }, 'OPC UA gap back-fill failed; trying again');
+        await this.sleep(BACKFILL_RETRY_MS * attempt);
+        if (!conn.ended && !this.stopped) return this.backfill(lib, conn, gap, until, attempt + 1);
+        return;
+      }
       for (const item of gap) this.gapFrom.delete(item.tag);
-      this.sink.log.info({ error: scrub(describe(err)) }, 'OPC UA gap not back-filled: the server gave no history');
+      this.sink.log.info({ error }, 'OPC UA gap not back-filled: the server gave no history');
     }
   }
 
