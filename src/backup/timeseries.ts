@@ -34,8 +34,8 @@ import { newBackupName, sha256Of, writeSidecar, type BackupFileInfo } from './fi
 import { clearMarker, swapBack, swapIn, writeMarker, type RestoreMarker } from './restore-marker.js';
 
 /**
- * The manifest of a time-series backup, its first tar entry. Format 2 added blob content files
- * (`blobs` counts them among `files`); format 1 archives (no blobs) are read as they are.
+ * The manifest of a time-series backup, its first tar entry. Format 2 is an archive with blob
+ * content files among `files` (`blobs` counts them); one without any is still format 1.
  */
 interface Manifest {
   format: 1 | 2;
@@ -99,7 +99,8 @@ export class TimeseriesArchives {
         files.push({ path: content.path, size: content.size, sha256: actual });
         progress(content.size);
       }
-      const manifest: Manifest = { format: 2, kind: 'timeseries', created_ms: createdMs, files, collections: mark.collections, blobs: contents.length };
+      // Format 1 while there is no content file, so a node of the previous version still takes a cluster's snapshot.
+      const manifest: Manifest = { format: contents.length > 0 ? 2 : 1, kind: 'timeseries', created_ms: createdMs, files, collections: mark.collections, blobs: contents.length };
       fs.writeFileSync(path.join(staging, MANIFEST), JSON.stringify(manifest), { mode: PRIVATE_FILE_MODE });
       job.progress(from + (1 - from) * 0.5, `timeseries: packing ${count} files into ${name}`);
       // The tar is hashed as it is written (one pass over the data, not a second read).

@@ -125,6 +125,7 @@ export class ContentStore {
    */
   async linkInto(dir: string): Promise<ContentFile[]> {
     const out: ContentFile[] = [];
+    if (!fs.existsSync(this.contentDir)) return out; // the blobs subsystem never started here
     for (const sha256 of [...this.stored()]) {
       const relative = path.join(CONTENT_FOLDER, sha256.slice(0, 2), sha256);
       const target = path.join(dir, relative);

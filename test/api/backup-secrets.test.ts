@@ -210,6 +210,12 @@ describe('secrets travel with a sqlite backup, sealed with a passphrase', { skip
     const res: HttpResult = await restoreSqlite(live, admin, { file_name: plain.file_name, secrets_passphrase: PASSPHRASE });
     assertError(res, 400, /secrets_passphrase.*no secrets/, 'a passphrase for a backup without secrets');
 
+    for (const [svc, token] of [[a, adminA], [live, admin]] as const) {
+      const jobs = await svc.get('/svcapi/process-log?limit=1000', token);
+      assert.equal(jobs.status, 200, jobs.text);
+      if (svc === live) assert.ok(jobs.body.jobs.some((j: { message: string }) => /its secrets restored/.test(j.message ?? '')), `B's process log says the secrets were restored: ${jobs.text.slice(0, 600)}`);
+      assert.ok(!jobs.text.includes(PASSPHRASE), 'no process-log job holds the passphrase');
+    }
     const lines = [...a.logLines, ...b.logLines, ...live.logLines];
     assert.ok(lines.some((l) => l.includes('secrets_restored')), 'the restores are logged');
     for (const line of lines) {
