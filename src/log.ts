@@ -11,7 +11,7 @@ import { LogSink } from './log-sink.js';
 
 export type { Logger };
 
-const SECRET_KEYS = ['password', 'new_password', 'token', 'access_token', 'authorization', 'secret'];
+const SECRET_KEYS = ['password', 'new_password', 'token', 'access_token', 'authorization', 'secret', 'secrets_passphrase', 'passphrase'];
 /** Query parameters that are secrets only under exactly this name: InfluxDB 1.x's password (`p`, /ingest/v2). */
 const SECRET_PARAMETERS = ['p'];
 

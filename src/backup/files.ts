@@ -6,6 +6,7 @@
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
+import { readSealedSecrets } from '../meta/backup-secrets.js';
 import { badRequest, notFound } from '../../shared/errors.js';
 import { PRIVATE_FILE_MODE } from '../../shared/file-modes.js';
 
@@ -19,6 +20,10 @@ export interface BackupFileInfo {
   sha256: string;
   collections?: number;
   points?: number;
+  /** Timeseries: the blob and attachment content files it carries. */
+  blobs?: number;
+  /** Sqlite: true when it carries the service's secrets, sealed with a passphrase (secrets.ts). */
+  secrets?: boolean;
 }
 
 const NAME = /^(sqlite|timeseries)-(\d{8}T\d{9}Z)(?:-(\d+))?\.(sqlite|tar)$/;
@@ -80,7 +85,9 @@ export function readSidecar(dir: string, fileName: string): BackupFileInfo | nul
 
 /**
  * The backups of each kind in `dir`, newest first. A backup file without a sidecar (one copied in
- * by hand) is listed with the info its name and size give, its checksum computed once and kept.
+ * by hand, or downloaded and brought to another host) is listed with the info its name, size and
+ * content give (the manifest of a tar; whether a database carries secrets), its checksum
+ * computed once and kept.
  */
 export async function listBackups(dir: string): Promise<Record<BackupKind, BackupFileInfo[]>> {
   const out: Record<BackupKind, BackupFileInfo[]> = { sqlite: [], timeseries: [] };
@@ -98,7 +105,8 @@ export async function listBackups(dir: string): Promise<Record<BackupKind, Backu
     if (!info) {
       try {
         const stat = await fs.promises.stat(path.join(dir, name));
-        info = { file_name: name, kind, size_bytes: stat.size, created_ms: Math.floor(stat.mtimeMs), sha256: await sha256Of(path.join(dir, name)) };
+        const file = path.join(dir, name);
+        info = { file_name: name, kind, size_bytes: stat.size, created_ms: Math.floor(stat.mtimeMs), sha256: await sha256Of(file), ...contentInfo(file, kind) };
         writeSidecar(dir, info);
       } catch {
         continue;
@@ -108,6 +116,44 @@ export async function listBackups(dir: string): Promise<Record<BackupKind, Backu
   }
   for (const kind of ['sqlite', 'timeseries'] as const) out[kind].sort((a, b) => b.created_ms - a.created_ms || (a.file_name < b.file_name ? 1 : -1));
   return out;
+}
+
+/** What a backup's own content says of it (for a file without a sidecar); nothing for what cannot be read. */
+function contentInfo(file: string, kind: BackupKind): Partial<BackupFileInfo> {
+  try {
+    if (kind === 'sqlite') return readSealedSecrets(file) ? { secrets: true } : {};
+    const manifest = readManifestHead(file);
+    if (!manifest) return {};
+    return {
+      collections: manifest.collections.length,
+      points: manifest.collections.reduce((n, c) => n + (Number(c.points) || 0), 0),
+      ...(typeof manifest.blobs === 'number' ? { blobs: manifest.blobs } : {}),
+    };
+  } catch {
+    return {};
+  }
+}
+
+const TAR_BLOCK = 512;
+const MAX_MANIFEST_BYTES = 256 * 1024 * 1024;
+
+/** The manifest a timeseries tar starts with (its first entry, a plain ustar header), or null. */
+function readManifestHead(file: string): { collections: Array<{ points: unknown }>; blobs?: number } | null {
+  const fd = fs.openSync(file, 'r');
+  try {
+    const header = Buffer.alloc(TAR_BLOCK);
+    if (fs.readSync(fd, header, 0, TAR_BLOCK, 0) !== TAR_BLOCK) return null;
+    const name = header.subarray(0, 100).toString('utf8').replace(/\0.*$/s, '');
+    const size = parseInt(header.subarray(124, 136).toString('ascii').replace(/\0.*$/s, '').trim() || 'x', 8);
+    if (name !== 'manifest.json' || !Number.isFinite(size) || size > MAX_MANIFEST_BYTES) return null;
+    const body = Buffer.alloc(size);
+    if (fs.readSync(fd, body, 0, size, TAR_BLOCK) !== size) return null;
+    const manifest = JSON.parse(body.toString('utf8')) as { kind?: unknown; collections?: unknown; blobs?: unknown };
+    if (manifest.kind !== 'timeseries' || !Array.isArray(manifest.collections)) return null;
+    return { collections: manifest.collections as Array<{ points: unknown }>, ...(typeof manifest.blobs === 'number' ? { blobs: manifest.blobs } : {}) };
+  } finally {
+    fs.closeSync(fd);
+  }
 }
 
 /** Deletes the oldest backups of `kind` beyond `keep` (never the newest), with their sidecars; the names removed. */

@@ -1,6 +1,7 @@
 // Backups and restores of the metadata store and the time series, their schedule, and the
 // admin routes; while a restore runs, other mutating requests answer 503 (its request gate).
 
+import { BLOB_CONTENTS } from '../files/api.js';
 import { definePlugin, provide } from '../host/plugin.js';
 import { PROCESS_LOG } from '../jobs/api.js';
 import { NOTIFY } from '../notifications/api.js';
@@ -21,7 +22,7 @@ export const backupPlugin = definePlugin({
     restoreStepDelayMs: config.debug.restoreStepDelayMs,
     openRoutes: config.compat.openMonitorAndBackup,
   }),
-  needs: { maintenance: STORE_MAINTENANCE, notify: NOTIFY, jobs: PROCESS_LOG },
+  needs: { maintenance: STORE_MAINTENANCE, contents: BLOB_CONTENTS, notify: NOTIFY, jobs: PROCESS_LOG },
   provides: [TIMESERIES_SNAPSHOTS],
   create({ settings, needs, meta, clock, log }) {
     // Every plugin is built before any starts: a restore a crash interrupted is finished or undone

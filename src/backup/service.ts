@@ -9,6 +9,9 @@
 //   every holder of the connection sees the restored store at once and a crash leaves the old or
 //   the new, by SQLite's own atomicity; this node's own cluster bookkeeping is kept. The caches
 //   that mirror the store follow the store's events in the same turn.
+// - Secrets (secrets.ts): a sqlite backup taken with a passphrase carries the files of secrets/
+//   that the restored rows need on another host, sealed with it; a restore given the passphrase
+//   writes them back in the same step as the rows and the running service uses them at once.
 // - Restoring time series: timeseries.ts.
 //
 // Every verification happens before anything live is touched: a file that fails one leaves the
@@ -19,15 +22,18 @@ import path from 'node:path';
 import type { ServiceClock } from '../clock.js';
 import type { Health } from '../host/plugin.js';
 import type { Job, ProcessLog } from '../jobs/api.js';
+import type { BlobContents } from '../files/api.js';
 import type { Logger } from '../log.js';
+import { readSealedSecrets, writeSealedSecrets } from '../meta/backup-secrets.js';
 import { UnsoundCopyError, type WholeStore } from '../meta/whole-store.js';
 import type { Notify } from '../notifications/api.js';
 import type { StoreMaintenance } from '../storage/api.js';
-import { ServiceError, conflict } from '../../shared/errors.js';
+import { ServiceError, badRequest, conflict } from '../../shared/errors.js';
 import { PRIVATE_FILE_MODE } from '../../shared/file-modes.js';
 import { fsyncDir } from '../../shared/fsync-dir.js';
 import { BackupConfigStore, type BackupConfig } from './config.js';
 import { anyBackupPath, applyRetention, backupPath, listBackups, newBackupName, readSidecar, sha256Of, writeSidecar, type BackupFileInfo, type BackupKind } from './files.js';
+import { checkPassphrase, cleanSecretLeftovers, openSecrets, sealSecrets, StagedSecrets } from './secrets.js';
 import { failedVerification, fsyncFile, TimeseriesArchives } from './timeseries.js';
 
 export interface BackupServiceOptions {
@@ -40,6 +46,7 @@ export interface BackupServiceOptions {
   };
   store: WholeStore;
   maintenance: StoreMaintenance;
+  contents: BlobContents;
   notify: Notify;
   jobs: ProcessLog;
   clock: ServiceClock;
@@ -83,6 +90,7 @@ export class BackupService {
     this.archives = new TimeseriesArchives({
       dataDir: o.settings.dataDir,
       maintenance: o.maintenance,
+      contents: o.contents,
       maxRestoreBytes: o.settings.maxRestoreBytes,
       stepDelay: () => this.stepDelay(),
       now: o.clock.now,
@@ -96,6 +104,7 @@ export class BackupService {
     for (const name of fs.readdirSync(this.o.settings.dataDir)) {
       if (name.startsWith('backup-staging-') || name.startsWith('restore-sqlite-')) fs.rmSync(path.join(this.o.settings.dataDir, name), { recursive: true, force: true });
     }
+    cleanSecretLeftovers(this.o.settings.dataDir, this.o.log);
     this.schedule();
   }
 
@@ -161,10 +170,16 @@ export class BackupService {
 
   // ---- backups --------------------------------------------------------------
 
-  /** Starts a backup now; answers its job id at once (409 while a backup or restore runs). */
-  run(kind: 'sqlite' | 'timeseries' | 'all', by: string): string {
-    const job = this.claim('backup', `${kind} backup (by ${by})`);
-    void this.backup(kind, job);
+  /**
+   * Starts a backup now; answers its job id at once (409 while a backup or restore runs). With
+   * `secretsPassphrase` the sqlite backup carries the secrets, sealed with it (400 for kind
+   * timeseries: the secrets travel in the sqlite backup).
+   */
+  run(kind: 'sqlite' | 'timeseries' | 'all', by: string, secretsPassphrase?: unknown): string {
+    const passphrase = checkPassphrase(secretsPassphrase);
+    if (passphrase !== undefined && kind === 'timeseries') throw badRequest('secrets_passphrase goes with kind sqlite or all: the secrets travel in the sqlite backup');
+    const job = this.claim('backup', `${kind} backup${passphrase !== undefined ? ' with secrets' : ''} (by ${by})`);
+    void this.backup(kind, job, passphrase);
     return job.id;
   }
 
@@ -175,8 +190,10 @@ export class BackupService {
     return job;
   }
 
-  private async backup(kind: 'sqlite' | 'timeseries' | 'all', job: Job): Promise<void> {
+  private async backup(kind: 'sqlite' | 'timeseries' | 'all', job: Job, passphrase?: string): Promise<void> {
     const errors: string[] = [];
+    // From before the sqlite backup: no content file it names can go before the archive has it.
+    const releaseContents = kind !== 'sqlite' ? this.o.contents.hold() : null;
     try {
       const dir = this.config.directory();
       const config = this.config.get();
@@ -186,18 +203,19 @@ export class BackupService {
         return work();
       };
       if (kind !== 'timeseries') {
-        const result = await this.attempt('sqlite', inDir(() => this.backupSqlite(dir, job, kind === 'all' ? 0.1 : 1)));
+        const result = await this.attempt('sqlite', inDir(() => this.backupSqlite(dir, job, kind === 'all' ? 0.1 : 1, passphrase)));
         if (!result.ok) errors.push(`sqlite: ${result.error}`);
         else await applyRetention(dir, 'sqlite', config.keep_sqlite);
       }
       if (kind !== 'sqlite') {
-        const result = await this.attempt('timeseries', inDir(() => this.archives.write(dir, job, kind === 'all' ? 0.1 : 0)));
+        const result = await this.attempt('timeseries', inDir(() => this.archives.write(dir, job, kind === 'all' ? 0.1 : 0, true)));
         if (!result.ok) errors.push(`timeseries: ${result.error}`);
         else await applyRetention(dir, 'timeseries', config.keep_timeseries);
       }
     } catch (err) {
       errors.push((err as Error).message);
     } finally {
+      releaseContents?.();
       this.state.last_backup_ms = this.o.clock.now();
       this.writeState();
       this.busy = null;
@@ -231,18 +249,29 @@ export class BackupService {
     return result;
   }
 
-  private async backupSqlite(dir: string, job: Job, share: number): Promise<BackupFileInfo> {
+  private async backupSqlite(dir: string, job: Job, share: number, passphrase: string | undefined): Promise<BackupFileInfo> {
     const createdMs = this.o.clock.now();
     const name = newBackupName(dir, 'sqlite', createdMs);
     const partial = path.join(dir, `${name}.partial`);
     try {
       job.progress(0, `sqlite: copying the metadata store to ${name}`);
       await this.o.store.backupTo(partial, (done) => job.progress(share * done));
+      let secrets: string[] = [];
+      if (passphrase !== undefined) {
+        job.progress(share * 0.95, 'sqlite: sealing the secrets into the backup');
+        const sealed = await sealSecrets(this.o.settings.dataDir, passphrase);
+        writeSealedSecrets(partial, sealed.row);
+        secrets = sealed.names;
+      }
       fs.chmodSync(partial, PRIVATE_FILE_MODE);
       await fsyncFile(partial);
       fs.renameSync(partial, path.join(dir, name));
       fsyncDir(dir);
       const info: BackupFileInfo = { file_name: name, kind: 'sqlite', size_bytes: fs.statSync(path.join(dir, name)).size, created_ms: createdMs, sha256: await sha256Of(path.join(dir, name)) };
+      if (secrets.length > 0) {
+        info.secrets = true;
+        this.o.log.info({ file: name, secrets }, 'sqlite backup carries secrets, sealed with the passphrase given');
+      }
       writeSidecar(dir, info);
       return info;
     } catch (err) {
@@ -253,11 +282,17 @@ export class BackupService {
 
   // ---- restores -------------------------------------------------------------
 
-  /** Restores the metadata store from a sqlite backup; answers when it is done (400 when the file fails verification). */
-  async restoreSqlite(fileName: unknown, by: string) {
+  /**
+   * Restores the metadata store from a sqlite backup; answers when it is done (400 when the file
+   * fails verification). With `secretsPassphrase` the backup's secrets are restored too (400 when
+   * it has none or the passphrase does not open them, before anything live is touched).
+   */
+  async restoreSqlite(fileName: unknown, by: string, secretsPassphrase?: unknown) {
+    const passphrase = checkPassphrase(secretsPassphrase);
     const file = backupPath(this.config.directory(), fileName, 'sqlite');
-    const job = this.claim('restore', `restore of ${String(fileName)} (by ${by})`);
+    const job = this.claim('restore', `restore of ${String(fileName)}${passphrase !== undefined ? ' with its secrets' : ''} (by ${by})`);
     const copy = path.join(this.o.settings.dataDir, `restore-sqlite-${job.id}.sqlite`);
+    let staged: StagedSecrets | null = null;
     try {
       job.progress(0.05, 'verifying');
       await this.verifyChecksum(file);
@@ -269,18 +304,41 @@ export class BackupService {
         if (err instanceof UnsoundCopyError) throw failedVerification(file, err.message);
         throw err;
       }
+      const sealed = readSealedSecrets(copy);
+      if (passphrase !== undefined) {
+        if (!sealed) throw badRequest(`secrets_passphrase was given, but backup ${path.basename(file)} carries no secrets (it was taken without one); nothing was restored`);
+        job.progress(0.3, 'opening the secrets');
+        staged = new StagedSecrets(this.o.settings.dataDir, await openSecrets(sealed, passphrase, path.basename(file)), job.id);
+      }
       job.progress(0.5, 'swapping');
       await this.stepDelay();
-      // Every row in one transaction, this node's own bookkeeping kept; the caches follow the store's events.
-      const restored = this.o.store.replaceFrom(copy);
-      const message = `restored ${restored.tables} tables, ${restored.rows} rows from ${path.basename(file)}`;
+      // Every row in one transaction, this node's own bookkeeping kept, the secrets renamed into
+      // place as its last step; the caches follow the store's events (the key is reloaded before).
+      let committed = false;
+      let restored: { tables: number; rows: number };
+      try {
+        restored = this.o.store.replaceFrom(copy, {
+          inside: () => staged?.install(),
+          committed: () => {
+            committed = true;
+            staged?.finish();
+          },
+        });
+      } catch (err) {
+        if (!committed) staged?.undo();
+        throw err;
+      }
+      const secretsRestored = staged !== null;
+      const secretsNote = secretsRestored ? '; its secrets restored and in use' : sealed ? '; it carries secrets, not restored (give secrets_passphrase to restore them)' : '';
+      const message = `restored ${restored.tables} tables, ${restored.rows} rows from ${path.basename(file)}${secretsNote}`;
       job.done(message);
-      this.o.log.warn({ file: path.basename(file), ...restored, by }, 'metadata store restored from a backup');
-      return { success: true, message, job_id: job.id, file_name: path.basename(file), restored: { kind: 'sqlite', ...restored } };
+      this.o.log.warn({ file: path.basename(file), ...restored, secrets_restored: secretsRestored, by }, 'metadata store restored from a backup');
+      return { success: true, message, job_id: job.id, file_name: path.basename(file), secrets_restored: secretsRestored, restored: { kind: 'sqlite', ...restored } };
     } catch (err) {
       job.fail((err as Error).message);
       throw err;
     } finally {
+      staged?.discard();
       fs.rmSync(copy, { force: true });
       fs.rmSync(`${copy}-journal`, { force: true });
       this.busy = null;
@@ -302,7 +360,8 @@ export class BackupService {
     const job = this.claim('backup', `timeseries snapshot for ${by}`);
     try {
       fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
-      const info = await this.archives.write(dir, job, 0);
+      // A node's blob rows are its own (not replicated), so a snapshot carries no content files.
+      const info = await this.archives.write(dir, job, 0, false);
       job.done(`timeseries snapshot for ${by}: ${info.collections} collections, ${info.points} points, ${info.size_bytes} bytes`);
       return info;
     } catch (err) {
@@ -323,10 +382,10 @@ export class BackupService {
     try {
       job.progress(0.02, 'verifying');
       if (checksum) await this.verifyChecksum(file);
-      const { message, collections, points } = await this.archives.install(file, job);
+      const { message, collections, points, blobs } = await this.archives.install(file, job);
       job.done(message);
-      this.o.log.warn({ file: path.basename(file), collections, points, by }, 'time-series store restored from a backup');
-      return { success: true, message, job_id: job.id, file_name: path.basename(file), restored: { kind: 'timeseries', collections, points } };
+      this.o.log.warn({ file: path.basename(file), collections, points, blobs, by }, 'time-series store restored from a backup');
+      return { success: true, message, job_id: job.id, file_name: path.basename(file), restored: { kind: 'timeseries', collections, points, blobs } };
     } catch (err) {
       job.fail((err as Error).message);
       throw err;

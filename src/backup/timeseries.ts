@@ -4,10 +4,18 @@
 //   shard flushes and hard-links its files into a staging folder, writes go on; the day logs'
 //   linked inodes are then cut to their length at that instant, hashed, and packed with a
 //   manifest into one tar (sealed files are already compressed, so the tar is not).
+// - Blob and attachment content files go in the same tar (`blobs/sha256/...`): the caller holds
+//   their removal for the whole backup (BlobContents.hold), so every content that the metadata
+//   store named at any moment of it is there, whether that store's backup was taken before or
+//   after the instant of the time series. They are immutable (named by their sha256), so a link
+//   is a consistent copy; one whose bytes no longer match its name fails the backup.
 // - A restore unpacks and verifies the tar in a staging folder, then, with the workers detached,
 //   swaps the ts folder (restore-marker.ts makes a crash mid-swap recoverable). Every
 //   verification happens before anything live is touched: a file that fails one leaves the live
-//   store as it was.
+//   store as it was. Content files are added to the live content store (never removed from
+//   it): the live metadata may still name its own, and content nothing names goes at the next
+//   start. Adding them comes before the swap; a restore that fails after it leaves only such
+//   harmless extra files.
 
 import crypto from 'node:crypto';
 import fs from 'node:fs';
@@ -16,6 +24,7 @@ import { Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import * as tar from 'tar';
 import type { Job } from '../jobs/api.js';
+import type { BlobContents } from '../files/api.js';
 import type { StoreMaintenance } from '../storage/api.js';
 import { badRequest } from '../../shared/errors.js';
 import { PRIVATE_FILE_MODE } from '../../shared/file-modes.js';
@@ -24,13 +33,17 @@ import { decodeScopeName, validateScope } from '../../shared/scope-path.js';
 import { newBackupName, sha256Of, writeSidecar, type BackupFileInfo } from './files.js';
 import { clearMarker, swapBack, swapIn, writeMarker, type RestoreMarker } from './restore-marker.js';
 
-/** The manifest of a time-series backup, its first tar entry. */
+/**
+ * The manifest of a time-series backup, its first tar entry. Format 2 is an archive with blob
+ * content files among `files` (`blobs` counts them); one without any is still format 1.
+ */
 interface Manifest {
-  format: 1;
+  format: 1 | 2;
   kind: 'timeseries';
   created_ms: number;
   files: Array<{ path: string; size: number; sha256: string }>;
   collections: Array<{ id: string; points: number; first_ms: number | null; last_ms: number | null }>;
+  blobs?: number;
 }
 
 const MANIFEST = 'manifest.json';
@@ -38,6 +51,8 @@ const MANIFEST = 'manifest.json';
 export interface TimeseriesArchiveOptions {
   dataDir: string;
   maintenance: StoreMaintenance;
+  /** The blob and attachment content files. */
+  contents: BlobContents;
   /** The largest restore (bytes the tar claims to hold): backup.maxRestoreBytes. */
   maxRestoreBytes: number;
   /** A pause between the steps of a restore's swap (debug.restoreStepDelayMs; tests kill the service in it). */
@@ -48,8 +63,12 @@ export interface TimeseriesArchiveOptions {
 export class TimeseriesArchives {
   constructor(private readonly o: TimeseriesArchiveOptions) {}
 
-  /** Writes a timeseries backup into `dir`; progress goes from `from` to 1 of `job`. */
-  async write(dir: string, job: Job, from: number): Promise<BackupFileInfo> {
+  /**
+   * Writes a timeseries backup into `dir`; progress goes from `from` to 1 of `job`. With
+   * `blobs`, the content files go in too (the caller holds their removal from before the
+   * metadata store's backup of the same run, if any).
+   */
+  async write(dir: string, job: Job, from: number, blobs: boolean): Promise<BackupFileInfo> {
     const createdMs = this.o.now();
     const name = newBackupName(dir, 'timeseries', createdMs);
     const staging = path.join(this.o.dataDir, `backup-staging-${job.id}`);
@@ -58,20 +77,32 @@ export class TimeseriesArchives {
       fs.mkdirSync(staging, { recursive: true, mode: 0o700 });
       job.progress(from, 'timeseries: marking the instant of the backup');
       const mark = await this.o.maintenance.backupMark(staging);
-      const totalBytes = mark.files.reduce((n, f) => n + f.size, 0);
+      const contents = blobs ? await this.o.contents.linkInto(staging) : [];
+      const count = mark.files.length + contents.length;
+      const totalBytes = mark.files.reduce((n, f) => n + f.size, 0) + contents.reduce((n, f) => n + f.size, 0);
       let doneBytes = 0;
       const files: Manifest['files'] = [];
+      const progress = (size: number) => {
+        doneBytes += size;
+        job.progress(from + (1 - from) * 0.5 * (doneBytes / Math.max(1, totalBytes)), `timeseries: checksums (${files.length} of ${count} files)`);
+      };
       for (const file of mark.files) {
         const staged = path.join(staging, file.path);
         // A day log's link sees what was appended after the instant: keep the bytes before it.
         if (file.growing) await cutCopy(staged, file.size);
         files.push({ path: file.path, size: file.size, sha256: await sha256Of(staged) });
-        doneBytes += file.size;
-        job.progress(from + (1 - from) * 0.5 * (doneBytes / Math.max(1, totalBytes)), `timeseries: checksums (${files.length} of ${mark.files.length} files)`);
+        progress(file.size);
       }
-      const manifest: Manifest = { format: 1, kind: 'timeseries', created_ms: createdMs, files, collections: mark.collections };
+      for (const content of contents) {
+        const actual = await sha256Of(path.join(staging, content.path));
+        if (actual !== content.sha256) throw new Error(`blob content ${content.sha256} is damaged on disk (its bytes hash to ${actual}); the backup would carry it wrong`);
+        files.push({ path: content.path, size: content.size, sha256: actual });
+        progress(content.size);
+      }
+      // Format 1 while there is no content file, so a node of the previous version still takes a cluster's snapshot.
+      const manifest: Manifest = { format: contents.length > 0 ? 2 : 1, kind: 'timeseries', created_ms: createdMs, files, collections: mark.collections, blobs: contents.length };
       fs.writeFileSync(path.join(staging, MANIFEST), JSON.stringify(manifest), { mode: PRIVATE_FILE_MODE });
-      job.progress(from + (1 - from) * 0.5, `timeseries: packing ${mark.files.length} files into ${name}`);
+      job.progress(from + (1 - from) * 0.5, `timeseries: packing ${count} files into ${name}`);
       // The tar is hashed as it is written (one pass over the data, not a second read).
       const hash = crypto.createHash('sha256');
       let size = 0;
@@ -93,7 +124,7 @@ export class TimeseriesArchives {
       const points = mark.collections.reduce((n, c) => n + c.points, 0);
       const info: BackupFileInfo = {
         file_name: name, kind: 'timeseries', size_bytes: size, created_ms: createdMs,
-        sha256: hash.digest('hex'), collections: mark.collections.length, points,
+        sha256: hash.digest('hex'), collections: mark.collections.length, points, blobs: contents.length,
       };
       writeSidecar(dir, info);
       return info;
@@ -106,13 +137,15 @@ export class TimeseriesArchives {
   }
 
   /** Replaces the time-series store by the archive `file` (verified against its manifest first). */
-  async install(file: string, job: Job): Promise<{ message: string; collections: number; points: number }> {
+  async install(file: string, job: Job): Promise<{ message: string; collections: number; points: number; blobs: number }> {
     const dataDir = this.o.dataDir;
     const marker: RestoreMarker = { id: job.id, phase: 'prepared', staging: `restore-staging-${job.id}`, previous: `ts-before-restore-${job.id}` };
     const staging = path.join(dataDir, marker.staging);
     let markerWritten = false;
     try {
       const manifest = await this.unpackVerified(file, staging, job);
+      const blobs = manifest.files.filter((f) => isBlobPath(f.path)).length;
+      const added = this.o.contents.adopt(staging);
       writeMarker(dataDir, marker);
       markerWritten = true;
       job.progress(0.8, 'swapping');
@@ -127,7 +160,8 @@ export class TimeseriesArchives {
         writeMarker(dataDir, { ...marker, phase: 'committed' });
       });
       const points = manifest.collections.reduce((n, c) => n + c.points, 0);
-      return { message: `restored ${collections} collections, ${points} points from ${path.basename(file)}`, collections, points };
+      const contents = blobs > 0 ? `, ${blobs} blob contents (${added} not here before)` : '';
+      return { message: `restored ${collections} collections, ${points} points${contents} from ${path.basename(file)}`, collections, points, blobs };
     } finally {
       fs.rmSync(staging, { recursive: true, force: true });
       fs.rmSync(path.join(dataDir, marker.previous), { recursive: true, force: true });
@@ -159,7 +193,7 @@ export class TimeseriesArchives {
     if (odd.length > 0) throw failedVerification(name, `entry ${odd[0]} is not a plain file`);
     if (claimed > this.o.maxRestoreBytes) throw failedVerification(name, `it holds ${claimed} bytes, more than backup.maxRestoreBytes (${this.o.maxRestoreBytes})`);
     for (const entry of entries.keys()) {
-      if (entry !== MANIFEST && !isStorePath(entry)) throw failedVerification(name, `entry ${JSON.stringify(entry)} is not a file of the time-series store`);
+      if (entry !== MANIFEST && !isArchivePath(entry)) throw failedVerification(name, `entry ${JSON.stringify(entry)} is not a file of the time-series store or a blob content`);
     }
     if (!entries.has(MANIFEST)) throw failedVerification(name, `it has no ${MANIFEST}`);
     fs.rmSync(staging, { recursive: true, force: true });
@@ -176,14 +210,18 @@ export class TimeseriesArchives {
     } catch (err) {
       throw failedVerification(name, `${MANIFEST} is not JSON (${(err as Error).message})`);
     }
-    if (manifest.format !== 1 || manifest.kind !== 'timeseries' || !Array.isArray(manifest.files) || !Array.isArray(manifest.collections)) {
-      throw failedVerification(name, `${MANIFEST} is not a format 1 time-series manifest`);
+    if ((manifest.format !== 1 && manifest.format !== 2) || manifest.kind !== 'timeseries' || !Array.isArray(manifest.files) || !Array.isArray(manifest.collections)) {
+      throw failedVerification(name, `${MANIFEST} is not a format 1 or 2 time-series manifest`);
     }
     const listed = new Set<string>();
     let doneBytes = 0;
     const totalBytes = manifest.files.reduce((n, f) => n + (typeof f.size === 'number' ? f.size : 0), 0);
     for (const entry of manifest.files) {
-      if (typeof entry?.path !== 'string' || !isStorePath(entry.path)) throw failedVerification(name, `${MANIFEST} lists ${JSON.stringify(entry?.path)}, not a file of the store`);
+      if (typeof entry?.path !== 'string' || !(isStorePath(entry.path) || (manifest.format >= 2 && isBlobPath(entry.path)))) {
+        throw failedVerification(name, `${MANIFEST} lists ${JSON.stringify(entry?.path)}, not a file of the store`);
+      }
+      // A content file is named by its sha256: one whose recorded sum is another would be served under a wrong name.
+      if (isBlobPath(entry.path) && entry.sha256 !== path.posix.basename(entry.path)) throw failedVerification(name, `${entry.path} is not named by its sha256 in ${MANIFEST}`);
       const staged = path.join(staging, entry.path);
       let size: number;
       try {
@@ -207,6 +245,16 @@ export class TimeseriesArchives {
 
 export function failedVerification(file: string, why: string) {
   return badRequest(`backup ${path.basename(file)} failed verification: ${why}`);
+}
+
+/** A file a timeseries archive may hold: of the store, or a blob content. */
+function isArchivePath(entry: string): boolean {
+  return isStorePath(entry) || isBlobPath(entry);
+}
+
+/** `blobs/sha256/<2 hex>/<sha256>`, as the content store lays them out (files/content-store.ts). */
+function isBlobPath(entry: string): boolean {
+  return /^blobs\/sha256\/([0-9a-f]{2})\/\1[0-9a-f]{62}$/.test(entry);
 }
 
 /** `ts/<org>/<site>/<unit>/<grid>/<file>` with encoded names, as the store lays them out. */

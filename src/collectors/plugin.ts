@@ -27,6 +27,9 @@ export const collectorsPlugin = definePlugin({
     });
     leadership.onLeading(() => service.startAll());
     leadership.onFollowing(() => void service.stopAll());
+    meta.events.replaced.subscribe((tables) => {
+      if (tables.has('collectors')) void service.followRestore().catch((err: Error) => log.error({ err: err.message }, 'collectors did not restart after the metadata store was replaced'));
+    });
     // Per kind only: a collector's id or name would tell every scraper about other tenants.
     const byKind = (pick: (s: CollectorService) => Map<string, number>): Sample[] => {
       const totals = pick(service);

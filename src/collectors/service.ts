@@ -124,6 +124,17 @@ export class CollectorService {
     await Promise.all([...this.runs.keys()].map((id) => this.stopRun(id)));
   }
 
+  /**
+   * The metadata store was replaced (a restore): the runs start again from the rows it holds now,
+   * with the secrets' key and the OPC UA certificate the restore may have brought.
+   */
+  async followRestore(): Promise<void> {
+    if (!this.started) return;
+    this.grants.clear();
+    await Promise.all([...this.runs.keys()].map((id) => this.stopRun(id)));
+    for (const row of this.o.meta.collectors.all()) await this.restart(row);
+  }
+
   async stop(): Promise<void> {
     this.abort.abort();
     await this.stopAll();
@@ -138,7 +149,15 @@ export class CollectorService {
     await this.stopRun(row.id);
     const driver = this.o.drivers.get(row.kind);
     if (!this.started || !this.o.leads() || !row.enabled || !driver) return;
-    const definition = this.definitionOf(row, driver);
+    let definition: CollectorDefinition;
+    let unopened: string | null = null;
+    try {
+      definition = this.definitionOf(row, driver, true);
+    } catch {
+      // Sealed with another key (a metadata restore without its secrets): reported, not fatal to the others.
+      definition = this.definitionOf(row, driver, false);
+      unopened = "its connection secrets do not open with this data dir's secrets/connections.key (restored without secrets_passphrase?); save the collector again with its password";
+    }
     const run = new CollectorRun(definition, {
       store: (d, values, backfill) => this.store(row.owner, d, values, backfill),
       lastStored: (d, tags) => this.lastStored(row.owner, d, tags),
@@ -147,6 +166,7 @@ export class CollectorService {
       log: this.o.log,
     });
     this.runs.set(row.id, run);
+    if (unopened) return run.sink().state('failed', unopened);
     try {
       run.attach(driver.start(definition, run.sink(), { secretsDir: path.join(this.o.dataDir, 'secrets'), stateDir: this.stateDir(row.id), now: this.o.now }));
     } catch (err) {
@@ -278,9 +298,14 @@ export class CollectorService {
     return out;
   }
 
-  private definitionOf(row: CollectorRow, driver: CollectorDriver): CollectorDefinition {
+  /** The definition a driver gets: its secrets opened, or (`open` false) removed. */
+  private definitionOf(row: CollectorRow, driver: CollectorDriver, open: boolean): CollectorDefinition {
     const connection = JSON.parse(row.connection) as Record<string, unknown>;
-    for (const field of driver.secretFields) if (typeof connection[field] === 'string' && (connection[field] as string).startsWith('enc:')) connection[field] = this.box.unseal(connection[field] as string);
+    for (const field of driver.secretFields) {
+      if (typeof connection[field] !== 'string' || !(connection[field] as string).startsWith('enc:')) continue;
+      if (open) connection[field] = this.box.unseal(connection[field] as string);
+      else delete connection[field];
+    }
     return { id: row.id, name: row.name, kind: row.kind, organization: row.organization, site: row.site, unit: row.unit, grid: row.grid, connection, items: JSON.parse(row.items) as Array<Record<string, unknown>> };
   }
 

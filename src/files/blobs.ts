@@ -80,6 +80,9 @@ export class BlobService {
   /** Contents whose last attachments an entity delete is taking away, collected once it commits. */
   private orphanedByDelete: string[] = [];
   private readonly rows: BlobTables;
+  /** Backups under way that hold removals (BlobContents.hold), and the contents whose removal waits for them. */
+  private holds = 0;
+  private readonly removalsHeld = new Set<string>();
 
   constructor(private readonly o: BlobServiceOptions) {
     this.rows = o.tables;
@@ -306,9 +309,27 @@ export class BlobService {
     return outcome.result;
   }
 
+  /** Removals of content files wait until the function returned runs (a backup is taking them). */
+  hold(): () => void {
+    this.holds++;
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      if (--this.holds > 0) return;
+      const due = [...this.removalsHeld];
+      this.removalsHeld.clear();
+      for (const sha of due) this.removeUnreferencedFile(sha);
+    };
+  }
+
   /** After the commit: removes the file of a content whose row is gone. */
   private removeUnreferencedFile(sha256: string): void {
     if (this.rows.hasContent(sha256)) return;
+    if (this.holds > 0) {
+      this.removalsHeld.add(sha256);
+      return;
+    }
     try {
       this.files.remove(sha256);
     } catch (err) {

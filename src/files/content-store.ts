@@ -13,6 +13,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from '../../shared/file-modes.js';
 import { fsyncDir } from '../../shared/fsync-dir.js';
+import type { ContentFile } from './api.js';
 
 /** An upload written to its temporary file, fsynced, not placed yet. */
 export interface Received {
@@ -25,6 +26,8 @@ export interface Received {
 const WRITE_BATCH_BYTES = 256 * 1024;
 
 const SHA256 = /^[0-9a-f]{64}$/;
+/** Where content files are, relative to the data dir (a backup archive keeps the same paths). */
+const CONTENT_FOLDER = path.join('blobs', 'sha256');
 
 export class ContentStore {
   readonly root: string;
@@ -34,7 +37,7 @@ export class ContentStore {
   constructor(dataDir: string) {
     this.root = path.join(dataDir, 'blobs');
     this.tmpDir = path.join(this.root, 'tmp');
-    this.contentDir = path.join(this.root, 'sha256');
+    this.contentDir = path.join(dataDir, CONTENT_FOLDER);
   }
 
   /** Creates the folders and removes uploads a stop or crash left half-written. */
@@ -113,6 +116,60 @@ export class ContentStore {
   /** Removes a content file (nothing refers to it any more). */
   remove(sha256: string): void {
     fs.rmSync(this.pathOf(sha256), { force: true });
+  }
+
+  /**
+   * Hard-links every content file into `dir` under its path relative to the data dir; a copy when
+   * `dir` is on another file system. Files removed meanwhile are left out (a caller that needs
+   * them all holds removals, blobs.ts).
+   */
+  async linkInto(dir: string): Promise<ContentFile[]> {
+    const out: ContentFile[] = [];
+    if (!fs.existsSync(this.contentDir)) return out; // the blobs subsystem never started here
+    for (const sha256 of [...this.stored()]) {
+      const relative = path.join(CONTENT_FOLDER, sha256.slice(0, 2), sha256);
+      const target = path.join(dir, relative);
+      try {
+        await fs.promises.mkdir(path.dirname(target), { recursive: true, mode: PRIVATE_DIR_MODE });
+        try {
+          await fs.promises.link(this.pathOf(sha256), target);
+        } catch (err) {
+          if ((err as NodeJS.ErrnoException).code !== 'EXDEV') throw err;
+          await fs.promises.copyFile(this.pathOf(sha256), target);
+        }
+        out.push({ path: relative.split(path.sep).join('/'), sha256, size: (await fs.promises.stat(target)).size });
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+      }
+    }
+    return out;
+  }
+
+  /** Moves the content files under `dir` (laid out as linkInto writes them) that this store lacks into it; how many. */
+  adopt(dir: string): number {
+    const from = path.join(dir, CONTENT_FOLDER);
+    let prefixes: string[];
+    try {
+      prefixes = fs.readdirSync(from);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return 0;
+      throw err;
+    }
+    let moved = 0;
+    for (const prefix of prefixes) {
+      if (!/^[0-9a-f]{2}$/.test(prefix)) continue;
+      const targetDir = path.join(this.contentDir, prefix);
+      let movedHere = false;
+      for (const name of fs.readdirSync(path.join(from, prefix))) {
+        if (!SHA256.test(name) || !name.startsWith(prefix) || fs.existsSync(path.join(targetDir, name))) continue;
+        fs.mkdirSync(targetDir, { recursive: true, mode: PRIVATE_DIR_MODE });
+        fs.renameSync(path.join(from, prefix, name), path.join(targetDir, name));
+        movedHere = true;
+        moved++;
+      }
+      if (movedHere) fsyncDir(targetDir);
+    }
+    return moved;
   }
 
   /** The sha256 of every content file on disk (for the sweep at start). */

@@ -107,8 +107,10 @@ export class WholeStore {
    * Replaces every row of the live store by those of a prepared copy, in one transaction on this
    * connection, so every holder of it sees the restored store at once and a crash leaves the old
    * or the new. This node's own bookkeeping (NODE_BOOKKEEPING) stays as it is.
+   * `hooks.inside` runs last in the transaction (a throw there rolls it back); `hooks.committed`
+   * right after the commit, before the `replaced` event (what follows the event sees both).
    */
-  replaceFrom(file: string): { tables: number; rows: number } {
+  replaceFrom(file: string, hooks: { inside?: () => void; committed?: () => void } = {}): { tables: number; rows: number } {
     const db = this.db;
     this.events.replacing.emit();
     db.prepare('ATTACH DATABASE ? AS restored').run(file);
@@ -136,11 +138,16 @@ export class WholeStore {
           db.prepare('DELETE FROM main.sqlite_sequence WHERE name NOT IN (SELECT value FROM json_each(?))').run(kept);
           db.prepare('INSERT INTO main.sqlite_sequence (name, seq) SELECT name, seq FROM restored.sqlite_sequence WHERE name NOT IN (SELECT value FROM json_each(?))').run(kept);
         }
+        hooks.inside?.();
       })();
     } finally {
       db.prepare('DETACH DATABASE restored').run();
     }
-    this.events.replaced.emit(replaced);
+    try {
+      hooks.committed?.();
+    } finally {
+      this.events.replaced.emit(replaced);
+    }
     return { tables, rows };
   }
 

@@ -42,6 +42,10 @@ export interface FileInfo {
   sha256: string;
   collections?: unknown;
   points?: number;
+  /** timeseries: blob and attachment content files carried. */
+  blobs?: number;
+  /** sqlite: it carries the secrets, sealed with a passphrase. */
+  secrets?: boolean;
 }
 
 export interface BackupList {

@@ -233,7 +233,8 @@ describe('backup routes', () => {
     const tar = readTar(path.join(dir, ts.file_name));
     assert.equal(tar.entries[0]?.name, 'manifest.json', `first entry: ${tar.entries.map((e) => e.name).slice(0, 5).join(', ')}`);
     const manifest = JSON.parse(tarEntryBytes(tar, tar.entries[0]).toString('utf8'));
-    assert.equal(manifest.format, 1);
+    assert.equal(manifest.format, 1, 'format 1 while there is no blob content (format 2 adds it)');
+    assert.equal(manifest.blobs, 0, 'no blob content in this store');
     assert.equal(manifest.kind, 'timeseries');
     assert.equal(typeof manifest.created_ms, 'number');
     const files = tar.entries.filter((e) => e.type === '0' || e.type === '\0');

@@ -105,6 +105,7 @@ describe('restore drill', () => {
     assert.equal(rs.status, 200, rs.text);
     assert.equal(rs.body.success, true);
     assert.equal(rs.body.file_name, sqlite.file_name);
+    assert.equal(rs.body.secrets_restored, false, 'a backup taken without a passphrase brings no secrets');
     assert.equal(typeof rs.body.job_id, 'string');
     assert.equal(rs.body.restored?.kind, 'sqlite', rs.text);
     assert.ok(Number.isInteger(rs.body.restored.tables) && rs.body.restored.tables > 0, rs.text);
@@ -114,7 +115,7 @@ describe('restore drill', () => {
     assert.equal(rt.body.success, true);
     assert.equal(rt.body.file_name, timeseries.file_name);
     assert.equal(typeof rt.body.job_id, 'string');
-    assert.deepEqual(rt.body.restored, { kind: 'timeseries', collections: 2, points: A_POINTS }, rt.text);
+    assert.deepEqual(rt.body.restored, { kind: 'timeseries', collections: 2, points: A_POINTS, blobs: 0 }, rt.text);
 
     // --- exactly A
     assert.equal((await svc.get('/svcapi/me', admin)).status, 200, 'the admin, who was in the backup, keeps a working token');
