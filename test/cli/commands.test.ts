@@ -109,6 +109,20 @@ describe('on a stopped data dir', () => {
     assert.match(unknown.stderr, /no backup/);
   });
 
+  test('backup now and restore carry secrets/ with a passphrase read from standard input', async () => {
+    const made = await historian(dataDir, ['--json', 'backup', 'now', '--kind', 'sqlite', '--secrets-passphrase-stdin'], { input: 'a long enough passphrase\n' });
+    assert.equal(made.code, 0, made.stderr);
+    assert.equal(made.json.length, 1);
+    assert.equal(made.json[0].secrets, true);
+    const wrong = await historian(dataDir, ['backup', 'restore', made.json[0].file_name, '--secrets-passphrase-stdin'], { input: 'not the passphrase at all\n' });
+    assert.equal(wrong.code, 1);
+    assert.match(wrong.stderr, /400 .*secrets_passphrase/);
+    assert.ok(!wrong.stderr.includes('not the passphrase at all'), 'the passphrase is not echoed');
+    const restored = await historian(dataDir, ['--json', 'backup', 'restore', made.json[0].file_name, '--secrets-passphrase-stdin'], { input: 'a long enough passphrase\n' });
+    assert.equal(restored.code, 0, restored.stderr);
+    assert.equal(restored.json.secrets_restored, true);
+  });
+
   test('a generated first-admin password file is removed once that password is changed', async () => {
     const dir = freshDataDir();
     const first = await historian(dir, ['--json', 'user', 'list'], { env: { HISTORIAN_ADMIN_PASSWORD: undefined } });
