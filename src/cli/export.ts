@@ -24,7 +24,7 @@ export interface ExportOptions {
   collection: string;
   /** Tag names or globs (`*`, `?`, `\` escapes; case-sensitive) as GET /svcapi/series matches them; default every tag. */
   tags?: string[];
-  /** Range, both ends included: epoch ms, RFC 3339, or relative (`now-1h`). Default from 0 to now. */
+  /** Range, both ends included: epoch ms, RFC 3339, or relative (`now-1h`). Default everything (0 to 2^53-1 ms, future points too). */
   from?: number | string;
   to?: number | string;
   format: 'csv' | 'lp';
@@ -52,6 +52,7 @@ export interface ExportResult {
 }
 
 const MAX_SERIES = 100_000;
+const MAX_MS = 9007199254740991;
 const BATCH_TAGS = 500;
 /** Output is handed to `out` in pieces of about this size. */
 const WRITE_BYTES = 64 * 1024;
@@ -66,7 +67,7 @@ export async function exportData(target: Target, opts: ExportOptions): Promise<E
     throw new Error(`collection ${JSON.stringify(opts.collection)}: ${(err as Error).message}`);
   }
   const from = parseTimeOption(opts.from ?? 0, 'from');
-  const to = parseTimeOption(opts.to ?? Date.now(), 'to');
+  const to = parseTimeOption(opts.to ?? MAX_MS, 'to');
   if (to < from) throw new Error(`the range ends (${to}) before it starts (${from})`);
   const { tags, unmatched } = await resolveTags(target, opts, opts.tags ?? ['*']);
   const writer = new Output(opts);

@@ -23,6 +23,7 @@ export class LongLineError extends Error {
 
 const GZIP_MAGIC = [0x1f, 0x8b];
 const READ_BYTES = 1 << 20;
+const LF = 0x0a;
 
 export class ImportSource {
   /** Bytes read from the file or stdin so far (compressed ones, for gzip): what a progress bar shows. */
@@ -81,21 +82,25 @@ export class ImportSource {
       carried += buf.length;
       if (carried < chunkBytes) continue;
       const joined = carry.length === 1 ? carry[0] : Buffer.concat(carry, carried);
-      const cut = joined.lastIndexOf(0x0a) + 1;
-      if (cut === 0) {
-        if (carried > maxLineBytes) throw new LongLineError(maxLineBytes);
-        carry = [joined];
-        continue;
+      let p = 0;
+      while (joined.length - p >= chunkBytes) {
+        // The last line break within chunkBytes; a longer line makes a chunk of its own.
+        let cut = joined.lastIndexOf(LF, p + chunkBytes - 1) + 1;
+        if (cut <= p) cut = joined.indexOf(LF, p + chunkBytes) + 1;
+        if (cut === 0) break; // no line break yet: read more
+        yield { data: joined.subarray(p, cut), start: offset };
+        offset += cut - p;
+        p = cut;
       }
-      yield { data: joined.subarray(0, cut), start: offset };
-      offset += cut;
-      // The tail is copied so the chunk just handed out can be dropped whole.
-      carry = cut < joined.length ? [Buffer.from(joined.subarray(cut))] : [];
-      carried = joined.length - cut;
+      // What is left has no line break when it is chunkBytes or more (see above).
+      if (joined.length - p > maxLineBytes) throw new LongLineError(maxLineBytes);
+      // Copied, so the chunks handed out can be dropped whole.
+      carry = p < joined.length ? [Buffer.from(joined.subarray(p))] : [];
+      carried = joined.length - p;
     }
     if (carried === 0) return;
     const rest = carry.length === 1 ? carry[0] : Buffer.concat(carry, carried);
-    if (rest.length - (rest.lastIndexOf(0x0a) + 1) > maxLineBytes) throw new LongLineError(maxLineBytes);
+    if (rest.length - (rest.lastIndexOf(LF) + 1) > maxLineBytes) throw new LongLineError(maxLineBytes);
     yield { data: rest, start: offset };
   }
 
