@@ -282,7 +282,7 @@ describe('historian import and export', () => {
     const s = scopeOf('slow');
     await create(s);
     const tags = Array.from({ length: 8 }, (_, t) => `flow-${t}`);
-    const perTag = 100_000;
+    const perTag = 50_000;
     for (const tag of tags) {
       await write(s, { [tag]: Array.from({ length: perTag }, (_, i): [number, number] => [T0 + i * 1000, Math.round(Math.sin(i / 100) * 1e4) / 100]) });
     }
