@@ -12,6 +12,8 @@
  * 2. Starts the service as `npm start` does, creates the collection, runs importData() against
  *    it in this process (the CLI's library, not a copy), and prints lines/s, MB/s and the time.
  * 3. Counts the points back with one `count` query per series, and checks them against the file.
+ * 4. Exports the collection with exportData() as CSV and as line protocol to a sink that
+ *    discards the bytes, and prints points/s of each.
  */
 
 import fs from 'node:fs';
@@ -19,7 +21,9 @@ import https from 'node:https';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
+import { Writable } from 'node:stream';
 import zlib from 'node:zlib';
+import { exportData } from '../src/cli/export.js';
 import { importData } from '../src/cli/import.js';
 import { commandLine, machine, markdownTable } from './runner.js';
 import { processCpuSeconds, startOurService } from './service.js';
@@ -129,6 +133,15 @@ try {
   const seconds = (performance.now() - start) / 1000;
   const serverCpu = processCpuSeconds(service.process.pid) - cpuBefore;
   const clientCpu = process.cpuUsage(clientCpuBefore);
+  const exports: string[][] = [];
+  for (const format of ['csv', 'lp'] as const) {
+    let bytes = 0;
+    const sink = new Writable({ write: (chunk: Buffer, _encoding, done) => ((bytes += chunk.length), done()) });
+    const t = performance.now();
+    const exported = await exportData(target, { collection: Object.values(COLLECTION).join('/'), format, out: sink });
+    const s = (performance.now() - t) / 1000;
+    exports.push([`export ${format}`, `${s.toFixed(2)} s, ${Math.round(exported.points / s).toLocaleString('en-US')} points/s, ${(bytes / 1e6 / s).toFixed(1)} MB/s (${exported.points.toLocaleString('en-US')} points)`]);
+  }
   agent.destroy();
   const listing = JSON.parse((await client.get(`/svcapi/series?collection=${encodeURIComponent(Object.values(COLLECTION).join('/'))}&limit=100000`)).body.toString()) as { series: Array<{ tag: string }> };
   const stored = await countPoints(service.port, service.ca, service.token, listing.series.map((s) => s.tag));
@@ -142,6 +155,7 @@ try {
     ['1 GB at this rate', `${(1e9 / (result.bytes / seconds)).toFixed(1)} s`],
     ['CPU seconds: importer (user+sys) / service', `${((clientCpu.user + clientCpu.system) / 1e6).toFixed(1)} / ${serverCpu.toFixed(1)}`],
     ['points stored (counted back) / in the file', `${stored.toLocaleString('en-US')} / ${result.points.toLocaleString('en-US')}${stored === result.points ? '' : ' MISMATCH'}`],
+    ...exports,
   ]));
   if (generated && stored !== generated.lines) process.exitCode = 1;
 } finally {

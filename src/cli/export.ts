@@ -14,7 +14,7 @@ import type { IncomingMessage } from 'node:http';
 import { StringDecoder } from 'node:string_decoder';
 import { parseCollectionId } from '../../shared/scope-path.js';
 import type { CollectionScope } from '../../shared/scope.js';
-import { abortError, okJson, openRequest, replyProblem, request } from './http.js';
+import { abortError, okJson, openRequest, replyProblem, request, sleep } from './http.js';
 import { EXPORT_MARKER, exportMeasurement } from './import-parse.js';
 import { parseCsvTime, parseTimeOption } from './times.js';
 import type { Target } from './target-types.js';
@@ -58,6 +58,7 @@ const BATCH_TAGS = 500;
 const WRITE_BYTES = 64 * 1024;
 /** Replies cut short in a row with nothing written in between before the export gives up. */
 const MAX_FRUITLESS_RETRIES = 5;
+const BUSY_PAUSE_MS = 500;
 
 export async function exportData(target: Target, opts: ExportOptions): Promise<ExportResult> {
   let scope: CollectionScope;
@@ -149,6 +150,11 @@ async function queryRun(target: Target, opts: ExportOptions, scope: CollectionSc
   if (res.statusCode !== 200) {
     const chunks: Buffer[] = [];
     for await (const c of res) chunks.push(c as Buffer);
+    // Busy (a shard's query queue full, a restarting worker): asked again after a pause.
+    if (res.statusCode === 429 || res.statusCode === 503) {
+      await sleep(Math.min(Number(res.headers['retry-after']) * 1000 || BUSY_PAUSE_MS, 30_000), opts.signal);
+      return { complete: false, tagIndex: 0, lastMs: null, problem: `HTTP ${res.statusCode}` };
+    }
     throw new Error(`querying ${opts.collection}: ${replyProblem({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) })}`);
   }
   const state = { tagIndex: 0, rawTag: null as string | null, lastTime: null as string | null, header: true };

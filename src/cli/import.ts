@@ -67,6 +67,7 @@ const LF = 0x0a;
 
 export async function importData(target: Target, opts: ImportOptions): Promise<ImportResult> {
   const scope = collectionScope(opts.collection);
+  checkOptions(opts);
   await ensureCollection(target, opts, scope);
   const stdin = opts.input === '-';
   let identity: InputIdentity | null = null;
@@ -78,8 +79,9 @@ export async function importData(target: Target, opts: ImportOptions): Promise<I
     });
     stateFile = stateFileFor(opts.input, opts.stateDir);
     const loaded = loadState(stateFile, identity, opts.collection);
-    if (loaded.state) resumed = loaded.state;
-    else if (loaded.why) opts.onNotice?.(`${loaded.why}: starting from the beginning`);
+    const why = loaded.state ? readChanged(opts, loaded.state) : loaded.why;
+    if (loaded.state && why === null) resumed = loaded.state;
+    else if (why) opts.onNotice?.(`${why}: starting from the beginning`);
   }
   const source = await ImportSource.open(opts.input, resumed?.ackedBytes ?? 0);
   if (resumed) opts.onNotice?.(`resuming the interrupted import of ${opts.input} at byte ${resumed.ackedBytes} (line ${resumed.lines + 1})`);
@@ -89,6 +91,25 @@ export async function importData(target: Target, opts: ImportOptions): Promise<I
   } finally {
     source.close();
   }
+}
+
+const PRECISIONS = ['ns', 'us', 'ms', 's'];
+
+function checkOptions(opts: ImportOptions): void {
+  if (opts.precision !== undefined && !PRECISIONS.includes(opts.precision)) throw new Error(`precision must be one of ${PRECISIONS.join(', ')}, got ${JSON.stringify(opts.precision)}`);
+  if (opts.format !== undefined && !['csv', 'lp', 'auto'].includes(opts.format)) throw new Error(`format must be csv, lp or auto, got ${JSON.stringify(opts.format)}`);
+  for (const name of ['concurrency', 'chunkBytes'] as const) {
+    const value = opts[name];
+    if (value !== undefined && !(Number.isInteger(value) && value > 0)) throw new Error(`${name} must be a positive integer, got ${value}`);
+  }
+}
+
+/** Why an interrupted import cannot go on as this one asks (another format or precision), or null. */
+function readChanged(opts: ImportOptions, state: ImportState): string | null {
+  const asked = opts.format === 'csv' || opts.format === 'lp' ? opts.format : null;
+  if (asked !== null && (asked === 'csv') !== (state.format === 'csv')) return `the interrupted import read ${opts.input} as ${state.format}, not ${asked}`;
+  if (state.format === 'lp' && state.precision !== (opts.precision ?? 'ns')) return `the interrupted import read timestamps in ${state.precision}, not ${opts.precision ?? 'ns'}`;
+  return null;
 }
 
 function collectionScope(collection: string): CollectionScope {
