@@ -152,7 +152,8 @@ describe('historian import and export', () => {
     const values = [0.1, -0, 1e-300, 123456789.123, 5e-324, 1.7976931348623157e308, -3.07, 71.25, 0.1 + 0.2, 1e21, 2 ** 53, -123.456e-7];
     const times = [1e11, T0, T0 + 1, T0 + 999, 8.64e15, 2 ** 53 - 1];
     const points: Points = {};
-    tags.forEach((tag, t) => (points[tag] = times.map((ts, i) => [ts, values[(t + i) % values.length]])));
+    // Each tag its own times (the last one counting down from 2^53-1): sparse, so the import writes tag-keyed JSON.
+    tags.forEach((tag, t) => (points[tag] = times.map((ts, i) => [i === times.length - 1 ? ts - t : ts + t, values[(t + i) % values.length]])));
     await write(source, points);
     const expected = await raw(source);
     assert.equal(Object.keys(expected).length, tags.length);
