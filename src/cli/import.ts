@@ -68,7 +68,6 @@ const LF = 0x0a;
 export async function importData(target: Target, opts: ImportOptions): Promise<ImportResult> {
   const scope = collectionScope(opts.collection);
   checkOptions(opts);
-  await ensureCollection(target, opts, scope);
   const stdin = opts.input === '-';
   let identity: InputIdentity | null = null;
   let stateFile: string | null = null;
@@ -83,6 +82,7 @@ export async function importData(target: Target, opts: ImportOptions): Promise<I
     if (loaded.state && why === null) resumed = loaded.state;
     else if (why) opts.onNotice?.(`${why}: starting from the beginning`);
   }
+  await ensureCollection(target, opts, scope);
   const source = await ImportSource.open(opts.input, resumed?.ackedBytes ?? 0);
   if (resumed) opts.onNotice?.(`resuming the interrupted import of ${opts.input} at byte ${resumed.ackedBytes} (line ${resumed.lines + 1})`);
   const run = new ImportRun(target, opts, scope, source, stateFile, identity, resumed);
