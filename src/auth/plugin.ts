@@ -47,7 +47,7 @@ export const authPlugin = definePlugin({
     const secret = settings.clusterSecretFile !== undefined ? readClusterSecret(settings.clusterSecretFile) : loadOrCreateSecret(settings.dataDir);
     const accounts = new AccountStore(meta.accounts, secret);
     const tokens = new TokenService(secret, settings.tokenLifetimeSeconds, settings.tokenCacheSeconds, settings.tokenCacheMaxEntries, accounts, clock, (email, claim) =>
-      log.warn({ email, command: claim.command, pid: claim.pid }, 'audit: the historian command acted as this account with a token signed by the data dir\'s own secret'),
+      log.info({ email, command: claim.command, pid: claim.pid }, 'audit: the historian command acted as this account with a token signed by the data dir\'s own secret'),
     );
     const login = new PasswordLogin(accounts, settings, log, clock);
     const apiKeys = new ApiKeys(meta.apiKeys, accounts, clock);

@@ -8,7 +8,7 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Option, type Command } from 'commander';
 import { withTarget } from './accounts.js';
-import { call, refusal, send } from './http.js';
+import { call, openRequest, refusal } from './http.js';
 import { bytes, print, progress, table, when } from './output.js';
 import { readSecretLine } from './prompt.js';
 import { CommandError, type GlobalOptions, type OpenTarget } from './target.js';
@@ -109,12 +109,12 @@ async function download(target: OpenTarget, fileName: string, out: string): Prom
   const partial = `${out}.partial`;
   let offset = fs.existsSync(partial) ? fs.statSync(partial).size : 0;
   const route = `/api/admin/backup/download/${encodeURIComponent(fileName)}`;
-  let res = await send(target, 'GET', route, { headers: offset > 0 ? { range: `bytes=${offset}-` } : {} });
+  let res = await openRequest(target, 'GET', route, { headers: offset > 0 ? { range: `bytes=${offset}-` } : {} }).catch((err: Error) => Promise.reject(new CommandError(err.message)));
   if (res.statusCode === 416 || (offset > 0 && res.statusCode === 200)) {
     // The partial file is not a prefix of this backup (or the range is past its end): start over.
     res.resume();
     offset = 0;
-    res = await send(target, 'GET', route);
+    res = await openRequest(target, 'GET', route).catch((err: Error) => Promise.reject(new CommandError(err.message)));
   }
   if (res.statusCode !== 200 && res.statusCode !== 206) {
     const chunks: Buffer[] = [];

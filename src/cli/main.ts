@@ -8,7 +8,9 @@ import { VERSION, serve } from '../main.js';
 import { flushLogs } from '../log.js';
 import { apiKeyCommands, userCommands } from './accounts.js';
 import { backupCommands } from './backups.js';
-import { CommandError, type GlobalOptions } from './target.js';
+import { dataCommands } from './data.js';
+import { CommandError } from './command-error.js';
+import type { GlobalOptions } from './target.js';
 
 export const EXIT_OK = 0;
 export const EXIT_FAILED = 1;
@@ -45,6 +47,7 @@ export function buildProgram(): Command {
   userCommands(program, global);
   apiKeyCommands(program, global);
   backupCommands(program, global);
+  dataCommands(program, global);
   for (const command of program.commands) inheritExits(command);
   return program;
 }

@@ -15,14 +15,12 @@ import { createLogger, flushLogs } from '../log.js';
 import { MAINTENANCE_PLUGINS, startService, type RunningService } from '../main.js';
 import { signOperatorToken } from '../operator-token.js';
 import { StartupError } from '../startup.js';
+import { CommandError } from './command-error.js';
 import type { Target } from './target-types.js';
 
 export type { Target };
 
-/** A failure the command reports as one line and exit code 1. */
-export class CommandError extends Error {
-  override readonly name = 'CommandError';
-}
+export { CommandError };
 
 /** The options every command takes (src/cli/main.ts declares them). */
 export interface GlobalOptions {
