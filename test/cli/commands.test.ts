@@ -123,6 +123,37 @@ describe('on a stopped data dir', () => {
     assert.equal(restored.json.secrets_restored, true);
   });
 
+  test('import and export through the command: a round trip, and a bad line is exit 1 naming it', async () => {
+    const work = tempDir('historian-cli-data-');
+    const csv = path.join(work, 'points.csv');
+    fs.writeFileSync(csv, 'time,tag,value\n1764170215000,TI-101,71.25\n1764170216000,TI-101,71.5\n1764170215000,"PT,7",2\n');
+    const imported = await historian(dataDir, ['--json', 'import', '--collection', 'acme/north/boiler-1/main', '--create', csv]);
+    assert.equal(imported.code, 0, imported.stderr);
+    assert.equal(imported.json.points, 3);
+    assert.equal(fs.existsSync(`${csv}.import-state`), false, 'a completed import leaves no state');
+
+    const exported = await historian(dataDir, ['export', '--collection', 'acme/north/boiler-1/main', '--format', 'csv']);
+    assert.equal(exported.code, 0, exported.stderr);
+    assert.deepEqual(exported.stdout.trim().split(/\r?\n/), ['time,tag,value', '1764170215000,"PT,7",2', '1764170215000,TI-101,71.25', '1764170216000,TI-101,71.5']);
+    assert.match(exported.stderr, /exported 3 points of 2 series/);
+
+    const lp = path.join(work, 'copy.lp');
+    assert.equal((await historian(dataDir, ['export', '--collection', 'acme/north/boiler-1/main', '--format', 'lp', '-o', lp])).code, 0);
+    const copied = await historian(dataDir, ['--json', 'import', '--collection', 'acme/north/copy/main', '--create', lp]);
+    assert.equal(copied.code, 0, copied.stderr);
+    const again = await historian(dataDir, ['export', '--collection', 'acme/north/copy/main']);
+    assert.equal(again.stdout, exported.stdout);
+
+    const bad = path.join(work, 'bad.csv');
+    fs.writeFileSync(bad, 'time,tag,value\n1764170217000,TI-101,abcde\n');
+    const refused = await historian(dataDir, ['import', '--collection', 'acme/north/boiler-1/main', bad]);
+    assert.equal(refused.code, 1);
+    assert.match(refused.stderr, /bad\.csv: line 2: value "abcde" is not a finite number/);
+    const missing = await historian(dataDir, ['import', '--collection', 'acme/north/nowhere/main', csv]);
+    assert.equal(missing.code, 1);
+    assert.match(missing.stderr, /acme\/north\/nowhere\/main/);
+  });
+
   test('a generated first-admin password file is removed once that password is changed', async () => {
     const dir = freshDataDir();
     const first = await historian(dir, ['--json', 'user', 'list'], { env: { HISTORIAN_ADMIN_PASSWORD: undefined } });
