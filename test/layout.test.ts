@@ -109,7 +109,7 @@ const SQL_OUTSIDE_META: Record<string, string> = {
   [path.join('src', 'data-dir.ts')]: "the data dir's lock: an exclusive transaction on a file of its own (service.lock), not the metadata store",
 };
 
-/** The first folder under src/ of a file, or 'kernel' for src/*.ts (main.ts is 'main'). */
+/** The first folder under src/ of a file (src/cli/ is the command's layer), or 'kernel' for src/*.ts (main.ts is 'main'). */
 function layerOf(file: string): string {
   const parts = file.split(path.sep);
   if (parts.length === 2) return parts[1] === 'main.ts' ? 'main' : 'kernel';
@@ -131,7 +131,7 @@ function srcImports(): Array<[string, string]> {
   );
 }
 
-test('every folder of src/ is infrastructure or a subsystem with a plugin, and main.ts lists every plugin', () => {
+test('every folder of src/ is infrastructure, a subsystem with a plugin or the command line (cli/), and main.ts lists every plugin', () => {
   const folders = (fs.readdirSync(path.join(root, 'src'), { withFileTypes: true }) as fs.Dirent[]).filter((d) => d.isDirectory()).map((d) => d.name).sort();
   assert.deepEqual(folders.filter((f) => !subsystems.includes(f) && !(INFRASTRUCTURE as readonly string[]).includes(f) && f !== COMMAND), []);
   assert.ok(subsystems.length >= 14, `the subsystems: ${subsystems.join(', ')}`);

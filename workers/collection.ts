@@ -28,8 +28,9 @@ export const META_FILE = 'meta.json';
 export const META_VERSION = 2;
 export const MAX_TAG_NAME_BYTES = 256;
 
-const ACTIVE_OR_LATE = /^(active|late)-(\d{8,})\.log$/;
-const SEALED = /^sealed-(\d{8,})\.hsd$/;
+/** File names recovery reads as day logs and sealed files (anything else in a collection folder is passed over). */
+export const DAY_LOG_FILE = /^(active|late)-(\d{8,})\.log$/;
+export const SEALED_FILE = /^sealed-(\d{8,})\.hsd$/;
 
 /** Why `name` cannot be a tag name (same rules as the write-body decoders), or null. */
 export function tagNameProblem(name: unknown): string | null {
@@ -117,9 +118,7 @@ export class Collection {
    */
   static open(dataDir: string, scope: CollectionScope, files: OpenFiles, log: WorkerLog): CollectionOpenResult {
     const dir = collectionDir(dataDir, scope);
-    const { record, tags, labels } = readMeta(path.join(dir, META_FILE), scope);
-    const logged = readTagLog(path.join(dir, TAG_LOG_FILE));
-    const applied = applyTagLog(tags, labels, logged.records);
+    const { record, tags, labels, logged, applied } = readDictionary(dir, scope);
     const collection = new Collection(dir, scope, record, tags, labels);
     if (applied < logged.records.length || logged.goodBytes < logged.fileBytes) {
       log.warn({ event: 'tag-log-tail-cut', collection: collection.id, recordsKept: applied, bytesCut: logged.fileBytes - logged.goodBytes }, 'cut the damaged tail of the tag log');
@@ -138,13 +137,13 @@ export class Collection {
         log.info({ event: 'tmp-file-removed', collection: collection.id, file: name }, 'removed a temporary file left by a crash');
         continue;
       }
-      const sealed = SEALED.exec(name);
+      const sealed = SEALED_FILE.exec(name);
       if (sealed) {
         const day = parseDay(sealed[1]!);
         if (day !== null) collection.sealedBytes.set(day, fs.statSync(path.join(dir, name)).size);
         continue;
       }
-      const dayLog = ACTIVE_OR_LATE.exec(name);
+      const dayLog = DAY_LOG_FILE.exec(name);
       const day = dayLog ? parseDay(dayLog[2]!) : null;
       if (dayLog && day !== null) logs.push({ kind: dayLog[1] as DayLogKind, day, name });
     }
@@ -445,6 +444,28 @@ function mergeFields(base: CollectionRecord, fields: Record<string, unknown>): C
     throw badRequest(`collection fields must be JSON values: ${(err as Error).message}`);
   }
   return JSON.parse(json) as CollectionRecord;
+}
+
+/** A collection's record and tag dictionary as recovery loads them, and what of tags.log was good. */
+export interface TagDictionary {
+  record: CollectionRecord;
+  tags: string[];
+  labels: Array<SeriesLabels | undefined>;
+  logged: { records: TagLogRecord[]; goodBytes: number; fileBytes: number };
+  /** How many of logged.records the dictionary took (the rest are dropped with the log's tail). */
+  applied: number;
+}
+
+/**
+ * meta.json plus the good records of tags.log; throws when meta.json cannot be used. The log is
+ * read first, so a compaction between the two reads (the data-dir check reads beside a running
+ * service) only brings records meta.json has already, which are passed over, never a tag missed.
+ */
+export function readDictionary(dir: string, scope: CollectionScope): TagDictionary {
+  const logged = readTagLog(path.join(dir, TAG_LOG_FILE));
+  const { record, tags, labels } = readMeta(path.join(dir, META_FILE), scope);
+  const applied = applyTagLog(tags, labels, logged.records);
+  return { record, tags, labels, logged, applied };
 }
 
 function readMeta(file: string, scope: CollectionScope): { record: CollectionRecord; tags: string[]; labels: Array<SeriesLabels | undefined> } {

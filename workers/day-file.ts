@@ -93,16 +93,17 @@ const WINDOW_BYTES = 1 << 20;
 class ReadWindow {
   bytes = new Uint8Array(WINDOW_BYTES);
   view = new DataView(this.bytes.buffer);
-  owner: DayLog | null = null;
+  /** A DayLog, or whatever object a read-only walk (the data-dir check) passes as the file's identity. */
+  owner: object | null = null;
   start = 0;
   end = 0;
 
-  holds(owner: DayLog, pos: number, length: number): boolean {
+  holds(owner: object, pos: number, length: number): boolean {
     return this.owner === owner && pos >= this.start && pos + length <= this.end;
   }
 
   /** Reads [pos, pos + length) of the file (fewer bytes at its end); returns the bytes read. */
-  load(owner: DayLog, fd: number, pos: number, length: number): number {
+  load(owner: object, fd: number, pos: number, length: number): number {
     if (length > this.bytes.length || (this.bytes.length > 4 * WINDOW_BYTES && length <= WINDOW_BYTES)) {
       this.bytes = new Uint8Array(Math.max(length, WINDOW_BYTES));
       this.view = new DataView(this.bytes.buffer);
@@ -115,7 +116,7 @@ class ReadWindow {
     return n;
   }
 
-  forget(owner: DayLog): void {
+  forget(owner: object): void {
     if (this.owner === owner) this.owner = null;
   }
 }
@@ -320,7 +321,7 @@ export class DayLog {
         fsyncDir(path.dirname(filePath));
         dayLog.size = DAY_LOG_HEADER_BYTES;
       } else {
-        checkHeader(dayLog.fd, filePath, day);
+        checkDayLogHeader(dayLog.fd, filePath, day);
         const verified = dayLog.verifyBlocks(stat.size, tagCount, onBlock);
         blocks = verified.blocks;
         dayLog.size = verified.end;
@@ -340,47 +341,12 @@ export class DayLog {
     }
   }
 
-  /** Walks the blocks from the header on; stops at the first one that is short or damaged. */
-  private verifyBlocks(fileSize: number, tagCount: number, onBlock: BlockVisitor): { end: number; blocks: number } {
-    const dayStart = dayStartMs(this.day);
-    const dayEnd = dayStart + DAY_MS;
-    let pos = DAY_LOG_HEADER_BYTES;
-    let blocks = 0;
-    while (fileSize - pos >= BLOCK_HEADER_BYTES) {
-      if (!readWindow.holds(this, pos, BLOCK_HEADER_BYTES)) readWindow.load(this, this.fd, pos, Math.min(WINDOW_BYTES, fileSize - pos));
-      let at = pos - readWindow.start;
-      const payloadLength = readWindow.view.getUint32(at, true);
-      const count = readWindow.view.getUint32(at + 12, true);
-      if (payloadLength !== 8 + 16 * count || count > MAX_BLOCK_POINTS || pos + 8 + payloadLength > fileSize) break;
-      const size = 8 + payloadLength;
-      if (!readWindow.holds(this, pos, size)) {
-        readWindow.load(this, this.fd, pos, Math.min(Math.max(size, WINDOW_BYTES), fileSize - pos));
-        at = 0;
-      }
-      const bytes = readWindow.bytes;
-      if (crc32c(bytes, at + 8, at + size) !== readWindow.view.getUint32(at + 4, true)) break;
-      const tagId = readWindow.view.getUint32(at + 8, true);
-      if (tagId >= tagCount) break;
-      const ts = new Float64Array(bytes.buffer, at + BLOCK_HEADER_BYTES, count);
-      let min = Infinity;
-      let max = -Infinity;
-      let integers = true;
-      for (let i = 0; i < count; i++) {
-        const t = ts[i]!;
-        if (t < min) min = t;
-        if (t > max) max = t;
-        if (Math.floor(t) !== t) integers = false;
-      }
-      // A whole block with points outside its day or fractional timestamps was never written by us.
-      if (count > 0 && (min < dayStart || max >= dayEnd || !integers)) break;
-      if (count > 0) {
-        this.index(tagId, pos, count, min, max);
-        onBlock(tagId, ts, new Float64Array(bytes.buffer, at + BLOCK_HEADER_BYTES + 8 * count, count), count);
-      }
-      blocks++;
-      pos += size;
-    }
-    return { end: pos, blocks };
+  /** Walks the blocks from the header on, indexing each; stops at the first one that is short or damaged. */
+  private verifyBlocks(fileSize: number, tagCount: number, onBlock: BlockVisitor): DayLogWalk {
+    return walkDayLogBlocks(this.fd, this, this.day, DAY_LOG_HEADER_BYTES, fileSize, tagCount, (tagId, offset, count, minTs, maxTs, ts, values) => {
+      this.index(tagId, offset, count, minTs, maxTs);
+      onBlock(tagId, ts, values, count);
+    });
   }
 
   /** Reopens after the descriptor was released; the file must still be as we left it. */
@@ -498,6 +464,83 @@ export class DayLog {
   }
 }
 
+/** Where a walk over a day log's blocks stopped short of the end of the file, and why. */
+export interface DayLogStop {
+  /** File offset of the block that failed. */
+  at: number;
+  /** What failed: the bytes left, the length fields, the checksum, the tag id or the timestamps. */
+  cause: 'short' | 'length' | 'checksum' | 'tag' | 'timestamps';
+  reason: string;
+  /**
+   * The failing block's length fields are sound and it lies inside the file, so `size` (its
+   * bytes) says where the next block would start; it failed its checksum, tag id or timestamps.
+   */
+  whole: boolean;
+  size: number;
+}
+
+export interface DayLogWalk {
+  /** Where the intact blocks end: recovery cuts the file here. */
+  end: number;
+  blocks: number;
+  /** Null when the walk reached the end of the file (or `maxBlocks`). */
+  stop: DayLogStop | null;
+}
+
+/** Receives each intact block with its offset and time range; the views are valid only during the call. */
+export type VerifiedBlockVisitor = (tagId: number, offset: number, count: number, minTs: number, maxTs: number, ts: Float64Array, values: Float64Array) => void;
+
+/**
+ * The one verification of day-log blocks, shared by recovery (DayLog.open cuts the file at
+ * `end`) and the read-only data-dir check: from `from` on, each block's length must fit its
+ * count and the file, its checksum match, its tag id be below `tagCount` (the dictionary is
+ * logged before any block naming an id) and its timestamps be integers inside the day. Reads go
+ * through the thread's read window under `owner`, so memory stays bounded whatever the size.
+ */
+export function walkDayLogBlocks(fd: number, owner: object, day: number, from: number, fileSize: number, tagCount: number, visit: VerifiedBlockVisitor, maxBlocks = Infinity): DayLogWalk {
+  const dayStart = dayStartMs(day);
+  const dayEnd = dayStart + DAY_MS;
+  let pos = from;
+  let blocks = 0;
+  const stopped = (cause: DayLogStop['cause'], reason: string, size = 0): DayLogWalk => ({ end: pos, blocks, stop: { at: pos, cause, reason, whole: size > 0, size } });
+  while (blocks < maxBlocks) {
+    if (fileSize - pos < BLOCK_HEADER_BYTES) {
+      return pos === fileSize ? { end: pos, blocks, stop: null } : stopped('short', `${fileSize - pos} bytes, too few for a block header`);
+    }
+    if (!readWindow.holds(owner, pos, BLOCK_HEADER_BYTES)) readWindow.load(owner, fd, pos, Math.min(WINDOW_BYTES, fileSize - pos));
+    let at = pos - readWindow.start;
+    const payloadLength = readWindow.view.getUint32(at, true);
+    const count = readWindow.view.getUint32(at + 12, true);
+    if (payloadLength !== 8 + 16 * count || count > MAX_BLOCK_POINTS) return stopped('length', `length ${payloadLength} does not fit a block of ${count} points`);
+    const size = 8 + payloadLength;
+    if (pos + size > fileSize) return stopped('short', `a block of ${size} bytes runs past the end of the file (${fileSize - pos} bytes left)`);
+    if (!readWindow.holds(owner, pos, size)) {
+      readWindow.load(owner, fd, pos, Math.min(Math.max(size, WINDOW_BYTES), fileSize - pos));
+      at = 0;
+    }
+    const bytes = readWindow.bytes;
+    if (crc32c(bytes, at + 8, at + size) !== readWindow.view.getUint32(at + 4, true)) return stopped('checksum', 'checksum mismatch', size);
+    const tagId = readWindow.view.getUint32(at + 8, true);
+    if (tagId >= tagCount) return stopped('tag', `tag id ${tagId} is not in the dictionary (${tagCount} tags)`, size);
+    const ts = new Float64Array(bytes.buffer, at + BLOCK_HEADER_BYTES, count);
+    let min = Infinity;
+    let max = -Infinity;
+    let integers = true;
+    for (let i = 0; i < count; i++) {
+      const t = ts[i]!;
+      if (t < min) min = t;
+      if (t > max) max = t;
+      if (Math.floor(t) !== t) integers = false;
+    }
+    // A whole block with points outside its day or fractional timestamps was never written by us.
+    if (count > 0 && (min < dayStart || max >= dayEnd || !integers)) return stopped('timestamps', 'timestamps outside the day or not integers', size);
+    if (count > 0) visit(tagId, pos, count, min, max, ts, new Float64Array(bytes.buffer, at + BLOCK_HEADER_BYTES + 8 * count, count));
+    blocks++;
+    pos += size;
+  }
+  return { end: pos, blocks, stop: null };
+}
+
 function encodeHeader(day: number): Uint8Array {
   const header = new Uint8Array(DAY_LOG_HEADER_BYTES);
   const view = new DataView(header.buffer);
@@ -509,7 +552,8 @@ function encodeHeader(day: number): Uint8Array {
   return header;
 }
 
-function checkHeader(fd: number, filePath: string, day: number): void {
+/** Throws BadDayLogHeader for a file that is not a day log of `day`, or an error for a version this build does not read. */
+export function checkDayLogHeader(fd: number, filePath: string, day: number): void {
   const header = new Uint8Array(DAY_LOG_HEADER_BYTES);
   readFully(fd, header, 0, DAY_LOG_HEADER_BYTES, 0);
   const view = new DataView(header.buffer);

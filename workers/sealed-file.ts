@@ -67,6 +67,9 @@ export class SealedIndex {
     readonly footerOffset = 0,
   ) {}
 
+  /** The header's format version (1, 2 or 3). */
+  version = SEALED_VERSION;
+
   /** The summary directory once read: null when there is none or it failed its checks (ShardStore). */
   summary: SummaryDirectory | null | undefined = undefined;
 
@@ -94,9 +97,12 @@ export class SealedIndex {
     return e;
   }
 
-  /** Reads and checks the header and footer of a sealed file. */
-  static read(filePath: string, day: number): SealedIndex {
-    const fd = fs.openSync(filePath, 'r');
+  /**
+   * Reads and checks the header and footer of a sealed file; through `fd` when given (the
+   * data-dir check reads the footer and the blocks of one open file, even if a seal replaces it).
+   */
+  static read(filePath: string, day: number, givenFd?: number): SealedIndex {
+    const fd = givenFd ?? fs.openSync(filePath, 'r');
     try {
       const fileBytes = fs.fstatSync(fd).size;
       const bad = (why: string) => internal(`${filePath}: ${why}`);
@@ -105,7 +111,7 @@ export class SealedIndex {
       const header = new Uint8Array(SEALED_HEADER_BYTES);
       readFully(fd, header, 0, SEALED_HEADER_BYTES, 0);
       const hv = new DataView(header.buffer);
-      if (hv.getUint32(0, true) !== SEALED_MAGIC || hv.getUint32(12, true) !== crc32c(header, 0, 12)) throw bad('bad magic or header checksum');
+      if (hv.getUint32(0, true) !== SEALED_MAGIC || hv.getUint32(12, true) !== crc32c(header, 0, 12)) throw bad('header at byte 0: bad magic or header checksum');
       const version = hv.getUint16(4, true);
       const codecVersion = hv.getUint16(6, true);
       if (!READABLE_VERSIONS.includes(version)) throw bad(`sealed format version ${version} is not supported (this build reads ${READABLE_VERSIONS.join(', ')})`);
@@ -121,12 +127,12 @@ export class SealedIndex {
       readFully(fd, trailer, 0, trailer.length, fileBytes - trailer.length);
       const tv = new DataView(trailer.buffer);
       const footerBytes = tv.getUint32(extra, true);
-      if (tv.getUint32(extra + 8, true) !== SEALED_FOOTER_MAGIC) throw bad('bad footer magic');
+      if (tv.getUint32(extra + 8, true) !== SEALED_FOOTER_MAGIC) throw bad(`trailer at byte ${fileBytes - TRAILER_BYTES}: bad footer magic`);
       const footerOffset = fileBytes - trailer.length - footerBytes;
-      if (footerBytes % FOOTER_ENTRY_BYTES !== 0 || footerOffset < SEALED_HEADER_BYTES) throw bad(`bad footer length ${footerBytes}`);
+      if (footerBytes % FOOTER_ENTRY_BYTES !== 0 || footerOffset < SEALED_HEADER_BYTES) throw bad(`trailer at byte ${fileBytes - TRAILER_BYTES}: bad footer length ${footerBytes}`);
       const footer = new Uint8Array(footerBytes);
-      if (readFully(fd, footer, 0, footerBytes, footerOffset) !== footerBytes) throw bad('footer cut short');
-      if (crc32c(footer) !== tv.getUint32(extra + 4, true)) throw bad('footer checksum mismatch');
+      if (readFully(fd, footer, 0, footerBytes, footerOffset) !== footerBytes) throw bad(`footer at byte ${footerOffset}: cut short`);
+      if (crc32c(footer) !== tv.getUint32(extra + 4, true)) throw bad(`footer at byte ${footerOffset}: checksum mismatch`);
       // Not checked here: a bad summary must not make the points unreadable (see ShardStore).
       const summarySpan = extra > 0 ? { offset: footerOffset - tv.getUint32(0, true), length: tv.getUint32(0, true), crc: tv.getUint32(4, true) } : null;
 
@@ -145,10 +151,10 @@ export class SealedIndex {
         const maxTs = fv.getFloat64(p + 32, true);
         // Entries are ordered by tag, then (blocks of one tag) by time without overlap.
         if (i > 0 && (tagId < index.tagIds[i - 1]! || (tagId === index.tagIds[i - 1]! && minTs <= index.maxTs[i - 1]!))) {
-          throw bad('footer entries out of tag and time order');
+          throw bad(`footer entry ${i} at byte ${footerOffset + p}: entries out of tag and time order`);
         }
-        if (offset < SEALED_HEADER_BYTES || offset + length > footerOffset) throw bad(`block of tag ${tagId} lies outside the data area`);
-        if (!(minTs >= dayStart && maxTs < dayStart + DAY_MS && minTs <= maxTs)) throw bad(`block of tag ${tagId} has a time range outside the day`);
+        if (offset < SEALED_HEADER_BYTES || offset + length > footerOffset) throw bad(`footer entry ${i} at byte ${footerOffset + p}: block of tag ${tagId} lies outside the data area`);
+        if (!(minTs >= dayStart && maxTs < dayStart + DAY_MS && minTs <= maxTs)) throw bad(`footer entry ${i} at byte ${footerOffset + p}: block of tag ${tagId} has a time range outside the day`);
         index.tagIds[i] = tagId;
         index.counts[i] = fv.getUint32(p + 4, true);
         index.offsets[i] = offset;
@@ -157,24 +163,25 @@ export class SealedIndex {
         index.minTs[i] = minTs;
         index.maxTs[i] = maxTs;
       }
+      index.version = version;
       return index;
     } finally {
-      fs.closeSync(fd);
+      if (givenFd === undefined) fs.closeSync(fd);
     }
   }
 
-  /** Decodes entry `e` into ts[0..count) and values[0..count) (count = counts[e]). */
-  decode(e: number, ts: Float64Array, values: Float64Array): void {
+  /** Decodes entry `e` into ts[0..count) and values[0..count) (count = counts[e]); reads through `fd` when given. */
+  decode(e: number, ts: Float64Array, values: Float64Array, givenFd?: number): void {
     const count = this.counts[e]!;
     const length = this.lengths[e]!;
     const block = Buffer.allocUnsafe(length);
-    const fd = fs.openSync(this.path, 'r');
+    const fd = givenFd ?? fs.openSync(this.path, 'r');
     try {
-      if (readFully(fd, block, 0, length, this.offsets[e]!) !== length) throw internal(`${this.path}: block of tag ${this.tagIds[e]} cut short`);
+      if (readFully(fd, block, 0, length, this.offsets[e]!) !== length) throw internal(`${this.path}: block of tag ${this.tagIds[e]} at byte ${this.offsets[e]} cut short`);
     } finally {
-      fs.closeSync(fd);
+      if (givenFd === undefined) fs.closeSync(fd);
     }
-    if (crc32c(block) !== this.checksums[e]) throw internal(`${this.path}: block of tag ${this.tagIds[e]} fails its checksum`);
+    if (crc32c(block) !== this.checksums[e]) throw internal(`${this.path}: block of tag ${this.tagIds[e]} at byte ${this.offsets[e]} fails its checksum`);
     try {
       const columns = uncompressSync(block);
       const reader = new ByteReader(columns);
@@ -182,7 +189,7 @@ export class SealedIndex {
       decodeValues(reader, count, values.subarray(0, count));
       if (reader.remaining !== 0) throw new Error(`${reader.remaining} bytes left over`);
     } catch (err) {
-      throw internal(`${this.path}: block of tag ${this.tagIds[e]} does not decode: ${(err as Error).message}`);
+      throw internal(`${this.path}: block of tag ${this.tagIds[e]} at byte ${this.offsets[e]} does not decode: ${(err as Error).message}`);
     }
   }
 }

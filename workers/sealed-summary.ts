@@ -126,10 +126,10 @@ export class SummaryDirectory {
    * Reads and checks the header and directory of the section at `span`; `dataEnd` is where the
    * file's blocks end (the section lies between them and the footer). Throws naming the fault.
    */
-  static read(filePath: string, span: SummarySpan, dataEnd: number, footerOffset: number): SummaryDirectory {
+  static read(filePath: string, span: SummarySpan, dataEnd: number, footerOffset: number, givenFd?: number): SummaryDirectory {
     const bad = (why: string) => new Error(`${filePath}: summary ${why}`);
     if (span.offset < dataEnd || span.offset + span.length !== footerOffset || span.length < SUMMARY_HEADER_BYTES) throw bad(`section [${span.offset}, +${span.length}) does not lie between the blocks and the footer`);
-    const fd = fs.openSync(filePath, 'r');
+    const fd = givenFd ?? fs.openSync(filePath, 'r');
     try {
       const header = new Uint8Array(SUMMARY_HEADER_BYTES);
       readFully(fd, header, 0, SUMMARY_HEADER_BYTES, span.offset);
@@ -138,8 +138,8 @@ export class SummaryDirectory {
       const head = SUMMARY_HEADER_BYTES + n * SUMMARY_ENTRY_BYTES;
       if (hv.getUint32(0, true) !== SUMMARY_MAGIC || hv.getUint32(4, true) !== SUMMARY_SLOT_MS || head > span.length) throw bad('header is not one of 30-minute slots that fits its section');
       const bytes = new Uint8Array(head);
-      if (readFully(fd, bytes, 0, head, span.offset) !== head) throw bad('cut short');
-      if (crc32c(bytes) !== span.crc) throw bad('directory checksum mismatch');
+      if (readFully(fd, bytes, 0, head, span.offset) !== head) throw bad(`at byte ${span.offset}: cut short`);
+      if (crc32c(bytes) !== span.crc) throw bad(`at byte ${span.offset}: directory checksum mismatch`);
       const view = new DataView(bytes.buffer);
       const dir = new SummaryDirectory(filePath, new Uint32Array(n), new Uint32Array(n), new Uint16Array(n), new Uint32Array(n), new Float64Array(n));
       let at = span.offset + head;
@@ -156,7 +156,7 @@ export class SummaryDirectory {
       if (at !== span.offset + span.length) throw bad(`values take ${at - span.offset - head} bytes, the section has ${span.length - head}`);
       return dir;
     } finally {
-      fs.closeSync(fd);
+      if (givenFd === undefined) fs.closeSync(fd);
     }
   }
 
@@ -167,21 +167,22 @@ export class SummaryDirectory {
 
   /**
    * Entry `e`'s non-empty slots as points (slot start, its min or max) into ts and values (room
-   * for SUMMARY_SLOTS); their count. Throws when the values fail their checksum.
+   * for SUMMARY_SLOTS); their count. Throws when the values fail their checksum. Reads through
+   * `fd` when given.
    */
-  slots(e: number, kind: SummaryKind, dayStart: number, ts: Float64Array, values: Float64Array): number {
+  slots(e: number, kind: SummaryKind, dayStart: number, ts: Float64Array, values: Float64Array, givenFd?: number): number {
     const low = this.low[e]!;
     const high = this.high[e]!;
     const n = slotCount(low, high);
     if (n === 0) return 0;
     const bytes = new Uint8Array(n * SLOT_VALUE_BYTES);
-    const fd = fs.openSync(this.path, 'r');
+    const fd = givenFd ?? fs.openSync(this.path, 'r');
     try {
-      if (readFully(fd, bytes, 0, bytes.length, this.offsets[e]!) !== bytes.length) throw new Error(`${this.path}: summary of tag ${this.tagIds[e]} cut short`);
+      if (readFully(fd, bytes, 0, bytes.length, this.offsets[e]!) !== bytes.length) throw new Error(`${this.path}: summary of tag ${this.tagIds[e]} at byte ${this.offsets[e]} cut short`);
     } finally {
-      fs.closeSync(fd);
+      if (givenFd === undefined) fs.closeSync(fd);
     }
-    if (crc32c(bytes) !== this.checksums[e]) throw new Error(`${this.path}: summary of tag ${this.tagIds[e]} fails its checksum`);
+    if (crc32c(bytes) !== this.checksums[e]) throw new Error(`${this.path}: summary of tag ${this.tagIds[e]} at byte ${this.offsets[e]} fails its checksum`);
     const view = new DataView(bytes.buffer);
     const at = kind === 'min' ? 0 : 8;
     let k = 0;

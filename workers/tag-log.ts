@@ -38,6 +38,11 @@ export function readTagLog(file: string): { records: TagLogRecord[]; goodBytes: 
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return { records: [], goodBytes: 0, fileBytes: 0 };
     throw err;
   }
+  return parseTagLog(bytes);
+}
+
+/** The good records of a log's bytes, up to the first torn or damaged one, and where they end. */
+export function parseTagLog(bytes: Buffer): { records: TagLogRecord[]; goodBytes: number; fileBytes: number } {
   const records: TagLogRecord[] = [];
   let at = 0;
   while (at < bytes.length) {

@@ -5,6 +5,8 @@ import fs from 'node:fs';
 import { Option, type Command } from 'commander';
 import { withTarget } from './accounts.js';
 import { CommandError } from './command-error.js';
+import { probeDataDir } from '../data-dir.js';
+import { checkDataDir, type CheckReport } from './check.js';
 import { exportData } from './export.js';
 import { importData } from './import.js';
 import { bytes, print, progress } from './output.js';
@@ -100,5 +102,30 @@ export function dataCommands(program: Command, global: () => GlobalOptions): voi
           stop.dispose();
         }
       });
+    });
+}
+
+export function checkCommand(program: Command, global: () => GlobalOptions): void {
+  program.command('check')
+    .description('verify every day file, sealed file, tag dictionary and SQLite file of the data dir; changes nothing; exit 1 when something is wrong')
+    .action(async () => {
+      if (global().url) throw new CommandError('check reads the data dir\'s files: run it on the service host, without --url');
+      const dataDir = commandConfig(global()).dataDir;
+      if (!fs.existsSync(dataDir) || !fs.statSync(dataDir).isDirectory()) throw new CommandError(`no data dir at ${dataDir}`);
+      // Only looks: the lock is probed (taken for an instant when free), never held.
+      const state = probeDataDir(dataDir);
+      const bar = progress('check');
+      let report: CheckReport;
+      try {
+        report = await checkDataDir(dataDir, { serviceRunning: state.held, onProgress: (done, total) => bar.update(done, total) });
+      } finally {
+        bar.finish();
+      }
+      print(global().json, report, () => [
+        ...report.problems.map((p) => `PROBLEM ${p.file}: ${p.problem}`),
+        ...report.notes.map((n) => `note: ${n}`),
+        `${report.ok ? 'ok' : `${report.problems.length} problem(s)`}: ${report.checked.dayFiles} day files, ${report.checked.sealedFiles} sealed files, ${report.checked.dictionaries} dictionaries, ${report.checked.sqlite} SQLite files, ${bytes(report.checked.bytes)} read${state.held ? ' (beside the running service)' : ''}`,
+      ].join('\n'));
+      if (!report.ok) process.exitCode = 1;
     });
 }

@@ -8,7 +8,7 @@ import { VERSION, serve } from '../main.js';
 import { flushLogs } from '../log.js';
 import { apiKeyCommands, userCommands } from './accounts.js';
 import { backupCommands } from './backups.js';
-import { dataCommands } from './data.js';
+import { checkCommand, dataCommands } from './data.js';
 import { CommandError } from './command-error.js';
 import type { GlobalOptions } from './target.js';
 
@@ -48,6 +48,7 @@ export function buildProgram(): Command {
   apiKeyCommands(program, global);
   backupCommands(program, global);
   dataCommands(program, global);
+  checkCommand(program, global);
   for (const command of program.commands) inheritExits(command);
   return program;
 }
@@ -81,7 +82,7 @@ export async function run(argv: readonly string[]): Promise<number> {
   const program = buildProgram();
   try {
     await program.parseAsync(withDefaultCommand(program, argv), { from: 'user' });
-    return EXIT_OK;
+    return typeof process.exitCode === 'number' ? process.exitCode : EXIT_OK;
   } catch (err) {
     if (err instanceof CommanderError) {
       if (err.code === 'commander.helpDisplayed' || err.code === 'commander.version' || err.code === 'commander.help') return EXIT_OK;

@@ -154,6 +154,40 @@ describe('on a stopped data dir', () => {
     assert.match(missing.stderr, /acme\/north\/nowhere\/main/);
   });
 
+  test('check: exit 0 on a sound data dir, changing nothing; exit 1 naming a damaged file', async () => {
+    const snapshot = () => {
+      const files = (fs.readdirSync(dataDir, { recursive: true }) as string[]).sort();
+      return files.map((f) => {
+        const full = path.join(dataDir, f);
+        return fs.statSync(full).isFile() ? `${f} ${crypto.createHash('sha256').update(fs.readFileSync(full)).digest('hex')}` : f;
+      });
+    };
+    const before = snapshot();
+    const sound = await historian(dataDir, ['--json', 'check']);
+    assert.equal(sound.code, 0, sound.stdout + sound.stderr);
+    assert.equal(sound.json.ok, true);
+    assert.ok(sound.json.checked.sqlite >= 1 && sound.json.checked.dayFiles >= 1, JSON.stringify(sound.json.checked));
+    assert.deepEqual(snapshot(), before, 'check changed nothing');
+
+    const dayLog = (fs.readdirSync(path.join(dataDir, 'ts'), { recursive: true }) as string[]).map((f) => path.join(dataDir, 'ts', f)).find((f) => fs.statSync(f).isFile() && /\d{4}-?\d{2}-?\d{2}/.test(path.basename(f)) && fs.statSync(f).size > 64);
+    assert.ok(dayLog, 'the imports made a day file');
+    const copy = fs.readFileSync(dayLog);
+    const damaged = Buffer.from(copy);
+    damaged[damaged.length >> 1] ^= 0xff;
+    // A second write after the damaged one makes it damage before intact data, not a torn tail.
+    fs.writeFileSync(dayLog, damaged);
+    try {
+      const found = await historian(dataDir, ['check']);
+      assert.equal(found.code, 1, found.stdout + found.stderr);
+      assert.match(found.stdout, new RegExp(`PROBLEM ts/.*${path.basename(dayLog).replace(/[.]/g, '\\.')}`));
+    } finally {
+      fs.writeFileSync(dayLog, copy);
+    }
+    const nowhere = await run(['--data-dir', path.join(dataDir, 'no-such'), 'check']);
+    assert.equal(nowhere.code, 1);
+    assert.match(nowhere.stderr, /no data dir at/);
+  });
+
   test('a generated first-admin password file is removed once that password is changed', async () => {
     const dir = freshDataDir();
     const first = await historian(dir, ['--json', 'user', 'list'], { env: { HISTORIAN_ADMIN_PASSWORD: undefined } });
