@@ -87,10 +87,15 @@ export function run(program: string, args: readonly string[], options: { cwd?: s
   });
 }
 
-/** This process's environment without what npm sets for the script that runs the tests (npm_config_prefix and the like would steer a nested npm). */
+/**
+ * Unsets what npm puts in the environment of the script running the tests (`npm test`) that
+ * would steer a nested npm or the service: the running package and script, and the prefixes
+ * (npm_config_local_prefix names this checkout). The user's own npm settings (registry, cache) stay.
+ */
 export function envWithoutNpm(extra: Record<string, string | undefined> = {}): Record<string, string | undefined> {
+  const steering = /^npm_(package_|lifecycle_|command$|config_(prefix|local_prefix|global_prefix|call)$)/;
   const env: Record<string, string | undefined> = {};
-  for (const key of Object.keys(process.env)) if (key.startsWith('npm_')) env[key] = undefined;
+  for (const key of Object.keys(process.env)) if (steering.test(key)) env[key] = undefined;
   return { ...env, ...extra };
 }
 
