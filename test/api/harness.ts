@@ -39,6 +39,9 @@ export interface StartOptions {
   env?: Record<string, string | undefined>;
   /** Set false when the service has no CA to download (configured certificates). */
   trustCa?: boolean;
+  /** The program and its arguments, instead of `node dist/src/main.js` (the `historian` command). */
+  command?: readonly string[];
+  cwd?: string;
 }
 
 export class TestService {
@@ -162,7 +165,8 @@ export async function startService(opts: StartOptions = {}): Promise<TestService
     HISTORIAN_LOG_LEVEL: 'info',
     ...opts.env,
   };
-  const child = spawn(process.execPath, [MAIN], { env: env as NodeJS.ProcessEnv, stdio: ['ignore', 'pipe', 'pipe'] });
+  const [program, ...args] = opts.command ?? [process.execPath, MAIN];
+  const child = spawn(program!, args, { env: env as NodeJS.ProcessEnv, cwd: opts.cwd, stdio: ['ignore', 'pipe', 'pipe'] });
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
     child.once('exit', (code, signal) => resolve({ code, signal }));
   });
