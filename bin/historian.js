@@ -28,24 +28,22 @@ const MARKER = 'HISTORIAN_LAUNCHER_PID';
 const ONE_SHOT = new Set(['user', 'api-key', 'backup', 'import', 'export', 'check', 'help']);
 const FORWARDED = ['SIGTERM', 'SIGINT', 'SIGHUP'];
 
-const cliEntry = new URL('../dist/src/cli/main.js', import.meta.url);
-// Until the command line (src/cli/) is built, the service's own entry (it takes no `serve`).
-const serviceEntry = new URL('../dist/src/main.js', import.meta.url);
-const entry = [cliEntry, serviceEntry].find((file) => fs.existsSync(file));
-if (!entry) {
+const entry = new URL('../dist/src/cli/main.js', import.meta.url);
+if (!fs.existsSync(entry)) {
   process.stderr.write('historian: not built; run `npm run build` (or `npm start` in a checkout)\n');
   process.exit(1);
 }
 
 const args = process.argv.slice(2);
-const command = args.find((arg) => !arg.startsWith('-'));
+/** The program's options that take a value (src/cli/main.ts), skipped when looking for the command word. */
+const VALUE_OPTIONS = new Set(['--data-dir', '--url', '--api-key', '--ca-file', '--as']);
+const command = args.find((arg, i) => !arg.startsWith('-') && !VALUE_OPTIONS.has(args[i - 1]));
 const launchedByUs = process.env[MARKER] !== undefined && process.env[MARKER] === String(process.ppid);
 delete process.env[MARKER]; // not passed on to anything the program starts
 
 if (!launchedByUs && (command === undefined || !ONE_SHOT.has(command)) && !memorySettingsApplied()) relaunch();
 else {
   if (launchedByUs) followLauncher();
-  if (entry === serviceEntry && args[0] === 'serve') process.argv.splice(2, 1);
   await import(entry.href);
 }
 

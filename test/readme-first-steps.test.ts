@@ -60,7 +60,7 @@ test('the README\'s first steps run as written and write, query and rotate what 
     HISTORIAN_ADMIN_PASSWORD: undefined,
   });
   assert.equal(result.code, 0, `${result.stdout}\n${result.stderr}`);
-  const lines = result.stdout.split('\n');
+  const lines = result.stdout.split(/\r?\n/);
 
   // Step 2 printed the admin's email and password; they log in.
   const at = lines.indexOf('admin@localhost');
@@ -69,7 +69,9 @@ test('the README\'s first steps run as written and write, query and rotate what 
   assert.equal((await service.post('/svcapi/login', { email: 'admin@localhost', password })).status, 200);
 
   // Steps 4-5: the collection was made and both writes succeeded.
-  assert.ok(lines.filter((l) => l.startsWith('{"success":true')).length >= 3, result.stdout);
+  assert.ok(lines.some((l) => l.startsWith('{"success":true,"message":"collection demo/plant/boiler-1/main created"')), result.stdout);
+  assert.ok(lines.includes('{"success":true,"points":2}'), result.stdout);
+  assert.ok(lines.some((l) => l.startsWith('{"id":') && l.includes('"clientId":"demo-lp"')), result.stdout);
   // Step 6: the JSON answer holds both points of TI-101 and the line-protocol point, the CSV its header and rows.
   const json = JSON.parse(lines.find((l) => l.startsWith('{"TI-101"'))!);
   assert.deepEqual(json['TI-101'].map((p: [number, number]) => p[1]), [71.25, 71.5]);
