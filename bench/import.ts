@@ -27,6 +27,7 @@ import { exportData } from '../src/cli/export.js';
 import { importData } from '../src/cli/import.js';
 import { commandLine, machine, markdownTable } from './runner.js';
 import { processCpuSeconds, startOurService } from './service.js';
+import { prng } from '../test/support/prng.js';
 
 const { values } = parseArgs({
   options: {
@@ -43,21 +44,10 @@ const COLLECTION = { organization: 'bench', site: 'plant-1', unit: 'import', gri
 const T0_NS = BigInt(Date.UTC(2025, 0, 1)) * 1_000_000n;
 const MEASUREMENTS = [['boiler', 'temp'], ['pump', 'flow'], ['tank', 'level'], ['line', 'pressure'], ['dryer', 'humidity']] as const;
 
-/** A small deterministic generator (mulberry32), so two runs import the same file. */
-function random(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** Writes the file; returns its lines and points (one field a line). */
 async function generate(file: string, gzip: boolean): Promise<{ lines: number; bytes: number }> {
-  const rnd = random(32);
+  const rnd = prng(32); // deterministic: two runs import the same file
   const prefixes = Array.from({ length: SERIES }, (_, s) => {
     const [m, field] = MEASUREMENTS[s % MEASUREMENTS.length];
     return `${m},line=L${(s % 7) + 1},sensor=${m.slice(0, 2).toUpperCase()}-${String(s).padStart(4, '0')} ${field}=`;
