@@ -269,7 +269,7 @@ class RawInterner {
   private sameBytes(x: number, y: number, len: number): boolean {
     const view = this.view;
     let i = 0;
-    for (; i + 4 <= len; i += 4) if (view.getUint32(x + i) !== view.getUint32(y + i)) return false;
+    for (; i + 4 <= len; i += 4) if (view.getUint32(x + i, true) !== view.getUint32(y + i, true)) return false; // little-endian: no byte swap on x86
     const b = this.b;
     for (; i < len; i++) if (b[x + i] !== b[y + i]) return false;
     return true;
@@ -315,6 +315,9 @@ class LineParser {
   private previousRaw = -1;
   /** Digits of the previous timestamp (0: none yet): the next one most likely has as many. */
   private timestampDigits = 0;
+  /** Where the digits of the last timestamp read on the fast path start (-1: none), and its value. */
+  private lastTimestampAt = -1;
+  private lastTimestampMs = 0;
   private readonly fieldKeys: string[] = [];
   private readonly fieldKeyBytes: number[] = [];
   private readonly fieldByName = new Map<string, number>();
@@ -505,8 +508,8 @@ class LineParser {
       if (!this.atLineEnd(p)) fault(`unexpected ${quoted(b, p, p + 1)} after the timestamp`);
     }
     for (let i = firstPoint; i < this.count; i++) this.timestamps[i] = t;
-    this.p = p;
-    this.skipLine();
+    // p is on the LF, the CR of a CRLF or the end (atLineEnd above): no search for the LF.
+    this.p = p + (p >= this.n ? 0 : b[p] === LF ? 1 : 2);
   }
 
   // -- names ----------------------------------------------------------------------------------
@@ -838,6 +841,17 @@ class LineParser {
     const digits = this.timestampDigits;
     const guess = digitsStart + digits;
     if (!negative && digits > 0 && guess < n && !(b[guess] >= D0 && b[guess] <= D9) && (digits < 19 || (digits === 19 && b[digitsStart] < D9))) {
+      // The previous line's timestamp again (a batch in time order has every series at one
+      // time, then the next): a byte compare, no arithmetic.
+      const last = this.lastTimestampAt;
+      if (last >= 0) {
+        let k = 0;
+        while (k < digits && b[digitsStart + k] === b[last + k]) k++;
+        if (k === digits) {
+          this.p = guess;
+          return this.lastTimestampMs;
+        }
+      }
       const keepEnd = guess - Math.max(0, this.droppedDigits);
       let ms = 0;
       let i = digitsStart;
@@ -850,11 +864,14 @@ class LineParser {
         if (this.droppedDigits < 0) ms *= 1000;
         if (ms >= this.minTimestampMs && ms <= MAX_TIMESTAMP) {
           this.p = guess;
+          this.lastTimestampAt = digitsStart;
+          this.lastTimestampMs = ms;
           return ms;
         }
       }
     }
     while (p < n && b[p] >= D0 && b[p] <= D9) p++;
+    if (this.timestampDigits !== p - digitsStart) this.lastTimestampAt = -1; // it had the old digit count
     this.timestampDigits = p - digitsStart;
     if (p === digitsStart) {
       let e = p;

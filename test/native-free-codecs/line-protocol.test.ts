@@ -303,6 +303,11 @@ describe('line protocol: lines that differ from the ones before them', () => {
     assert.match(batch.firstError!.message, /out of the int64 range/);
   });
 
+  test('a timestamp that is a prefix of the one before, after the digit count changed', () => {
+    const batch = parse(['m v=1 17000000000000', 'm v=2 17000000000000', 'm v=3 170000000000', 'm v=4 170000000000', 'm v=5 1700000000000', 'm v=6 1700000000000'].join('\n'), { precision: 'ms', minTimestampMs: 0 });
+    assert.deepEqual(pointsOf(batch).map((p) => p.ts), [17e12, 17e12, 17e10, 17e10, 17e11, 17e11]);
+  });
+
   test('a bad line between good ones of the same series leaves the guesses sound', () => {
     const batch = parse('m v=1 1\nm v=oops 2\nm v=3 3\nm,a v=4 4\nm v=5 5', { precision: 'ms', minTimestampMs: 0 });
     assert.deepEqual(pointsOf(batch), [pt('m.v', 1, 1), pt('m.v', 3, 3), pt('m.v', 5, 5)]);
@@ -514,4 +519,52 @@ describe('line protocol: fuzz', () => {
       check(body);
     }
   });
+});
+
+// -- differential: a body against its lines one by one ----------------------------------------
+
+describe('line protocol: a body parses like its lines parsed alone', () => {
+  // A line alone takes none of the shortcuts that lean on the lines before it (the series,
+  // field keys and timestamp of the previous line, the series cache), so this compares those
+  // shortcuts with the plain path on bodies made to repeat, almost repeat, and break them.
+  const SERIES = ['m,a=1', 'm,a=11', 'm,a=1,b=2', 'm', 'n,a=1', 'm,a=1\\ b'];
+  const FIELDS = ['v=1.5', 'v=-0.25,w=3i', 'w=2e3', 'v=007.50', 'v=t', 'vv=1', 'v=1u', 'v=x', 'v=1.5e400', 'v=123456789012345678', 'v=-0'];
+  const TIMES = ['1700000000000', '1700000000001', '170000000000', '17000000000000', '1700000000000x', '01700000000000', '9223372036854775807', '9223372036854775808', '8999999999999999999', '-1', '0', ''];
+  const MUTATIONS = [...encoder.encode(' ,=\\0123456789\t')];
+
+  function linePoints(batch: LineProtocolBatch): Array<[string, number, number]> {
+    return pointsOf(batch).map((p) => [`${JSON.stringify(p.scope)} ${p.tag}`, p.ts, p.value]);
+  }
+
+  for (const precision of ['ms', 'ns', 's'] as const) {
+    test(`precision ${precision}`, () => {
+      const r = prng(precision.length * 31 + 5);
+      const seriesCache = new LineSeriesCache(50);
+      for (let round = 0; round < 1500; round++) {
+        const lines: string[] = [];
+        for (let i = 1 + int(r, 12); i > 0; i--) {
+          const previous = lines.at(-1);
+          let line = previous !== undefined && r() < 0.5 ? previous : `${pick(r, SERIES)} ${pick(r, FIELDS)} ${pick(r, TIMES)}`.trimEnd();
+          if (r() < 0.2) {
+            const bytes = [...encoder.encode(line)];
+            bytes.splice(int(r, bytes.length + 1), int(r, 2), pick(r, MUTATIONS));
+            line = new TextDecoder().decode(new Uint8Array(bytes));
+          }
+          lines.push(line);
+        }
+        const options = { precision, nowMs: NOW, minTimestampMs: 0 } as const;
+        const crlf = r() < 0.2;
+        const whole = parseLineProtocol(encoder.encode(lines.join(crlf ? '\r\n' : '\n')), { ...options, seriesCache });
+        const alone = lines.map((line) => parseLineProtocol(encoder.encode(line), options));
+        const context = JSON.stringify(lines);
+        assert.deepEqual(linePoints(whole), alone.flatMap(linePoints), context);
+        assert.equal(whole.rejectedLines, alone.reduce((n, b) => n + b.rejectedLines, 0), context);
+        assert.equal(whole.acceptedLines, alone.reduce((n, b) => n + b.acceptedLines, 0), context);
+        const firstBad = alone.findIndex((b) => b.firstError !== null);
+        // (A message may quote the CR of a CRLF that the line alone does not have.)
+        assert.deepEqual(whole.firstError?.line, firstBad < 0 ? undefined : firstBad + 1, context);
+        if (!crlf) assert.equal(whole.firstError?.message, alone[firstBad]?.firstError!.message, context);
+      }
+    });
+  }
 });
