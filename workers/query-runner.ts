@@ -26,6 +26,7 @@ import { OP, QUERY_CANCELLED, QUERY_CREDIT, QUERY_SEQ, querySlotWord, type TaskO
 import { BucketStream, PointLimitError, runPipeline, streamableStep } from './aggregators.js';
 import { type QueryAllowance, type QueryMemory, SeriesBuffer } from './series-buffer.js';
 import type { ShardStore } from './shard-store.js';
+import type { TagScan } from './tag-scan.js';
 import { ServiceError } from '../shared/errors.js';
 import { RESULT_CHUNK_BYTES, resultFrameBytes } from './answers.js';
 import { SUMMARY_SLOT_MS, type SummaryKind } from './sealed-summary.js';
@@ -77,6 +78,7 @@ export class QueryRunner {
       const groups = new Map<string, StepAggregate>();
       for (const { tag, pipeline, label } of task.series) {
         const key = label ?? tag;
+        let oneDay: TagScan | undefined;
         const group = task.format === 'f64' && pipeline.length === 1 && pipeline[0]!.name === 'promql_window' ? pipeline[0]!.group : undefined;
         if (group) {
           const step = pipeline[0] as PromqlWindowStep;
@@ -92,7 +94,10 @@ export class QueryRunner {
           total += await this.streamRawJson(flow, json, task, tag, key, first);
         } else if (csv && pipeline.length === 0) {
           total += await this.streamRawCsv(flow, csv, task, tag, key);
+        } else if (task.format === 'binary1' && pipeline.length === 0 && (oneDay = this.opts.store.openScan(task.collectionId, tag, task.start, task.end)).daysLeft <= 1) {
+          total += await this.rawFormat1Day(flow, oneDay, key);
         } else {
+          oneDay?.close();
           const series = this.evaluate(flow, allowance, task.collectionId, tag, pipeline, task.start, task.end);
           total += series.count;
           if (task.format === 'json') await this.jsonFragment(flow, json, key, series, first);
@@ -257,6 +262,32 @@ export class QueryRunner {
     } finally {
       w.reset();
       if (this.idleMsgpack.length < MAX_IDLE_WRITERS && w.capacity <= 4 * CHUNK_BYTES) this.idleMsgpack.push(w);
+    }
+  }
+
+  /**
+   * Raw format 1 of a scan over at most one UTC day: the point count is the day's, so the day's
+   * points are encoded straight from the scan's buffers (which stay valid while the query waits
+   * for credit), not first copied into a SeriesBuffer grown by doubling. Closes the scan.
+   */
+  private async rawFormat1Day(flow: ResultFlow, scan: TagScan, key: string): Promise<number> {
+    const w = this.idleFormat1.pop() ?? new Format1Writer(1 << 16, { header: false });
+    try {
+      const day = scan.nextDay();
+      const count = day?.count ?? 0;
+      w.reset();
+      w.beginTag(key, count);
+      for (let from = 0; from < count; from += POINTS_PER_STEP) {
+        flow.check();
+        w.pointsFrom(day!.ts, day!.values, from, Math.min(count, from + POINTS_PER_STEP));
+        if (w.length >= CHUNK_BYTES) await flow.send(w.take());
+      }
+      await flow.send(w.take());
+      return count;
+    } finally {
+      scan.close();
+      w.reset();
+      if (this.idleFormat1.length < MAX_IDLE_WRITERS && w.capacity <= 4 * CHUNK_BYTES) this.idleFormat1.push(w);
     }
   }
 

@@ -57,6 +57,11 @@ export class TagScan {
     this.slotValues = new Float64Array(this.summary === null ? 0 : SUMMARY_SLOTS);
   }
 
+  /** UTC days the scan may still answer (each with or without points in range). */
+  get daysLeft(): number {
+    return this.closed ? 0 : this.days.length - this.next;
+  }
+
   /** The next day that has points in range, merged; null when the scan is done. */
   nextDay(): ScanDay | null {
     while (!this.closed && this.next < this.days.length) {

@@ -149,6 +149,27 @@ describe('query formats and aggregation', () => {
     assert.deepEqual(readFormat1(agg.bytes), { TI: [[T0, 3], [T0 + MIN, 3], [T0 + 2 * MIN, 3]] });
   });
 
+  test('binary format 1 of a raw range gives the JSON points, within one day (encoded from the day as scanned) or across days', async () => {
+    const DAY = 86_400_000;
+    // Points either side of the midnight at T0 + DAY, none on the day after.
+    const span = Array.from({ length: 40 }, (_, i) => [T0 + DAY - 20 * 60_000 + i * 60_000, i * 1.25 - 7]);
+    assert.deepEqual((await svc.post('/svcapi/write', { ...SCOPE, tags: { SPAN: span } }, admin)).body, { success: true, points: 40 });
+    const ranges = [
+      [T0 + DAY - 10 * MIN, T0 + DAY - 1], // one day, cut at both ends
+      [T0 + DAY, T0 + 2 * DAY - 1], // the next day whole
+      [T0 + DAY - 10 * MIN, T0 + DAY + 10 * MIN], // across midnight
+      [T0 + 2 * DAY, T0 + 3 * DAY - 1], // a day with no point
+      [T0, T0 + 3 * DAY],
+    ];
+    for (const [start, end] of ranges) {
+      const query = `tags=SPAN&tags=TI&start=${start}&end=${end}&${new URLSearchParams(SCOPE)}`;
+      const json = await svc.request('GET', `/svcapi/fast_query?${query}`, { token: admin });
+      const bin = await svc.request('GET', `/svcapi/fast_query_binary?${query}`, { token: admin });
+      const expected = Object.fromEntries(Object.entries(json.body as Record<string, Array<[number, number]>>).map(([k, pts]) => [k, pts.map(([t, v]) => [t, Math.fround(v)])]));
+      assert.deepEqual(readFormat1(bin.bytes), expected, `${start}..${end}`);
+    }
+  });
+
   test('binary format 2: union of timestamps, validity bitmaps, aligned arrays; scope required', async () => {
     const res = await svc.request('GET', `/svcapi/fast_query_optimised?tags=TI&tags=PI&start=${T0}&end=${T0 + MIN}&${new URLSearchParams(SCOPE)}`, { token: admin });
     assert.equal(res.status, 200, res.text);
