@@ -295,7 +295,7 @@ class RawInterner {
   }
 
   /** Whether b[x, x+len) equals b[y, y+len): four bytes a step, then the rest. */
-  private sameBytes(x: number, y: number, len: number): boolean {
+  sameBytes(x: number, y: number, len: number): boolean {
     const view = this.view;
     let i = 0;
     // Eight bytes a step with one branch (a series section is ~75 bytes); little-endian reads
@@ -877,13 +877,9 @@ class LineParser {
       // The previous line's timestamp again (a batch in time order has every series at one
       // time, then the next): a byte compare, no arithmetic.
       const last = this.lastTimestampAt;
-      if (last >= 0) {
-        let k = 0;
-        while (k < digits && b[digitsStart + k] === b[last + k]) k++;
-        if (k === digits) {
-          this.p = guess;
-          return this.lastTimestampMs;
-        }
+      if (last >= 0 && this.rawFields.sameBytes(last, digitsStart, digits)) { // (either interner compares bytes of this body)
+        this.p = guess;
+        return this.lastTimestampMs;
       }
       const keepEnd = guess - Math.max(0, this.droppedDigits);
       let ms = 0;
