@@ -7,7 +7,7 @@
  */
 
 import { parseArgs } from 'node:util';
-import { LineSeriesCache, parseLineProtocol } from '../native-free-codecs/line-protocol.js';
+import { LineColumns, LineSeriesCache, parseLineProtocol } from '../native-free-codecs/line-protocol.js';
 import { linePointsByCollection } from '../native-free-codecs/write-body-line.js';
 import { Dataset, influxLines } from './dataset.js';
 import { scopeFor } from './ours.js';
@@ -22,11 +22,12 @@ const bodies = [...dataset.chunks()].map((chunk) => Buffer.from(influxLines('sen
 const base = { organization: scope.organization, site: scope.site, unit: scope.unit, grid: scope.grid };
 
 const cache = new LineSeriesCache();
+const columns = new LineColumns(); // as the storage worker parses
 const run = (step: 'parse' | 'both'): number => {
   const cpu = process.cpuUsage();
   let lines = 0;
   for (const body of bodies) {
-    const batch = parseLineProtocol(body, { precision: 'ms', nowMs: 0, seriesCache: cache });
+    const batch = parseLineProtocol(body, { precision: 'ms', nowMs: 0, seriesCache: cache, columns });
     if (step === 'both') linePointsByCollection(batch, base);
     lines += batch.acceptedLines;
   }

@@ -57,6 +57,20 @@ export interface LineProtocolOptions {
    * sends the same series in every batch), so each is taken apart once, not once per body.
    */
   seriesCache?: LineSeriesCache;
+  /**
+   * Point columns to parse into, kept by a caller that parses body after body (a storage
+   * worker): no four fresh arrays a body for the GC. The batch's arrays are then views of them,
+   * valid until the next parse with the same columns.
+   */
+  columns?: LineColumns;
+}
+
+/** Reusable point columns for parseLineProtocol (LineProtocolOptions.columns); grown as needed. */
+export class LineColumns {
+  pointSeries: Uint32Array = new Uint32Array(0);
+  pointField: Uint32Array = new Uint32Array(0);
+  timestamps: Float64Array = new Float64Array(0);
+  values: Float64Array = new Float64Array(0);
 }
 
 /** What a series section says: the series, its identity by content, its name's UTF-8 length. */
@@ -334,6 +348,7 @@ class LineParser {
   private readonly precision: Precision;
   private readonly droppedDigits: number;
 
+  private readonly columns: LineColumns | undefined;
   private pointSeries: Uint32Array;
   private pointField: Uint32Array;
   private timestamps: Float64Array;
@@ -375,10 +390,17 @@ class LineParser {
     this.minTimestampMs = options.minTimestampMs ?? 0;
     // Grown by doubling: sized for ~64 bytes a point, most bodies need no growth or one.
     const capacity = Math.max(16, body.length >>> 6);
-    this.pointSeries = new Uint32Array(capacity);
-    this.pointField = new Uint32Array(capacity);
-    this.timestamps = new Float64Array(capacity);
-    this.values = new Float64Array(capacity);
+    const columns = options.columns;
+    this.columns = columns;
+    if (columns && columns.values.length >= capacity) {
+      ({ pointSeries: this.pointSeries, pointField: this.pointField, timestamps: this.timestamps, values: this.values } = columns);
+    } else {
+      this.pointSeries = new Uint32Array(capacity);
+      this.pointField = new Uint32Array(capacity);
+      this.timestamps = new Float64Array(capacity);
+      this.values = new Float64Array(capacity);
+      this.keepColumns();
+    }
     this.rawSeries = new RawInterner(body);
     this.rawFields = new RawInterner(body);
     this.seriesCache = options.seriesCache;
@@ -946,6 +968,17 @@ class LineParser {
     this.pointField = pf;
     this.timestamps = ts;
     this.values = vs;
+    this.keepColumns();
+  }
+
+  /** Hands grown arrays back to the caller's columns, for the next body. */
+  private keepColumns(): void {
+    const c = this.columns;
+    if (c === undefined) return;
+    c.pointSeries = this.pointSeries;
+    c.pointField = this.pointField;
+    c.timestamps = this.timestamps;
+    c.values = this.values;
   }
 }
 

@@ -21,7 +21,7 @@ import { linePointsByCollection } from '../native-free-codecs/write-body-line.js
 import { promPointsByCollection } from '../native-free-codecs/write-body-prom.js';
 import { decodeWriteRequest, encodeWriteRequest, type Label } from '../native-free-codecs/prom-remote.js';
 import { snappyDecompress, SnappyError } from '../native-free-codecs/snappy.js';
-import { LineSeriesCache, parseLineProtocol, partialWriteMessage } from '../native-free-codecs/line-protocol.js';
+import { LineColumns, LineSeriesCache, parseLineProtocol, partialWriteMessage } from '../native-free-codecs/line-protocol.js';
 import { decodeBinaryBatch, decodeJsonWriteBody, decodeRowsObject, decodeWriteObject, encodeBinaryBatch, isRowsObject, WriteBodyError, type DecodeLimits, type PointBatch } from '../native-free-codecs/write-body.js';
 import type { RingConsumer } from '../shared/ring.js';
 import { duplicateScopeKey } from '../native-free-codecs/scope-peek.js';
@@ -141,6 +141,8 @@ export class WriteLoop {
 
   /** Series sections of line protocol bodies already taken apart (collectors send the same ones every batch). */
   private readonly seriesCache = new LineSeriesCache();
+  /** Parsed points of one body at a time: linePointsByCollection copies them out before the next. */
+  private readonly lineColumns = new LineColumns();
   private readonly gathering = new Map<number, Gathering>();
   private gatheredBytes = 0;
 
@@ -221,7 +223,7 @@ export class WriteLoop {
   private writeLines(header: WriteFrameHeader, body: Uint8Array): WriteOutcome {
     const outcome: WriteOutcome = { points: 0, learned: [], created: [], forward: [] };
     const { precision, nowMs } = header.lineProtocol!;
-    const lines = parseLineProtocol(body, { precision, nowMs, minTimestampMs: this.opts.limits.minTimestampMs, seriesCache: this.seriesCache });
+    const lines = parseLineProtocol(body, { precision, nowMs, minTimestampMs: this.opts.limits.minTimestampMs, seriesCache: this.seriesCache, columns: this.lineColumns });
     outcome.lines = { accepted: lines.acceptedLines, rejected: lines.rejectedLines, stringFields: lines.stringFields, partialError: partialWriteMessage(lines) };
     const groups = linePointsByCollection(lines, header.defaultScope!).map(({ scope, batch }) => {
       try {

@@ -1,6 +1,7 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import {
+  LineColumns,
   LineProtocolError,
   lineTagName,
   LineSeriesCache,
@@ -478,12 +479,15 @@ describe('line protocol: fuzz', () => {
 
   // One cache across every body, as a storage worker keeps it: a body parses the same with it.
   const seriesCache = new LineSeriesCache(500);
+  // Columns reused from body to body, as a storage worker parses.
+  const columns = new LineColumns();
 
   function check(body: Uint8Array): void {
     let batch: LineProtocolBatch;
     try {
       batch = parseLineProtocol(body, { nowMs: NOW, precision: 'ms' });
       assert.deepEqual(parseLineProtocol(body, { nowMs: NOW, precision: 'ms', seriesCache }), batch, 'the same with the series cache');
+      assert.deepEqual(parseLineProtocol(body, { nowMs: NOW, precision: 'ms', seriesCache, columns }), batch, 'the same into reused columns');
     } catch (e) {
       if (e instanceof assert.AssertionError) throw e;
       assert.fail(`threw ${String(e)} on ${JSON.stringify(new TextDecoder().decode(body))}`);
