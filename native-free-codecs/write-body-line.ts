@@ -81,11 +81,23 @@ export function linePointsByCollection(lines: LineProtocolBatch, base: Collectio
     const total = tagStart[names.length];
     return { scope: c.scope, alias, names, labels, tagStart, fill: tagStart.slice(0, names.length), timestamps: new Float64Array(total), values: new Float64Array(total) };
   });
-  for (let i = 0; i < n; i++) {
-    const b = builds[collectionOfSeries[lines.pointSeries[i]]];
-    const at = b.fill[b.alias[pointTag[i]]]++;
-    b.timestamps[at] = lines.timestamps[i];
-    b.values[at] = lines.values[i];
+  if (builds.length === 1) {
+    // One collection (the usual body): no per-point lookup of its build.
+    const { fill, alias, timestamps, values } = builds[0];
+    const ts = lines.timestamps;
+    const vs = lines.values;
+    for (let i = 0; i < n; i++) {
+      const at = fill[alias[pointTag[i]]]++;
+      timestamps[at] = ts[i];
+      values[at] = vs[i];
+    }
+  } else {
+    for (let i = 0; i < n; i++) {
+      const b = builds[collectionOfSeries[lines.pointSeries[i]]];
+      const at = b.fill[b.alias[pointTag[i]]]++;
+      b.timestamps[at] = lines.timestamps[i];
+      b.values[at] = lines.values[i];
+    }
   }
   return builds
     .filter((b) => b.names.length > 0)
