@@ -8,9 +8,10 @@
 // storage.resultStallTimeoutMs, or at its deadline (storage.queryTimeoutMs); every buffer it
 // holds is its own and goes back when it stops.
 //
-// Raw JSON and raw CSV stream as the days are scanned. Other results are materialised per tag
-// first (binary format 1 and msgpack need the point count up front; pipelines need the whole
-// series), charged to the shard's storage.queryMemoryBytes, then encoded a slice at a time.
+// Raw JSON and raw CSV stream as the days are scanned, and so does raw binary format 1 over at
+// most one UTC day (its count is the day's). Other results are materialised per tag first
+// (binary format 1 and msgpack need the point count up front; pipelines need the whole series),
+// charged to the shard's storage.queryMemoryBytes, then encoded a slice at a time.
 
 import { CsvPointWriter } from '../native-free-codecs/result-csv.js';
 import { isCsv } from '../native-free-codecs/result-envelope.js';
