@@ -5,7 +5,7 @@
  *
  *   npm run bench:peers -- [--tags 100] [--points 86400] [--connections 4]
  *                          [--tags-per-request 10] [--points-per-request 1000] [--quick] [--keep]
- *                          [--wait-idle 120]
+ *                          [--wait-idle 120] [--dataset plant|noisy]
  *
  * Needs the Debian packages (the script installs nothing):
  *   apt-get install -y victoria-metrics influxdb
