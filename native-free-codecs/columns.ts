@@ -14,15 +14,17 @@
 
 /**
  * Version of the byte layout described in COLUMNS.md. 2 added the bit-packed value mode
- * (VALUES_MODE_SCALED_PACKED), 3 the entropy-coded one (VALUES_MODE_SCALED_RANS); everything an
- * older writer produced is still valid input, so this build reads all three
- * (READABLE_COLUMN_CODEC_VERSIONS) and writes 3.
+ * (VALUES_MODE_SCALED_PACKED), 3 the entropy-coded one (VALUES_MODE_SCALED_RANS), 4 the
+ * entropy-coded residuals of a moving-mean predictor (VALUES_MODE_SCALED_PREDICTED);
+ * everything an older writer produced is still valid input, so this build reads all four
+ * (READABLE_COLUMN_CODEC_VERSIONS) and writes 4.
  */
-export const COLUMN_CODEC_VERSION = 3;
+export const COLUMN_CODEC_VERSION = 4;
 /** Codec versions decodeTimestamps/decodeValues understand (the header field of stored data). */
-export const READABLE_COLUMN_CODEC_VERSIONS: readonly number[] = [1, 2, 3];
+export const READABLE_COLUMN_CODEC_VERSIONS: readonly number[] = [1, 2, 3, 4];
 
 import { normaliseFrequencies, ransBoundBytes, ransDecode, ransEncode, RANS_MAX_SYMBOLS, RANS_TOTAL } from './rans.js';
+import { predictionResiduals, PREDICT_LIMIT, PREDICT_MAX_SHIFT, PREDICT_MIN_SHIFT, residualEntropyBits, undoPrediction } from './column-predict.js';
 
 /** A varint of a value below 2^56 never needs more than 8 bytes; more means corrupt input. */
 const MAX_VARINT_BYTES = 8;
@@ -285,6 +287,8 @@ export const VALUES_MODE_FLOAT = 2;
 export const VALUES_MODE_SCALED_PACKED = 3;
 /** Since codec version 3: the scaled integers' deltas entropy-coded with one rANS table (COLUMNS.md). */
 export const VALUES_MODE_SCALED_RANS = 4;
+/** Since codec version 4: rANS-coded residuals of a mean of the previous 2^shift integers (COLUMNS.md). */
+export const VALUES_MODE_SCALED_PREDICTED = 5;
 const MAX_SCALE = 9;
 /** Scaled integers stay within ±2^52 so every delta (|d| <= 2^53) is still exact. */
 const SCALED_LIMIT = 2 ** 52;
@@ -370,18 +374,21 @@ const HI = 1 - LO;
 /**
  * Encodes `count` float64 values exactly. When some k in 0..9 makes every value an exact
  * decimal integer (sensor readings with few decimals, setpoints, states, counters), the
- * integers are written in mode 1 (varint deltas, zero runs) or mode 3 (bit-packed deltas),
- * whichever is fewer bytes (mode 1 on a tie); float mode otherwise (NaN, ±Infinity, -0,
- * full-precision doubles), which keeps every bit, NaN payloads included.
+ * integers are written in mode 1 (varint deltas, zero runs), mode 3 (bit-packed deltas),
+ * mode 4 (rANS-coded deltas) or mode 5 (rANS-coded residuals of a moving mean), whichever is
+ * fewest bytes (on a tie the lower mode number, the simpler decoder);
+ * float mode otherwise (NaN, ±Infinity, -0, full-precision doubles), which keeps every bit,
+ * NaN payloads included.
  *
- * `scaledMode` is for tests and measurements: VALUES_MODE_SCALED or VALUES_MODE_SCALED_PACKED
- * forces that mode whenever the values scale (mode 3 falls back to mode 1 when a frame's deltas
- * span 2^53 or more). Writers leave it at 0, the shorter of the two.
+ * `scaledMode` is for tests and measurements: 1, 3, 4 or 5 forces that mode whenever the values
+ * scale and the mode can hold them (3: deltas spanning less than 2^53 per frame; 4 and 5: an
+ * alphabet below 1024; 5: |n| <= 2^48, at least 2 values), the shorter of 1 and 3 otherwise.
+ * Writers leave it at 0.
  */
 export function encodeValues(values: Float64Array, count: number, w: ByteWriter, scaledMode = 0): void {
   if (count < 0 || count > values.length) throw new RangeError(`encodeValues: count ${count} outside 0..${values.length}`);
-  if (scaledMode !== 0 && scaledMode !== VALUES_MODE_SCALED && scaledMode !== VALUES_MODE_SCALED_PACKED && scaledMode !== VALUES_MODE_SCALED_RANS) {
-    throw new RangeError(`encodeValues: scaledMode ${scaledMode} is not 0, ${VALUES_MODE_SCALED}, ${VALUES_MODE_SCALED_PACKED} or ${VALUES_MODE_SCALED_RANS}`);
+  if (scaledMode !== 0 && scaledMode !== VALUES_MODE_SCALED && scaledMode !== VALUES_MODE_SCALED_PACKED && scaledMode !== VALUES_MODE_SCALED_RANS && scaledMode !== VALUES_MODE_SCALED_PREDICTED) {
+    throw new RangeError(`encodeValues: scaledMode ${scaledMode} is not 0 or one of the scaled modes 1, 3, 4, 5`);
   }
   if (count === 0) return;
   const k = chooseScale(values, count);
@@ -405,17 +412,28 @@ export function encodeValues(values: Float64Array, count: number, w: ByteWriter,
   }
   const varintBytes = analyseDeltas(ints, count, frameMin, frameWidth);
   const packedBytes = packedSize(ints, count, frameMin, frameWidth);
-  if (scaledMode === 0 || scaledMode === VALUES_MODE_SCALED_RANS) {
-    // Strictly shorter than both others, so ties keep the simpler modes. Decoding cost is close
+  const chooses = scaledMode === 0 || scaledMode === VALUES_MODE_SCALED_RANS || scaledMode === VALUES_MODE_SCALED_PREDICTED;
+  if (chooses) {
+    // Strictly shorter than the others, so ties keep the simpler modes. Decoding cost is close
     // enough not to weigh: 7 ns a point for rANS, 4 to 9 for bit unpacking by width
-    // (node dist/bench/result-codecs.js).
-    const ransBytes = prepareRans(ints, count);
-    if (scaledMode === VALUES_MODE_SCALED_RANS ? ransBytes !== Infinity : ransBytes < Math.min(varintBytes, packedBytes)) {
-      writeRans(ints, k, w);
+    // (node dist/bench/result-codecs.js); mode 5 adds about 1 ns for the running mean.
+    const best = Math.min(varintBytes, packedBytes);
+    const forcePredicted = scaledMode === VALUES_MODE_SCALED_PREDICTED;
+    const shift = scaledMode === VALUES_MODE_SCALED_RANS ? 0 : choosePredictor(ints, count, forcePredicted);
+    const ransBytes = forcePredicted ? Infinity : prepareRans(ints, count, 0);
+    // Mode 5 is prepared last, so the scratch holds its stream when it wins.
+    const predictedBytes = shift > 0 ? prepareRans(ints, count, shift) : Infinity;
+    if (forcePredicted ? predictedBytes !== Infinity : predictedBytes < Math.min(best, ransBytes)) {
+      writeRans(ints, k, shift, w);
+      return;
+    }
+    if (scaledMode === VALUES_MODE_SCALED_RANS ? ransBytes !== Infinity : ransBytes < best) {
+      if (shift > 0) prepareRans(ints, count, 0);
+      writeRans(ints, k, 0, w);
       return;
     }
   }
-  const packed = scaledMode === 0 || scaledMode === VALUES_MODE_SCALED_RANS ? packedBytes < varintBytes : scaledMode === VALUES_MODE_SCALED_PACKED && packedBytes !== Infinity;
+  const packed = chooses ? packedBytes < varintBytes : scaledMode === VALUES_MODE_SCALED_PACKED && packedBytes !== Infinity;
   if (packed) encodePacked(ints, count, k, frameMin, frameWidth, w);
   else encodeScaled(ints, count, k, w);
 }
@@ -423,6 +441,9 @@ export function encodeValues(values: Float64Array, count: number, w: ByteWriter,
 // rANS encoder scratch: the deltas as symbols, their counts and table, and the coded stream
 // (filled backwards from its end). Like the scratch above, reused up to SCRATCH_KEEP_POINTS.
 let ransSymbols = new Uint16Array(0);
+let residuals = new Float64Array(0);
+/** Residual histograms of choosePredictor: spans beyond the rANS alphabet are not worth measuring. */
+const entropyCounts = new Uint32Array(RANS_MAX_SYMBOLS);
 let ransOut = new Uint8Array(0);
 const ransCounts = new Uint32Array(RANS_MAX_SYMBOLS);
 const ransFreqs = new Uint16Array(RANS_MAX_SYMBOLS);
@@ -432,22 +453,57 @@ let ransMin = 0;
 let ransSize = 0;
 let ransStart = 0;
 
+function residualsFor(n: number): Float64Array {
+  if (n > SCRATCH_KEEP_POINTS) return new Float64Array(n);
+  if (residuals.length < n) residuals = new Float64Array(Math.max(n, 2 * residuals.length, 1024));
+  return residuals;
+}
+
 /**
- * Codes the deltas with one rANS table (mode 4) into the scratch and returns the exact size of
- * the mode 4 encoding, or Infinity when the deltas span RANS_MAX_SYMBOLS values or more (or
- * there are none).
+ * The predictor shift (1..4) whose residuals have the smallest order-0 entropy, if that is
+ * below the deltas' (mode 4) or `force` is set; 0 when the deltas do as well, the values are
+ * too large for exact sums, or there are too few of them. Entropy ranks the candidates (their
+ * tables are about the same size); the caller then compares exact encoded sizes.
  */
-function prepareRans(ints: Float64Array, count: number): number {
+function choosePredictor(ints: Float64Array, count: number, force: boolean): number {
+  if (count < (force ? 2 : 3)) return 0;
+  for (let i = 0; i < count; i++) if (!(Math.abs(ints[i]!) <= PREDICT_LIMIT)) return 0;
+  const n = count - 1;
+  const r = residualsFor(n);
+  for (let i = 1; i < count; i++) r[i - 1] = ints[i]! - ints[i - 1]!;
+  let bestBits = force ? Infinity : residualEntropyBits(r, n, entropyCounts);
+  let best = 0;
+  for (let shift = PREDICT_MIN_SHIFT; shift <= PREDICT_MAX_SHIFT; shift++) {
+    predictionResiduals(ints, count, shift, r);
+    const bits = residualEntropyBits(r, n, entropyCounts);
+    if (bits < bestBits || (force && best === 0)) {
+      bestBits = bits;
+      best = shift;
+    }
+  }
+  return best;
+}
+
+/**
+ * Codes the residuals with one rANS table into the scratch and returns the exact size of the
+ * encoding: mode 4 (shift 0: the residuals are the deltas) or mode 5 (the residuals of the
+ * mean of 2^shift previous values). Infinity when the residuals span RANS_MAX_SYMBOLS values
+ * or more (or there are none).
+ */
+function prepareRans(ints: Float64Array, count: number, shift: number): number {
   if (count < 2) return Infinity;
+  const n = count - 1;
+  const r = residualsFor(n);
+  if (shift === 0) for (let i = 1; i < count; i++) r[i - 1] = ints[i]! - ints[i - 1]!;
+  else predictionResiduals(ints, count, shift, r);
   let lo = Infinity;
   let hi = -Infinity;
-  for (let i = 1; i < count; i++) {
-    const d = ints[i]! - ints[i - 1]!;
+  for (let i = 0; i < n; i++) {
+    const d = r[i]!;
     if (d < lo) lo = d;
     if (d > hi) hi = d;
   }
   if (!(hi - lo < RANS_MAX_SYMBOLS)) return Infinity;
-  const n = count - 1;
   const size = hi - lo + 1;
   let symbols = ransSymbols;
   if (symbols.length < n) symbols = n > SCRATCH_KEEP_POINTS ? new Uint16Array(n) : (ransSymbols = new Uint16Array(Math.max(n, 2 * symbols.length, 1024)));
@@ -459,9 +515,9 @@ function prepareRans(ints: Float64Array, count: number): number {
     out = ransOut.subarray(ransOut.length - bound); // the encoder fills from the end
   }
   ransCounts.fill(0, 0, size);
-  for (let i = 1; i < count; i++) {
-    const s = ints[i]! - ints[i - 1]! - lo;
-    symbols[i - 1] = s;
+  for (let i = 0; i < n; i++) {
+    const s = r[i]! - lo;
+    symbols[i] = s;
     ransCounts[s]!++;
   }
   normaliseFrequencies(ransCounts, size, ransFreqs);
@@ -472,12 +528,19 @@ function prepareRans(ints: Float64Array, count: number): number {
   let tableBytes = 0;
   for (let s = 0; s < size; s++) tableBytes += uvarintLength(ransFreqs[s]!);
   const streamBytes = out.length - ransStart;
-  return 1 + svarintLength(ints[0]!) + svarintLength(lo) + uvarintLength(size - 1) + tableBytes + uvarintLength(streamBytes) + streamBytes;
+  return (shift === 0 ? 1 : 2) + svarintLength(ints[0]!) + svarintLength(lo) + uvarintLength(size - 1) + tableBytes + uvarintLength(streamBytes) + streamBytes;
 }
 
-/** Mode 4, from what prepareRans left: n0, smallest delta, table, stream length, stream. */
-function writeRans(ints: Float64Array, k: number, w: ByteWriter): void {
-  w.u8((VALUES_MODE_SCALED_RANS << 4) | k);
+/**
+ * Mode 4 (shift 0) or 5, from what prepareRans left: mode 5's shift byte, n0, smallest
+ * residual, table, stream length, stream.
+ */
+function writeRans(ints: Float64Array, k: number, shift: number, w: ByteWriter): void {
+  if (shift === 0) w.u8((VALUES_MODE_SCALED_RANS << 4) | k);
+  else {
+    w.u8((VALUES_MODE_SCALED_PREDICTED << 4) | k);
+    w.u8(shift);
+  }
   w.svarint(ints[0]!);
   w.svarint(ransMin);
   w.uvarint(ransSize - 1);
@@ -725,7 +788,12 @@ export function decodeValues(r: ByteReader, count: number, out: Float64Array): v
   const k = header & 0x0f;
   if (mode === VALUES_MODE_SCALED && k <= MAX_SCALE) decodeScaled(r, count, k, out);
   else if (mode === VALUES_MODE_SCALED_PACKED && k <= MAX_SCALE) decodePacked(r, count, k, out);
-  else if (mode === VALUES_MODE_SCALED_RANS && k <= MAX_SCALE) decodeRans(r, count, k, out);
+  else if (mode === VALUES_MODE_SCALED_RANS && k <= MAX_SCALE) decodeRans(r, count, k, 0, out);
+  else if (mode === VALUES_MODE_SCALED_PREDICTED && k <= MAX_SCALE) {
+    const shift = r.u8();
+    if (shift >= PREDICT_MIN_SHIFT && shift <= PREDICT_MAX_SHIFT) decodeRans(r, count, k, shift, out);
+    else r.fail(`predictor shift ${shift} outside ${PREDICT_MIN_SHIFT}..${PREDICT_MAX_SHIFT}`);
+  }
   else if (mode === VALUES_MODE_FLOAT && k === 0) decodeFloat(r, count, out);
   else r.fail(`unknown values header 0x${header.toString(16)}`);
   bitBuf = NO_BYTES; // do not keep the caller's buffer alive
@@ -847,7 +915,8 @@ function decodePacked(r: ByteReader, count: number, k: number, out: Float64Array
 let decodedSymbols = new Uint16Array(0);
 const decodedFreqs = new Uint16Array(RANS_MAX_SYMBOLS);
 
-function decodeRans(r: ByteReader, count: number, k: number, out: Float64Array): void {
+/** Mode 4 (shift 0) or mode 5 (residuals of the mean of 2^shift previous integers). */
+function decodeRans(r: ByteReader, count: number, k: number, shift: number, out: Float64Array): void {
   const p = POW10[k]!;
   let n = r.svarint();
   out[0] = n / p;
@@ -867,6 +936,15 @@ function decodeRans(r: ByteReader, count: number, k: number, out: Float64Array):
   const problem = ransDecode(r.buf, at, at + length, decodedFreqs, size, symbols, deltas);
   if (problem !== null) {
     r.fail(problem);
+    return;
+  }
+  if (shift !== 0) {
+    const ints = intsFor(count);
+    if (!undoPrediction(n, min, symbols, count, shift, ints)) {
+      r.fail(`predicted values beyond ±2^48`);
+      return;
+    }
+    for (let i = 1; i < count; i++) out[i] = ints[i]! / p;
     return;
   }
   for (let i = 1; i < count; i++) {
