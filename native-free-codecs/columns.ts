@@ -383,13 +383,16 @@ const HI = 1 - LO;
  * `scaledMode` is for tests and measurements: 1, 3, 4 or 5 forces that mode whenever the values
  * scale and the mode can hold them (3: deltas spanning less than 2^53 per frame; 4 and 5: an
  * alphabet below 1024; 5: |n| <= 2^48, at least 2 values), the shorter of 1 and 3 otherwise.
- * Writers leave it at 0.
+ * Writers leave it at 0. `codecVersion` 3 chooses as the version 3 writers did (no mode 5), so
+ * tests can make the files older builds wrote; 4 or absent is this version.
  */
-export function encodeValues(values: Float64Array, count: number, w: ByteWriter, scaledMode = 0): void {
+export function encodeValues(values: Float64Array, count: number, w: ByteWriter, scaledMode = 0, codecVersion = COLUMN_CODEC_VERSION): void {
   if (count < 0 || count > values.length) throw new RangeError(`encodeValues: count ${count} outside 0..${values.length}`);
   if (scaledMode !== 0 && scaledMode !== VALUES_MODE_SCALED && scaledMode !== VALUES_MODE_SCALED_PACKED && scaledMode !== VALUES_MODE_SCALED_RANS && scaledMode !== VALUES_MODE_SCALED_PREDICTED) {
     throw new RangeError(`encodeValues: scaledMode ${scaledMode} is not 0 or one of the scaled modes 1, 3, 4, 5`);
   }
+  if (codecVersion !== 3 && codecVersion !== COLUMN_CODEC_VERSION) throw new RangeError(`encodeValues: codec version ${codecVersion} is not 3 or ${COLUMN_CODEC_VERSION}`);
+  if (codecVersion === 3 && scaledMode === VALUES_MODE_SCALED_PREDICTED) throw new RangeError('encodeValues: mode 5 needs codec version 4');
   if (count === 0) return;
   const k = chooseScale(values, count);
   const ints = k >= 0 ? intsFor(count) : null;
@@ -419,7 +422,7 @@ export function encodeValues(values: Float64Array, count: number, w: ByteWriter,
     // (node dist/bench/result-codecs.js); mode 5 adds about 1 ns for the running mean.
     const best = Math.min(varintBytes, packedBytes);
     const forcePredicted = scaledMode === VALUES_MODE_SCALED_PREDICTED;
-    const shift = scaledMode === VALUES_MODE_SCALED_RANS ? 0 : choosePredictor(ints, count, forcePredicted);
+    const shift = scaledMode === VALUES_MODE_SCALED_RANS || codecVersion < 4 ? 0 : choosePredictor(ints, count, forcePredicted);
     const ransBytes = forcePredicted ? Infinity : prepareRans(ints, count, 0);
     // Mode 5 is prepared last, so the scratch holds its stream when it wins.
     const predictedBytes = shift > 0 ? prepareRans(ints, count, shift) : Infinity;

@@ -211,6 +211,8 @@ export class SealedFileWriter {
   constructor(
     private readonly finalPath: string,
     private readonly day: number,
+    /** 3 writes the column codec the previous builds wrote (tests of reading old files); seals use the current one. */
+    private readonly columnCodecVersion = COLUMN_CODEC_VERSION,
   ) {
     this.tmpPath = `${finalPath}.tmp`;
     this.fd = fs.openSync(this.tmpPath, 'w', PRIVATE_FILE_MODE);
@@ -218,7 +220,7 @@ export class SealedFileWriter {
     const view = new DataView(header.buffer);
     view.setUint32(0, SEALED_MAGIC, true);
     view.setUint16(4, SEALED_VERSION, true);
-    view.setUint16(6, COLUMN_CODEC_VERSION, true);
+    view.setUint16(6, columnCodecVersion, true);
     view.setUint32(8, day, true);
     view.setUint32(12, crc32c(header, 0, 12), true);
     try {
@@ -244,7 +246,7 @@ export class SealedFileWriter {
     const w = columnWriter;
     w.reset();
     encodeTimestamps(ts, count, w);
-    encodeValues(values, count, w);
+    encodeValues(values, count, w, 0, this.columnCodecVersion);
     const columns = w.bytes();
     const block = compressSync(Buffer.from(columns.buffer, columns.byteOffset, columns.length));
     if (w.length > 16 * 1024 * 1024) columnWriter = new ByteWriter(64 * 1024); // do not pin a huge buffer
