@@ -27,23 +27,35 @@ export function predictionResiduals(ints: Float64Array, count: number, shift: nu
 }
 
 /**
- * Inverse of predictionResiduals: ints[0] = first, then ints[t] = residual(t) + prediction(t),
- * the residual being `min + symbols[t - 1]`. Returns false when a value leaves ±PREDICT_LIMIT
- * (corrupt input: the sums would stop being exact).
+ * Inverse of predictionResiduals, fused with the decimal scaling: ints[t] = residual(t) +
+ * prediction(t), the residual being `min + symbols[t - 1]`, and out[t] = ints[t] / scale.
+ * Returns false when a value leaves ±PREDICT_LIMIT (corrupt input: the sums would stop being
+ * exact); the sums stay exact while every value so far is in range, so flagging any value out
+ * of range catches that before an inexact sum could matter.
  */
-export function undoPrediction(first: number, min: number, symbols: Uint16Array, count: number, shift: number, ints: Float64Array): boolean {
+export function undoPrediction(first: number, min: number, symbols: Uint16Array, count: number, shift: number, ints: Float64Array, scale: number, out: Float64Array): boolean {
   const n = 1 << shift;
+  const inv = 1 / n; // a power of two: sum * inv is exactly sum / n
   ints[0] = first;
+  out[0] = first / scale;
   let sum = first * n;
-  for (let t = 1; t < count; t++) {
-    const v = min + symbols[t - 1]! + Math.floor(sum / n);
+  let inRange = Math.abs(first) <= PREDICT_LIMIT;
+  const head = Math.min(n, count);
+  for (let t = 1; t < head; t++) {
+    const v = min + symbols[t - 1]! + Math.floor(sum * inv);
     ints[t] = v;
-    sum += v - ints[t - n < 0 ? 0 : t - n]!;
+    out[t] = v / scale;
+    sum += v - first;
+    if (!(v <= PREDICT_LIMIT && v >= -PREDICT_LIMIT)) inRange = false;
   }
-  // The sums stay exact while every value so far is in range, so checking them all afterwards
-  // catches corrupt input before an inexact sum could matter.
-  for (let t = 0; t < count; t++) if (!(Math.abs(ints[t]!) <= PREDICT_LIMIT)) return false;
-  return true;
+  for (let t = head; t < count; t++) {
+    const v = min + symbols[t - 1]! + Math.floor(sum * inv);
+    ints[t] = v;
+    out[t] = v / scale;
+    sum += v - ints[t - n]!;
+    if (!(v <= PREDICT_LIMIT && v >= -PREDICT_LIMIT)) inRange = false;
+  }
+  return inRange;
 }
 
 /**

@@ -943,11 +943,7 @@ function decodeRans(r: ByteReader, count: number, k: number, shift: number, out:
   }
   if (shift !== 0) {
     const ints = intsFor(count);
-    if (!undoPrediction(n, min, symbols, count, shift, ints)) {
-      r.fail(`predicted values beyond ±2^48`);
-      return;
-    }
-    for (let i = 1; i < count; i++) out[i] = ints[i]! / p;
+    if (!undoPrediction(n, min, symbols, count, shift, ints, p, out)) r.fail(`predicted values beyond ±2^48`);
     return;
   }
   for (let i = 1; i < count; i++) {

@@ -115,12 +115,14 @@ test('predictionResiduals and undoPrediction are inverses for every shift', () =
     predictionResiduals(flat, 40, shift, flatResiduals);
     assert.ok(flatResiduals.every((r) => r === 0));
     const back = new Float64Array(40);
-    assert.equal(undoPrediction(flat[0]!, 0, new Uint16Array(39), 40, shift, back), true);
+    const scaled = new Float64Array(40);
+    assert.equal(undoPrediction(flat[0]!, 0, new Uint16Array(39), 40, shift, back, 1000, scaled), true);
     assert.deepEqual([...back], [...flat]);
+    assert.deepEqual([...scaled], [...flat].map((v) => v / 1000));
     assert.ok(Number.isFinite(min));
   }
   // Values pushed beyond ±2^48 by corrupt residuals are refused.
-  assert.equal(undoPrediction(2 ** 48, 5, new Uint16Array(3), 4, 1, new Float64Array(4)), false);
+  assert.equal(undoPrediction(2 ** 48, 5, new Uint16Array(3), 4, 1, new Float64Array(4), 1, new Float64Array(4)), false);
 });
 
 test('COLUMNS.md example bytes: mode 5', () => {
