@@ -356,7 +356,7 @@ class SealedCheck {
   private readSummary(): void {
     const index = this.index;
     try {
-      this.summary = SummaryDirectory.read(index.path, index.summarySpan!, index.dataEnd, index.footerOffset, this.fd);
+      this.summary = SummaryDirectory.read(index.path, index.summarySpan!, index.dataEnd, index.footerOffset, index.version, this.fd);
     } catch (err) {
       this.problem(`${withoutPath(err, index.path)} (min and max queries of this day read its points instead)`);
       return;

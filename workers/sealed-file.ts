@@ -28,10 +28,11 @@ export const SEALED_FOOTER_MAGIC = 0x46445348; // "HSDF"
  * 2: a tag's day is split into blocks of at most SEALED_BLOCK_POINTS points (several footer
  * entries per tag, in time order), so a short query decodes one block instead of the whole day.
  * 3: adds the summary section (per-slot min and max of each tag) and its place in the trailer.
+ * 4: the summary's values are column-coded (sealed-summary.ts); everything else as format 3.
  * Version 1 and 2 files are read as they are (they have no summaries).
  */
-export const SEALED_VERSION = 3;
-export const READABLE_VERSIONS: readonly number[] = [1, 2, 3];
+export const SEALED_VERSION = 4;
+export const READABLE_VERSIONS: readonly number[] = [1, 2, 3, 4];
 /** About 4.5 hours at 1 s: small enough for short reads, large enough that per-block overhead stays under 1%. */
 export const SEALED_BLOCK_POINTS = 16384;
 export const SEALED_HEADER_BYTES = 16;
@@ -67,7 +68,7 @@ export class SealedIndex {
     readonly footerOffset = 0,
   ) {}
 
-  /** The header's format version (1, 2 or 3). */
+  /** The header's format version (1 to 4). */
   version = SEALED_VERSION;
 
   /** The summary directory once read: null when there is none or it failed its checks (ShardStore). */
@@ -206,20 +207,26 @@ export class SealedFileWriter {
   private readonly checksums: number[] = [];
   private readonly minTs: number[] = [];
   private readonly maxTs: number[] = [];
-  private readonly summary = new SummaryBuilder();
+  private readonly summary: SummaryBuilder;
+  private readonly version: number;
 
   constructor(
     private readonly finalPath: string,
     private readonly day: number,
-    /** 3 writes the column codec the previous builds wrote (tests of reading old files); seals use the current one. */
+    /**
+     * 3 writes what the builds before issue 33 wrote, format 3 with column codec 3 (tests of
+     * reading old data dirs); seals use the current format 4 with codec 4.
+     */
     private readonly columnCodecVersion = COLUMN_CODEC_VERSION,
   ) {
+    const version = (this.version = columnCodecVersion === COLUMN_CODEC_VERSION ? SEALED_VERSION : 3);
+    this.summary = new SummaryBuilder(version >= 4);
     this.tmpPath = `${finalPath}.tmp`;
     this.fd = fs.openSync(this.tmpPath, 'w', PRIVATE_FILE_MODE);
     const header = new Uint8Array(SEALED_HEADER_BYTES);
     const view = new DataView(header.buffer);
     view.setUint32(0, SEALED_MAGIC, true);
-    view.setUint16(4, SEALED_VERSION, true);
+    view.setUint16(4, version, true);
     view.setUint16(6, columnCodecVersion, true);
     view.setUint32(8, day, true);
     view.setUint32(12, crc32c(header, 0, 12), true);
@@ -297,7 +304,7 @@ export class SealedFileWriter {
     this.fd = -1;
     fs.renameSync(this.tmpPath, this.finalPath);
     fsyncDir(path.dirname(this.finalPath));
-    return new SealedIndex(
+    const index = new SealedIndex(
       this.finalPath,
       this.day,
       this.position + tail.length,
@@ -311,6 +318,8 @@ export class SealedFileWriter {
       { offset: summaryOffset, length: section.length, crc: summaryCrc },
       footerOffset,
     );
+    index.version = this.version;
+    return index;
   }
 
   /** Gives up: closes and removes the temporary file (the final name is untouched). */
