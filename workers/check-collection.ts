@@ -261,7 +261,7 @@ export class CollectionCheck {
 /**
  * Every block of one sealed file: its checksum and columns (SealedIndex.decode), its points
  * sorted and one per timestamp inside the footer's range, its tag in the dictionary; and for
- * format 3 the summary section: its checksums, its tags those of the footer, and each slot's
+ * formats 3 and 4 the summary section: its checksums, its tags those of the footer, and each slot's
  * min and max the ones the points give (computed in time order as SummaryBuilder does).
  */
 class SealedCheck {
