@@ -4,7 +4,8 @@
  * timestamps then values) and lz4-compressed; a footer indexes the tags. A query reads the footer
  * once (SealedIndex, a few dozen bytes per tag, cached by the store) and then only the block of
  * the tag it wants. Format 3 adds per-slot min/max summaries (sealed-summary.ts) between the
- * blocks and the footer. Byte layout: README.md beside this file ("Sealed day file").
+ * blocks and the footer; format 4 codes those summaries as value columns. Byte layout: README.md
+ * beside this file ("Sealed day file").
  *
  * Writing: SealedFileWriter fills `<name>.tmp`, fsyncs it, renames it over the final name and
  * fsyncs the folder, so a reader sees either the old file or the whole new one.
