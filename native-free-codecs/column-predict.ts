@@ -27,7 +27,8 @@ export function predictionResiduals(ints: Float64Array, count: number, shift: nu
 }
 
 /**
- * Inverse of predictionResiduals, fused with the decimal scaling: ints[t] = residual(t) +
+ * Inverse of predictionResiduals, the reference for tests (the decoder runs the same arithmetic
+ * inside its rANS loop: rans.ts ransDecodePredicted), fused with the decimal scaling: ints[t] = residual(t) +
  * prediction(t), the residual being `min + symbols[t - 1]`, and out[t] = ints[t] / scale.
  * Returns false when a value leaves ±PREDICT_LIMIT (corrupt input: the sums would stop being
  * exact); the sums stay exact while every value so far is in range, so flagging any value out

@@ -23,8 +23,8 @@ export const COLUMN_CODEC_VERSION = 4;
 /** Codec versions decodeTimestamps/decodeValues understand (the header field of stored data). */
 export const READABLE_COLUMN_CODEC_VERSIONS: readonly number[] = [1, 2, 3, 4];
 
-import { normaliseFrequencies, ransBoundBytes, ransDecode, ransEncode, RANS_MAX_SYMBOLS, RANS_TOTAL } from './rans.js';
-import { predictionResiduals, PREDICT_LIMIT, PREDICT_MAX_SHIFT, PREDICT_MIN_SHIFT, residualEntropyBits, undoPrediction } from './column-predict.js';
+import { normaliseFrequencies, ransBoundBytes, ransDecode, ransDecodePredicted, ransEncode, RANS_MAX_SYMBOLS, RANS_TOTAL } from './rans.js';
+import { predictionResiduals, PREDICT_LIMIT, PREDICT_MAX_SHIFT, PREDICT_MIN_SHIFT, residualEntropyBits } from './column-predict.js';
 
 /** A varint of a value below 2^56 never needs more than 8 bytes; more means corrupt input. */
 const MAX_VARINT_BYTES = 8;
@@ -419,7 +419,8 @@ export function encodeValues(values: Float64Array, count: number, w: ByteWriter,
   if (chooses) {
     // Strictly shorter than the others, so ties keep the simpler modes. Decoding cost is close
     // enough not to weigh: 7 ns a point for rANS, 4 to 9 for bit unpacking by width
-    // (node dist/bench/result-codecs.js); mode 5 adds about 1 ns for the running mean.
+    // (node dist/bench/result-codecs.js); mode 5 decodes as fast as mode 4 (its running mean
+    // overlaps the rANS loop), but costs twice the encoding time to choose (sealing only).
     const best = Math.min(varintBytes, packedBytes);
     const forcePredicted = scaledMode === VALUES_MODE_SCALED_PREDICTED;
     const shift = scaledMode === VALUES_MODE_SCALED_RANS || codecVersion < 4 ? 0 : choosePredictor(ints, count, forcePredicted);
@@ -933,17 +934,17 @@ function decodeRans(r: ByteReader, count: number, k: number, shift: number, out:
   const length = r.uvarint();
   const at = r.take(length);
   if (at < 0) return;
+  if (shift !== 0) {
+    const problem = ransDecodePredicted(r.buf, at, at + length, decodedFreqs, size, count, n, min, shift, PREDICT_LIMIT, intsFor(count), p, out);
+    if (problem !== null) r.fail(problem);
+    return;
+  }
   const deltas = count - 1;
   let symbols = decodedSymbols;
   if (symbols.length < deltas) symbols = deltas > SCRATCH_KEEP_POINTS ? new Uint16Array(deltas) : (decodedSymbols = new Uint16Array(Math.max(deltas, 2 * symbols.length, 1024)));
   const problem = ransDecode(r.buf, at, at + length, decodedFreqs, size, symbols, deltas);
   if (problem !== null) {
     r.fail(problem);
-    return;
-  }
-  if (shift !== 0) {
-    const ints = intsFor(count);
-    if (!undoPrediction(n, min, symbols, count, shift, ints, p, out)) r.fail(`predicted values beyond ±2^48`);
     return;
   }
   for (let i = 1; i < count; i++) {
