@@ -1,8 +1,9 @@
 /**
  * Column compression for sealed day files: one tag's sorted, deduplicated points become a
  * timestamp column and a value column: varints, and for values that move every point,
- * bit-packed or rANS-coded deltas. The storage worker lz4s the result. Pure TypeScript (no Node built-ins) so
- * a browser can decode a block too.
+ * bit-packed or rANS-coded deltas, or rANS-coded residuals of a moving mean (the rANS modes are
+ * in column-rans.ts, the shared byte reader and writer in column-base.ts). The storage worker
+ * lz4s the result. Pure TypeScript (no Node built-ins) so a browser can decode a block too.
  *
  * Byte layout: COLUMNS.md beside this file. Any change to the bytes bumps COLUMN_CODEC_VERSION.
  *
@@ -23,170 +24,15 @@ export const COLUMN_CODEC_VERSION = 4;
 /** Codec versions decodeTimestamps/decodeValues understand (the header field of stored data). */
 export const READABLE_COLUMN_CODEC_VERSIONS: readonly number[] = [1, 2, 3, 4];
 
-import { normaliseFrequencies, ransBoundBytes, ransDecode, ransDecodePredicted, ransEncode, RANS_MAX_SYMBOLS, RANS_TOTAL } from './rans.js';
-import { predictionResiduals, PREDICT_LIMIT, PREDICT_MAX_SHIFT, PREDICT_MIN_SHIFT, residualEntropyBits } from './column-predict.js';
+import {
+  ByteReader, ByteWriter, intsFor, POW10, SCRATCH_KEEP_POINTS, svarintLength, uvarintLength,
+  VALUES_MODE_FLOAT, VALUES_MODE_SCALED, VALUES_MODE_SCALED_PACKED, VALUES_MODE_SCALED_PREDICTED, VALUES_MODE_SCALED_RANS,
+} from './column-base.js';
+import { PREDICT_MAX_SHIFT, PREDICT_MIN_SHIFT } from './column-predict.js';
+import { choosePredictor, decodeRans, prepareRans, writeRans } from './column-rans.js';
 
-/** A varint of a value below 2^56 never needs more than 8 bytes; more means corrupt input. */
-const MAX_VARINT_BYTES = 8;
-
-/** Growable byte buffer; reuse it across blocks with reset() to avoid reallocating. */
-export class ByteWriter {
-  private buf: Uint8Array;
-  /** Bytes written so far. */
-  length = 0;
-
-  constructor(initialCapacity = 1024) {
-    this.buf = new Uint8Array(Math.max(16, initialCapacity));
-  }
-
-  /** Forgets the content but keeps the buffer. */
-  reset(): void {
-    this.length = 0;
-  }
-
-  /** A view of the bytes written; valid until the next write or reset. */
-  bytes(): Uint8Array {
-    return this.buf.subarray(0, this.length);
-  }
-
-  /** Makes room for n more bytes, doubling so appends stay amortised O(1). */
-  ensure(n: number): void {
-    const need = this.length + n;
-    if (need <= this.buf.length) return;
-    let size = this.buf.length * 2;
-    while (size < need) size *= 2;
-    const next = new Uint8Array(size);
-    next.set(this.buf.subarray(0, this.length));
-    this.buf = next;
-  }
-
-  u8(v: number): void {
-    this.ensure(1);
-    this.buf[this.length++] = v;
-  }
-
-  /** Appends src[0..n), all of src by default. */
-  raw(src: Uint8Array, n = src.length): void {
-    this.ensure(n);
-    this.buf.set(n === src.length ? src : src.subarray(0, n), this.length);
-    this.length += n;
-  }
-
-  /** Unsigned LEB128 of an integer in 0..2^53 (exact: no 32-bit operator touches a large value). */
-  uvarint(v: number): void {
-    this.ensure(MAX_VARINT_BYTES);
-    const buf = this.buf;
-    let p = this.length;
-    while (v >= 0x80000000) {
-      buf[p++] = (v % 128) | 0x80;
-      v = Math.floor(v / 128);
-    }
-    while (v > 0x7f) {
-      buf[p++] = (v & 0x7f) | 0x80;
-      v >>>= 7;
-    }
-    buf[p++] = v;
-    this.length = p;
-  }
-
-  /**
-   * Zigzag signed varint of an integer with |v| <= 2^53. Zigzag maps v to 2m + s (s the sign
-   * bit); 2m + s itself can exceed 2^53 and lose its low bit as a double, so the first byte is
-   * built from m's low 6 bits and the sign, and the rest is m / 64 as plain LEB128 groups.
-   * The bytes are identical to ordinary zigzag LEB128.
-   */
-  svarint(v: number): void {
-    const s = v < 0 ? 1 : 0;
-    const m = s === 1 ? -v - 1 : v;
-    const rest = Math.floor(m / 64);
-    const first = ((m % 64) << 1) | s;
-    if (rest === 0) {
-      this.u8(first);
-      return;
-    }
-    this.u8(first | 0x80);
-    this.uvarint(rest);
-  }
-}
-
-/** Bounds-checked reader with a sticky error (see the file comment). */
-export class ByteReader {
-  pos: number;
-  /** First failure, or null; once set, every read returns 0. */
-  error: string | null = null;
-  /** The bytes read from; bulk readers index it after reserving a range with take(). */
-  readonly buf: Uint8Array;
-  private readonly end: number;
-
-  constructor(buf: Uint8Array, start = 0, end = buf.length) {
-    this.buf = buf;
-    this.pos = start;
-    this.end = end;
-  }
-
-  get remaining(): number {
-    return this.end - this.pos;
-  }
-
-  fail(message: string): void {
-    if (this.error === null) this.error = `${message} at byte ${this.pos}`;
-  }
-
-  /** Throws the sticky error, if any, prefixed with what was being decoded. */
-  check(what: string): void {
-    if (this.error !== null) throw new Error(`${what}: ${this.error}`);
-  }
-
-  /**
-   * Reserves the next n bytes for a caller that reads them from `buf` itself: returns their
-   * start and moves past them, or records 'read past end' and returns -1 when fewer remain.
-   */
-  take(n: number): number {
-    if (n > this.end - this.pos) {
-      this.fail('read past end');
-      return -1;
-    }
-    const at = this.pos;
-    this.pos += n;
-    return at;
-  }
-
-  u8(): number {
-    if (this.pos >= this.end) {
-      this.fail('read past end');
-      return 0;
-    }
-    return this.buf[this.pos++]!;
-  }
-
-  uvarint(): number {
-    let b = this.u8();
-    if (b < 0x80) return b;
-    let v = b & 0x7f;
-    let mul = 128;
-    for (let i = 1; i < MAX_VARINT_BYTES; i++) {
-      b = this.u8();
-      v += (b & 0x7f) * mul;
-      if (b < 0x80) {
-        if (v > Number.MAX_SAFE_INTEGER + 1) this.fail('varint above 2^53');
-        return v;
-      }
-      mul *= 128;
-    }
-    this.fail('varint longer than 8 bytes');
-    return 0;
-  }
-
-  /** Inverse of ByteWriter.svarint. */
-  svarint(): number {
-    const b = this.u8();
-    const s = b & 1;
-    let m = (b >> 1) & 0x3f;
-    if (b >= 0x80) m += this.uvarint() * 64;
-    if (m > Number.MAX_SAFE_INTEGER + 1) this.fail('signed varint above 2^53');
-    return s === 1 ? -m - 1 : m;
-  }
-}
+// The byte reader and writer and the mode ids live in column-base.ts (shared with column-rans.ts).
+export { ByteReader, ByteWriter, VALUES_MODE_FLOAT, VALUES_MODE_SCALED, VALUES_MODE_SCALED_PACKED, VALUES_MODE_SCALED_PREDICTED, VALUES_MODE_SCALED_RANS };
 
 // ---------------------------------------------------------------------------------------------
 // Timestamps: first value, first delta, then delta-of-deltas with runs of zeros collapsed.
@@ -280,19 +126,9 @@ export function decodeTimestamps(r: ByteReader, count: number, out: Float64Array
 // Values: decimal-scaled integers when exact (as varints or bit-packed deltas, whichever is
 // shorter), otherwise XOR of float64 bits.
 
-/** Header byte: high nibble is the mode, low nibble the decimal scale k (scaled modes only). */
-export const VALUES_MODE_SCALED = 1;
-export const VALUES_MODE_FLOAT = 2;
-/** Since codec version 2: the scaled integers' deltas bit-packed in frames (COLUMNS.md). */
-export const VALUES_MODE_SCALED_PACKED = 3;
-/** Since codec version 3: the scaled integers' deltas entropy-coded with one rANS table (COLUMNS.md). */
-export const VALUES_MODE_SCALED_RANS = 4;
-/** Since codec version 4: rANS-coded residuals of a mean of the previous 2^shift integers (COLUMNS.md). */
-export const VALUES_MODE_SCALED_PREDICTED = 5;
 const MAX_SCALE = 9;
 /** Scaled integers stay within ±2^52 so every delta (|d| <= 2^53) is still exact. */
 const SCALED_LIMIT = 2 ** 52;
-const POW10 = [1, 10, 100, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9];
 /** Deltas per frame in the packed mode; a full frame is 16 * width bytes, whole 32-bit words. */
 const FRAME = 128;
 /**
@@ -336,18 +172,10 @@ function chooseScale(values: Float64Array, count: number): number {
 // Encoder scratch, reused across calls (encoding is synchronous, so one set per thread is
 // enough). Columns longer than SCRATCH_KEEP_POINTS get their own arrays for that call, so a
 // rare huge column does not pin memory; sealed blocks are at most 16,384 points.
-const SCRATCH_KEEP_POINTS = 1 << 17;
-let scratchInts = new Float64Array(0);
 let scratchFrameMin = new Float64Array(0);
 let scratchFrameWidth = new Uint8Array(0);
 /** One packed frame: at most FRAME * MAX_WIDTH bits. */
 const packBuf = new Uint8Array((FRAME * MAX_WIDTH) / 8);
-
-function intsFor(count: number): Float64Array {
-  if (count > SCRATCH_KEEP_POINTS) return new Float64Array(count);
-  if (scratchInts.length < count) scratchInts = new Float64Array(Math.min(SCRATCH_KEEP_POINTS, Math.max(count, 2 * scratchInts.length, 1024)));
-  return scratchInts;
-}
 
 /**
  * Fills ints[0..count) with the values scaled by 10^k; false when some value is not exact at k
@@ -440,134 +268,6 @@ export function encodeValues(values: Float64Array, count: number, w: ByteWriter,
   const packed = chooses ? packedBytes < varintBytes : scaledMode === VALUES_MODE_SCALED_PACKED && packedBytes !== Infinity;
   if (packed) encodePacked(ints, count, k, frameMin, frameWidth, w);
   else encodeScaled(ints, count, k, w);
-}
-
-// rANS encoder scratch: the deltas as symbols, their counts and table, and the coded stream
-// (filled backwards from its end). Like the scratch above, reused up to SCRATCH_KEEP_POINTS.
-let ransSymbols = new Uint16Array(0);
-let residuals = new Float64Array(0);
-/** Residual histograms of choosePredictor: spans beyond the rANS alphabet are not worth measuring. */
-const entropyCounts = new Uint32Array(RANS_MAX_SYMBOLS);
-let ransOut = new Uint8Array(0);
-const ransCounts = new Uint32Array(RANS_MAX_SYMBOLS);
-const ransFreqs = new Uint16Array(RANS_MAX_SYMBOLS);
-/** What prepareRans left for writeRans: the stream's buffer and start, smallest delta, alphabet size. */
-let preparedStream: Uint8Array = new Uint8Array(0);
-let ransMin = 0;
-let ransSize = 0;
-let ransStart = 0;
-
-function residualsFor(n: number): Float64Array {
-  if (n > SCRATCH_KEEP_POINTS) return new Float64Array(n);
-  if (residuals.length < n) residuals = new Float64Array(Math.max(n, 2 * residuals.length, 1024));
-  return residuals;
-}
-
-/**
- * The predictor shift (1..4) whose residuals have the smallest order-0 entropy, if that is
- * below the deltas' (mode 4) or `force` is set; 0 when the deltas do as well, the values are
- * too large for exact sums, or there are too few of them. Entropy ranks the candidates (their
- * tables are about the same size); the caller then compares exact encoded sizes.
- */
-function choosePredictor(ints: Float64Array, count: number, force: boolean): number {
-  if (count < (force ? 2 : 3)) return 0;
-  for (let i = 0; i < count; i++) if (!(Math.abs(ints[i]!) <= PREDICT_LIMIT)) return 0;
-  const n = count - 1;
-  const r = residualsFor(n);
-  for (let i = 1; i < count; i++) r[i - 1] = ints[i]! - ints[i - 1]!;
-  let bestBits = force ? Infinity : residualEntropyBits(r, n, entropyCounts);
-  let best = 0;
-  for (let shift = PREDICT_MIN_SHIFT; shift <= PREDICT_MAX_SHIFT; shift++) {
-    predictionResiduals(ints, count, shift, r);
-    const bits = residualEntropyBits(r, n, entropyCounts);
-    if (bits < bestBits || (force && best === 0)) {
-      bestBits = bits;
-      best = shift;
-    }
-  }
-  return best;
-}
-
-/**
- * Codes the residuals with one rANS table into the scratch and returns the exact size of the
- * encoding: mode 4 (shift 0: the residuals are the deltas) or mode 5 (the residuals of the
- * mean of 2^shift previous values). Infinity when the residuals span RANS_MAX_SYMBOLS values
- * or more (or there are none).
- */
-function prepareRans(ints: Float64Array, count: number, shift: number): number {
-  if (count < 2) return Infinity;
-  const n = count - 1;
-  const r = residualsFor(n);
-  if (shift === 0) for (let i = 1; i < count; i++) r[i - 1] = ints[i]! - ints[i - 1]!;
-  else predictionResiduals(ints, count, shift, r);
-  let lo = Infinity;
-  let hi = -Infinity;
-  for (let i = 0; i < n; i++) {
-    const d = r[i]!;
-    if (d < lo) lo = d;
-    if (d > hi) hi = d;
-  }
-  if (!(hi - lo < RANS_MAX_SYMBOLS)) return Infinity;
-  const size = hi - lo + 1;
-  let symbols = ransSymbols;
-  if (symbols.length < n) symbols = n > SCRATCH_KEEP_POINTS ? new Uint16Array(n) : (ransSymbols = new Uint16Array(Math.max(n, 2 * symbols.length, 1024)));
-  const bound = ransBoundBytes(n);
-  let out: Uint8Array;
-  if (n > SCRATCH_KEEP_POINTS) out = new Uint8Array(bound);
-  else {
-    if (ransOut.length < bound) ransOut = new Uint8Array(Math.max(bound, 2 * ransOut.length, 4096));
-    out = ransOut.subarray(ransOut.length - bound); // the encoder fills from the end
-  }
-  ransCounts.fill(0, 0, size);
-  for (let i = 0; i < n; i++) {
-    const s = r[i]! - lo;
-    symbols[i] = s;
-    ransCounts[s]!++;
-  }
-  normaliseFrequencies(ransCounts, size, ransFreqs);
-  ransStart = ransEncode(symbols, n, ransFreqs, size, out);
-  preparedStream = out;
-  ransMin = lo;
-  ransSize = size;
-  let tableBytes = 0;
-  for (let s = 0; s < size; s++) tableBytes += uvarintLength(ransFreqs[s]!);
-  const streamBytes = out.length - ransStart;
-  return (shift === 0 ? 1 : 2) + svarintLength(ints[0]!) + svarintLength(lo) + uvarintLength(size - 1) + tableBytes + uvarintLength(streamBytes) + streamBytes;
-}
-
-/**
- * Mode 4 (shift 0) or 5, from what prepareRans left: mode 5's shift byte, n0, smallest
- * residual, table, stream length, stream.
- */
-function writeRans(ints: Float64Array, k: number, shift: number, w: ByteWriter): void {
-  if (shift === 0) w.u8((VALUES_MODE_SCALED_RANS << 4) | k);
-  else {
-    w.u8((VALUES_MODE_SCALED_PREDICTED << 4) | k);
-    w.u8(shift);
-  }
-  w.svarint(ints[0]!);
-  w.svarint(ransMin);
-  w.uvarint(ransSize - 1);
-  for (let s = 0; s < ransSize; s++) w.uvarint(ransFreqs[s]!);
-  const stream = preparedStream.subarray(ransStart);
-  w.uvarint(stream.length);
-  w.raw(stream);
-}
-
-/** Bytes of uvarint(v), 0 <= v <= 2^53. */
-function uvarintLength(v: number): number {
-  let n = 1;
-  while (v >= 128) {
-    v = Math.floor(v / 128);
-    n++;
-  }
-  return n;
-}
-
-/** Bytes of svarint(v), |v| <= 2^53 (see ByteWriter.svarint). */
-function svarintLength(v: number): number {
-  const m = v < 0 ? -v - 1 : v;
-  return m < 64 ? 1 : 1 + uvarintLength(Math.floor(m / 64));
 }
 
 /** Bits needed for an integer in 0..2^53-1. */
@@ -913,43 +613,6 @@ function decodePacked(r: ByteReader, count: number, k: number, out: Float64Array
         out[i] = n / p;
       }
     }
-  }
-}
-
-let decodedSymbols = new Uint16Array(0);
-const decodedFreqs = new Uint16Array(RANS_MAX_SYMBOLS);
-
-/** Mode 4 (shift 0) or mode 5 (residuals of the mean of 2^shift previous integers). */
-function decodeRans(r: ByteReader, count: number, k: number, shift: number, out: Float64Array): void {
-  const p = POW10[k]!;
-  let n = r.svarint();
-  out[0] = n / p;
-  const min = r.svarint();
-  const size = r.uvarint() + 1;
-  if (size > RANS_MAX_SYMBOLS) {
-    r.fail(`rANS alphabet of ${size} symbols above ${RANS_MAX_SYMBOLS}`);
-    return;
-  }
-  for (let s = 0; s < size; s++) decodedFreqs[s] = Math.min(r.uvarint(), RANS_TOTAL + 1); // a sum check follows
-  const length = r.uvarint();
-  const at = r.take(length);
-  if (at < 0) return;
-  if (shift !== 0) {
-    const problem = ransDecodePredicted(r.buf, at, at + length, decodedFreqs, size, count, n, min, shift, PREDICT_LIMIT, intsFor(count), p, out);
-    if (problem !== null) r.fail(problem);
-    return;
-  }
-  const deltas = count - 1;
-  let symbols = decodedSymbols;
-  if (symbols.length < deltas) symbols = deltas > SCRATCH_KEEP_POINTS ? new Uint16Array(deltas) : (decodedSymbols = new Uint16Array(Math.max(deltas, 2 * symbols.length, 1024)));
-  const problem = ransDecode(r.buf, at, at + length, decodedFreqs, size, symbols, deltas);
-  if (problem !== null) {
-    r.fail(problem);
-    return;
-  }
-  for (let i = 1; i < count; i++) {
-    n += min + symbols[i - 1]!;
-    out[i] = n / p;
   }
 }
 
