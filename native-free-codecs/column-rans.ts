@@ -11,7 +11,7 @@ import { predictionResiduals, PREDICT_LIMIT, PREDICT_MAX_SHIFT, PREDICT_MIN_SHIF
 import { normaliseFrequencies, ransBoundBytes, ransDecode, ransDecodePredicted, ransEncode, RANS_MAX_SYMBOLS, RANS_TOTAL } from './rans.js';
 
 // rANS encoder scratch: the deltas as symbols, their counts and table, and the coded stream
-// (filled backwards from its end). Like the scratch above, reused up to SCRATCH_KEEP_POINTS.
+// (filled backwards from its end). Like intsFor's (column-base.ts), reused up to SCRATCH_KEEP_POINTS.
 let ransSymbols = new Uint16Array(0);
 let residuals = new Float64Array(0);
 /** Residual histograms of choosePredictor: spans beyond the rANS alphabet are not worth measuring. */
