@@ -5,7 +5,7 @@
  *
  *   npm run bench:peers -- [--tags 100] [--points 86400] [--connections 4]
  *                          [--tags-per-request 10] [--points-per-request 1000] [--quick] [--keep]
- *                          [--wait-idle 120]
+ *                          [--wait-idle 120] [--dataset plant|noisy]
  *
  * Needs the Debian packages (the script installs nothing):
  *   apt-get install -y victoria-metrics influxdb
@@ -222,7 +222,7 @@ const rows: string[][] = [
 console.log('# Ours vs VictoriaMetrics vs InfluxDB\n');
 console.log(`\`${commandLine()}\`\n`);
 console.log(`${machine()}`);
-console.log(`data set ${int(dataset.options.tags)} tags × ${int(dataset.options.points)} points at 1 s (${int(total)} points), ${sizes.tagsPerRequest} tags × ${sizes.pointsPerRequest} points per request, ${connections} keep-alive HTTPS connections, every server on the same TLS certificate`);
+console.log(`data set ${sizes.dataset}: ${int(dataset.options.tags)} tags × ${int(dataset.options.points)} points at 1 s (${int(total)} points), ${sizes.tagsPerRequest} tags × ${sizes.pointsPerRequest} points per request, ${connections} keep-alive HTTPS connections, every server on the same TLS certificate`);
 console.log(`peers: ${vmF?.version ?? 'VictoriaMetrics (failed)'}; ${inF?.version ?? 'InfluxDB (failed)'}\n`);
 console.log(markdownTable(['figure', 'ours', 'VictoriaMetrics', 'InfluxDB', 'ours ÷ VM'], rows));
 console.log(

@@ -3,21 +3,25 @@
  * server): the raw JSON and CSV query writers, and the sealed-block column codec per value mode
  * (bytes per point, encode and decode ns per point).
  *
- *   npx tsc -b && node dist/bench/result-codecs.js [rounds, default 5]
+ *   npx tsc -b && node dist/bench/result-codecs.js [rounds, default 5] [plant|noisy, default plant]
  *
  * Prints the best of the rounds for each row: on a shared 2-core machine the best round is the
  * one least disturbed by other work.
  */
-import { ByteReader, ByteWriter, decodeValues, encodeValues, VALUES_MODE_SCALED_PACKED, VALUES_MODE_SCALED_RANS } from '../native-free-codecs/columns.js';
+import * as columnCodec from '../native-free-codecs/columns.js';
 import { CsvPointWriter } from '../native-free-codecs/result-csv.js';
 import { JsonPointWriter } from '../native-free-codecs/result-json.js';
-import { Dataset } from './dataset.js';
+import { Dataset, type DatasetKind } from './dataset.js';
 import { markdownTable, num } from './runner.js';
 
+const { ByteReader, ByteWriter, decodeValues, encodeValues, VALUES_MODE_SCALED_PACKED, VALUES_MODE_SCALED_RANS } = columnCodec;
+// Looked up rather than imported, so this script also measures builds from before mode 5.
+const MODE_5 = (columnCodec as Record<string, unknown>).VALUES_MODE_SCALED_PREDICTED as number | undefined;
 const ROUNDS = Number(process.argv[2] ?? 5);
+const KIND = (process.argv[3] ?? 'plant') as DatasetKind;
 const BLOCK = 16_384; // workers/sealed-file.ts SEALED_BLOCK_POINTS
 
-const dataset = new Dataset({ tags: 100, points: 86_400, tagsPerRequest: 100, pointsPerRequest: 86_400 });
+const dataset = new Dataset({ tags: 100, points: 86_400, tagsPerRequest: 100, pointsPerRequest: 86_400, dataset: KIND });
 let timestamps = new Float64Array(0);
 const columns: Float64Array[] = [];
 for (const chunk of dataset.chunks()) {
@@ -70,6 +74,7 @@ for (const [label, mode] of [
   ['sealed values, writers\u2019 choice', 0],
   ['sealed values, forced packed (mode 3)', VALUES_MODE_SCALED_PACKED],
   ['sealed values, forced rANS (mode 4)', VALUES_MODE_SCALED_RANS],
+  ...(MODE_5 === undefined ? [] : ([['sealed values, forced predicted rANS (mode 5)', MODE_5]] as const)),
 ] as const) {
   const blocks: Uint8Array[] = [];
   const w = new ByteWriter(1 << 20);
@@ -98,6 +103,6 @@ for (const [label, mode] of [
   rows.push([label, `${num(bytes / points, 3)} B/point`, `${num(encodeNs, 1)} ns/point`, `${num(decodeNs, 1)} ns/point`]);
 }
 
-console.log(`# Per-point codec cost, ${dataset.options.tags} tags × ${dataset.options.points} points (the bench:peers data set), best of ${ROUNDS} rounds\n`);
+console.log(`# Per-point codec cost, ${dataset.options.tags} tags × ${dataset.options.points} points (the bench:peers data set \`${KIND}\`), best of ${ROUNDS} rounds\n`);
 console.log(markdownTable(['codec', 'size', 'encode', 'decode'], rows));
 console.log('\nSealed rows count the value column only (timestamps add about 12 bytes a block; the file adds lz4 framing and a 40-byte footer entry per block).');

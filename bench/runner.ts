@@ -7,6 +7,7 @@ import { execFileSync } from 'node:child_process';
 import os from 'node:os';
 import { parseArgs } from 'node:util';
 import { cpuMeter, type Reply } from './service.js';
+import { DATASET_KINDS, type DatasetKind } from './dataset.js';
 
 /** A reply that is not what the phase expects; carries what the server said. */
 export class BenchError extends Error {
@@ -340,6 +341,8 @@ export interface SizeOptions {
   encodeWhileSending: boolean;
   /** Times each raw range scan is repeated; the median round is reported. */
   queryRounds: number;
+  /** Which generator makes the values (`--dataset plant|noisy`, plant by default). */
+  dataset: DatasetKind;
 }
 
 /** The size flags every script takes; `--quick` is 10 tags × 8,640 points and 2 s rate loops. */
@@ -357,6 +360,7 @@ export function sizeOptions(extra: Record<string, { type: 'string' | 'boolean' }
       'wait-idle': { type: 'string' },
       'encode-while-sending': { type: 'boolean' },
       'query-rounds': { type: 'string' },
+      dataset: { type: 'string' },
       ...extra,
     },
     strict: true,
@@ -376,8 +380,15 @@ export function sizeOptions(extra: Record<string, { type: 'string' | 'boolean' }
     waitIdle: all['wait-idle'] === undefined ? 0 : n('wait-idle', 0),
     encodeWhileSending: values['encode-while-sending'] === true,
     queryRounds: n('query-rounds', 5),
+    dataset: datasetOption(all.dataset),
   };
   return { sizes, values: all };
+}
+
+function datasetOption(raw: string | boolean | undefined): DatasetKind {
+  if (raw === undefined) return 'plant';
+  if (typeof raw === 'string' && (DATASET_KINDS as readonly string[]).includes(raw)) return raw as DatasetKind;
+  throw new Error(`--dataset must be one of ${DATASET_KINDS.join(', ')}, got ${String(raw)}`);
 }
 
 /** The flag `--<name>` as a positive integer, `fallback` when it is absent. */

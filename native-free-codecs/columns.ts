@@ -1,8 +1,9 @@
 /**
  * Column compression for sealed day files: one tag's sorted, deduplicated points become a
  * timestamp column and a value column: varints, and for values that move every point,
- * bit-packed or rANS-coded deltas. The storage worker lz4s the result. Pure TypeScript (no Node built-ins) so
- * a browser can decode a block too.
+ * bit-packed or rANS-coded deltas, or rANS-coded residuals of a moving mean (the rANS modes are
+ * in column-rans.ts, the shared byte reader and writer in column-base.ts). The storage worker
+ * lz4s the result. Pure TypeScript (no Node built-ins) so a browser can decode a block too.
  *
  * Byte layout: COLUMNS.md beside this file. Any change to the bytes bumps COLUMN_CODEC_VERSION.
  *
@@ -14,177 +15,24 @@
 
 /**
  * Version of the byte layout described in COLUMNS.md. 2 added the bit-packed value mode
- * (VALUES_MODE_SCALED_PACKED), 3 the entropy-coded one (VALUES_MODE_SCALED_RANS); everything an
- * older writer produced is still valid input, so this build reads all three
- * (READABLE_COLUMN_CODEC_VERSIONS) and writes 3.
+ * (VALUES_MODE_SCALED_PACKED), 3 the entropy-coded one (VALUES_MODE_SCALED_RANS), 4 the
+ * entropy-coded residuals of a moving-mean predictor (VALUES_MODE_SCALED_PREDICTED);
+ * everything an older writer produced is still valid input, so this build reads all four
+ * (READABLE_COLUMN_CODEC_VERSIONS) and writes 4.
  */
-export const COLUMN_CODEC_VERSION = 3;
+export const COLUMN_CODEC_VERSION = 4;
 /** Codec versions decodeTimestamps/decodeValues understand (the header field of stored data). */
-export const READABLE_COLUMN_CODEC_VERSIONS: readonly number[] = [1, 2, 3];
+export const READABLE_COLUMN_CODEC_VERSIONS: readonly number[] = [1, 2, 3, 4];
 
-import { normaliseFrequencies, ransBoundBytes, ransDecode, ransEncode, RANS_MAX_SYMBOLS, RANS_TOTAL } from './rans.js';
+import {
+  ByteReader, ByteWriter, intsFor, POW10, SCRATCH_KEEP_POINTS, svarintLength, uvarintLength,
+  VALUES_MODE_FLOAT, VALUES_MODE_SCALED, VALUES_MODE_SCALED_PACKED, VALUES_MODE_SCALED_PREDICTED, VALUES_MODE_SCALED_RANS,
+} from './column-base.js';
+import { PREDICT_MAX_SHIFT, PREDICT_MIN_SHIFT } from './column-predict.js';
+import { choosePredictor, decodeRans, prepareRans, writeRans } from './column-rans.js';
 
-/** A varint of a value below 2^56 never needs more than 8 bytes; more means corrupt input. */
-const MAX_VARINT_BYTES = 8;
-
-/** Growable byte buffer; reuse it across blocks with reset() to avoid reallocating. */
-export class ByteWriter {
-  private buf: Uint8Array;
-  /** Bytes written so far. */
-  length = 0;
-
-  constructor(initialCapacity = 1024) {
-    this.buf = new Uint8Array(Math.max(16, initialCapacity));
-  }
-
-  /** Forgets the content but keeps the buffer. */
-  reset(): void {
-    this.length = 0;
-  }
-
-  /** A view of the bytes written; valid until the next write or reset. */
-  bytes(): Uint8Array {
-    return this.buf.subarray(0, this.length);
-  }
-
-  /** Makes room for n more bytes, doubling so appends stay amortised O(1). */
-  ensure(n: number): void {
-    const need = this.length + n;
-    if (need <= this.buf.length) return;
-    let size = this.buf.length * 2;
-    while (size < need) size *= 2;
-    const next = new Uint8Array(size);
-    next.set(this.buf.subarray(0, this.length));
-    this.buf = next;
-  }
-
-  u8(v: number): void {
-    this.ensure(1);
-    this.buf[this.length++] = v;
-  }
-
-  /** Appends src[0..n), all of src by default. */
-  raw(src: Uint8Array, n = src.length): void {
-    this.ensure(n);
-    this.buf.set(n === src.length ? src : src.subarray(0, n), this.length);
-    this.length += n;
-  }
-
-  /** Unsigned LEB128 of an integer in 0..2^53 (exact: no 32-bit operator touches a large value). */
-  uvarint(v: number): void {
-    this.ensure(MAX_VARINT_BYTES);
-    const buf = this.buf;
-    let p = this.length;
-    while (v >= 0x80000000) {
-      buf[p++] = (v % 128) | 0x80;
-      v = Math.floor(v / 128);
-    }
-    while (v > 0x7f) {
-      buf[p++] = (v & 0x7f) | 0x80;
-      v >>>= 7;
-    }
-    buf[p++] = v;
-    this.length = p;
-  }
-
-  /**
-   * Zigzag signed varint of an integer with |v| <= 2^53. Zigzag maps v to 2m + s (s the sign
-   * bit); 2m + s itself can exceed 2^53 and lose its low bit as a double, so the first byte is
-   * built from m's low 6 bits and the sign, and the rest is m / 64 as plain LEB128 groups.
-   * The bytes are identical to ordinary zigzag LEB128.
-   */
-  svarint(v: number): void {
-    const s = v < 0 ? 1 : 0;
-    const m = s === 1 ? -v - 1 : v;
-    const rest = Math.floor(m / 64);
-    const first = ((m % 64) << 1) | s;
-    if (rest === 0) {
-      this.u8(first);
-      return;
-    }
-    this.u8(first | 0x80);
-    this.uvarint(rest);
-  }
-}
-
-/** Bounds-checked reader with a sticky error (see the file comment). */
-export class ByteReader {
-  pos: number;
-  /** First failure, or null; once set, every read returns 0. */
-  error: string | null = null;
-  /** The bytes read from; bulk readers index it after reserving a range with take(). */
-  readonly buf: Uint8Array;
-  private readonly end: number;
-
-  constructor(buf: Uint8Array, start = 0, end = buf.length) {
-    this.buf = buf;
-    this.pos = start;
-    this.end = end;
-  }
-
-  get remaining(): number {
-    return this.end - this.pos;
-  }
-
-  fail(message: string): void {
-    if (this.error === null) this.error = `${message} at byte ${this.pos}`;
-  }
-
-  /** Throws the sticky error, if any, prefixed with what was being decoded. */
-  check(what: string): void {
-    if (this.error !== null) throw new Error(`${what}: ${this.error}`);
-  }
-
-  /**
-   * Reserves the next n bytes for a caller that reads them from `buf` itself: returns their
-   * start and moves past them, or records 'read past end' and returns -1 when fewer remain.
-   */
-  take(n: number): number {
-    if (n > this.end - this.pos) {
-      this.fail('read past end');
-      return -1;
-    }
-    const at = this.pos;
-    this.pos += n;
-    return at;
-  }
-
-  u8(): number {
-    if (this.pos >= this.end) {
-      this.fail('read past end');
-      return 0;
-    }
-    return this.buf[this.pos++]!;
-  }
-
-  uvarint(): number {
-    let b = this.u8();
-    if (b < 0x80) return b;
-    let v = b & 0x7f;
-    let mul = 128;
-    for (let i = 1; i < MAX_VARINT_BYTES; i++) {
-      b = this.u8();
-      v += (b & 0x7f) * mul;
-      if (b < 0x80) {
-        if (v > Number.MAX_SAFE_INTEGER + 1) this.fail('varint above 2^53');
-        return v;
-      }
-      mul *= 128;
-    }
-    this.fail('varint longer than 8 bytes');
-    return 0;
-  }
-
-  /** Inverse of ByteWriter.svarint. */
-  svarint(): number {
-    const b = this.u8();
-    const s = b & 1;
-    let m = (b >> 1) & 0x3f;
-    if (b >= 0x80) m += this.uvarint() * 64;
-    if (m > Number.MAX_SAFE_INTEGER + 1) this.fail('signed varint above 2^53');
-    return s === 1 ? -m - 1 : m;
-  }
-}
+// The byte reader and writer and the mode ids live in column-base.ts (shared with column-rans.ts).
+export { ByteReader, ByteWriter, VALUES_MODE_FLOAT, VALUES_MODE_SCALED, VALUES_MODE_SCALED_PACKED, VALUES_MODE_SCALED_PREDICTED, VALUES_MODE_SCALED_RANS };
 
 // ---------------------------------------------------------------------------------------------
 // Timestamps: first value, first delta, then delta-of-deltas with runs of zeros collapsed.
@@ -278,17 +126,9 @@ export function decodeTimestamps(r: ByteReader, count: number, out: Float64Array
 // Values: decimal-scaled integers when exact (as varints or bit-packed deltas, whichever is
 // shorter), otherwise XOR of float64 bits.
 
-/** Header byte: high nibble is the mode, low nibble the decimal scale k (scaled modes only). */
-export const VALUES_MODE_SCALED = 1;
-export const VALUES_MODE_FLOAT = 2;
-/** Since codec version 2: the scaled integers' deltas bit-packed in frames (COLUMNS.md). */
-export const VALUES_MODE_SCALED_PACKED = 3;
-/** Since codec version 3: the scaled integers' deltas entropy-coded with one rANS table (COLUMNS.md). */
-export const VALUES_MODE_SCALED_RANS = 4;
 const MAX_SCALE = 9;
 /** Scaled integers stay within ±2^52 so every delta (|d| <= 2^53) is still exact. */
 const SCALED_LIMIT = 2 ** 52;
-const POW10 = [1, 10, 100, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9];
 /** Deltas per frame in the packed mode; a full frame is 16 * width bytes, whole 32-bit words. */
 const FRAME = 128;
 /**
@@ -332,18 +172,10 @@ function chooseScale(values: Float64Array, count: number): number {
 // Encoder scratch, reused across calls (encoding is synchronous, so one set per thread is
 // enough). Columns longer than SCRATCH_KEEP_POINTS get their own arrays for that call, so a
 // rare huge column does not pin memory; sealed blocks are at most 16,384 points.
-const SCRATCH_KEEP_POINTS = 1 << 17;
-let scratchInts = new Float64Array(0);
 let scratchFrameMin = new Float64Array(0);
 let scratchFrameWidth = new Uint8Array(0);
 /** One packed frame: at most FRAME * MAX_WIDTH bits. */
 const packBuf = new Uint8Array((FRAME * MAX_WIDTH) / 8);
-
-function intsFor(count: number): Float64Array {
-  if (count > SCRATCH_KEEP_POINTS) return new Float64Array(count);
-  if (scratchInts.length < count) scratchInts = new Float64Array(Math.min(SCRATCH_KEEP_POINTS, Math.max(count, 2 * scratchInts.length, 1024)));
-  return scratchInts;
-}
 
 /**
  * Fills ints[0..count) with the values scaled by 10^k; false when some value is not exact at k
@@ -370,19 +202,25 @@ const HI = 1 - LO;
 /**
  * Encodes `count` float64 values exactly. When some k in 0..9 makes every value an exact
  * decimal integer (sensor readings with few decimals, setpoints, states, counters), the
- * integers are written in mode 1 (varint deltas, zero runs) or mode 3 (bit-packed deltas),
- * whichever is fewer bytes (mode 1 on a tie); float mode otherwise (NaN, ±Infinity, -0,
- * full-precision doubles), which keeps every bit, NaN payloads included.
+ * integers are written in mode 1 (varint deltas, zero runs), mode 3 (bit-packed deltas),
+ * mode 4 (rANS-coded deltas) or mode 5 (rANS-coded residuals of a moving mean), whichever is
+ * fewest bytes (on a tie the lower mode number, the simpler decoder);
+ * float mode otherwise (NaN, ±Infinity, -0, full-precision doubles), which keeps every bit,
+ * NaN payloads included.
  *
- * `scaledMode` is for tests and measurements: VALUES_MODE_SCALED or VALUES_MODE_SCALED_PACKED
- * forces that mode whenever the values scale (mode 3 falls back to mode 1 when a frame's deltas
- * span 2^53 or more). Writers leave it at 0, the shorter of the two.
+ * `scaledMode` is for tests and measurements: 1, 3, 4 or 5 forces that mode whenever the values
+ * scale and the mode can hold them (3: deltas spanning less than 2^53 per frame; 4 and 5: an
+ * alphabet below 1024; 5: |n| <= 2^48, at least 2 values), the shorter of 1 and 3 otherwise.
+ * Writers leave it at 0. `codecVersion` 3 chooses as the version 3 writers did (no mode 5), so
+ * tests can make the files older builds wrote; 4 or absent is this version.
  */
-export function encodeValues(values: Float64Array, count: number, w: ByteWriter, scaledMode = 0): void {
+export function encodeValues(values: Float64Array, count: number, w: ByteWriter, scaledMode = 0, codecVersion = COLUMN_CODEC_VERSION): void {
   if (count < 0 || count > values.length) throw new RangeError(`encodeValues: count ${count} outside 0..${values.length}`);
-  if (scaledMode !== 0 && scaledMode !== VALUES_MODE_SCALED && scaledMode !== VALUES_MODE_SCALED_PACKED && scaledMode !== VALUES_MODE_SCALED_RANS) {
-    throw new RangeError(`encodeValues: scaledMode ${scaledMode} is not 0, ${VALUES_MODE_SCALED}, ${VALUES_MODE_SCALED_PACKED} or ${VALUES_MODE_SCALED_RANS}`);
+  if (scaledMode !== 0 && scaledMode !== VALUES_MODE_SCALED && scaledMode !== VALUES_MODE_SCALED_PACKED && scaledMode !== VALUES_MODE_SCALED_RANS && scaledMode !== VALUES_MODE_SCALED_PREDICTED) {
+    throw new RangeError(`encodeValues: scaledMode ${scaledMode} is not 0 or one of the scaled modes 1, 3, 4, 5`);
   }
+  if (codecVersion !== 3 && codecVersion !== COLUMN_CODEC_VERSION) throw new RangeError(`encodeValues: codec version ${codecVersion} is not 3 or ${COLUMN_CODEC_VERSION}`);
+  if (codecVersion === 3 && scaledMode === VALUES_MODE_SCALED_PREDICTED) throw new RangeError('encodeValues: mode 5 needs codec version 4');
   if (count === 0) return;
   const k = chooseScale(values, count);
   const ints = k >= 0 ? intsFor(count) : null;
@@ -405,102 +243,31 @@ export function encodeValues(values: Float64Array, count: number, w: ByteWriter,
   }
   const varintBytes = analyseDeltas(ints, count, frameMin, frameWidth);
   const packedBytes = packedSize(ints, count, frameMin, frameWidth);
-  if (scaledMode === 0 || scaledMode === VALUES_MODE_SCALED_RANS) {
-    // Strictly shorter than both others, so ties keep the simpler modes. Decoding cost is close
+  const chooses = scaledMode === 0 || scaledMode === VALUES_MODE_SCALED_RANS || scaledMode === VALUES_MODE_SCALED_PREDICTED;
+  if (chooses) {
+    // Strictly shorter than the others, so ties keep the simpler modes. Decoding cost is close
     // enough not to weigh: 7 ns a point for rANS, 4 to 9 for bit unpacking by width
-    // (node dist/bench/result-codecs.js).
-    const ransBytes = prepareRans(ints, count);
-    if (scaledMode === VALUES_MODE_SCALED_RANS ? ransBytes !== Infinity : ransBytes < Math.min(varintBytes, packedBytes)) {
-      writeRans(ints, k, w);
+    // (node dist/bench/result-codecs.js); mode 5 decodes as fast as mode 4 (its running mean
+    // overlaps the rANS loop), but costs twice the encoding time to choose (sealing only).
+    const best = Math.min(varintBytes, packedBytes);
+    const forcePredicted = scaledMode === VALUES_MODE_SCALED_PREDICTED;
+    const shift = scaledMode === VALUES_MODE_SCALED_RANS || codecVersion < 4 ? 0 : choosePredictor(ints, count, forcePredicted);
+    const ransBytes = forcePredicted ? Infinity : prepareRans(ints, count, 0);
+    // Mode 5 is prepared last, so the scratch holds its stream when it wins.
+    const predictedBytes = shift > 0 ? prepareRans(ints, count, shift) : Infinity;
+    if (forcePredicted ? predictedBytes !== Infinity : predictedBytes < Math.min(best, ransBytes)) {
+      writeRans(ints, k, shift, w);
+      return;
+    }
+    if (scaledMode === VALUES_MODE_SCALED_RANS ? ransBytes !== Infinity : ransBytes < best) {
+      if (shift > 0) prepareRans(ints, count, 0);
+      writeRans(ints, k, 0, w);
       return;
     }
   }
-  const packed = scaledMode === 0 || scaledMode === VALUES_MODE_SCALED_RANS ? packedBytes < varintBytes : scaledMode === VALUES_MODE_SCALED_PACKED && packedBytes !== Infinity;
+  const packed = chooses ? packedBytes < varintBytes : scaledMode === VALUES_MODE_SCALED_PACKED && packedBytes !== Infinity;
   if (packed) encodePacked(ints, count, k, frameMin, frameWidth, w);
   else encodeScaled(ints, count, k, w);
-}
-
-// rANS encoder scratch: the deltas as symbols, their counts and table, and the coded stream
-// (filled backwards from its end). Like the scratch above, reused up to SCRATCH_KEEP_POINTS.
-let ransSymbols = new Uint16Array(0);
-let ransOut = new Uint8Array(0);
-const ransCounts = new Uint32Array(RANS_MAX_SYMBOLS);
-const ransFreqs = new Uint16Array(RANS_MAX_SYMBOLS);
-/** What prepareRans left for writeRans: the stream's buffer and start, smallest delta, alphabet size. */
-let preparedStream: Uint8Array = new Uint8Array(0);
-let ransMin = 0;
-let ransSize = 0;
-let ransStart = 0;
-
-/**
- * Codes the deltas with one rANS table (mode 4) into the scratch and returns the exact size of
- * the mode 4 encoding, or Infinity when the deltas span RANS_MAX_SYMBOLS values or more (or
- * there are none).
- */
-function prepareRans(ints: Float64Array, count: number): number {
-  if (count < 2) return Infinity;
-  let lo = Infinity;
-  let hi = -Infinity;
-  for (let i = 1; i < count; i++) {
-    const d = ints[i]! - ints[i - 1]!;
-    if (d < lo) lo = d;
-    if (d > hi) hi = d;
-  }
-  if (!(hi - lo < RANS_MAX_SYMBOLS)) return Infinity;
-  const n = count - 1;
-  const size = hi - lo + 1;
-  let symbols = ransSymbols;
-  if (symbols.length < n) symbols = n > SCRATCH_KEEP_POINTS ? new Uint16Array(n) : (ransSymbols = new Uint16Array(Math.max(n, 2 * symbols.length, 1024)));
-  const bound = ransBoundBytes(n);
-  let out: Uint8Array;
-  if (n > SCRATCH_KEEP_POINTS) out = new Uint8Array(bound);
-  else {
-    if (ransOut.length < bound) ransOut = new Uint8Array(Math.max(bound, 2 * ransOut.length, 4096));
-    out = ransOut.subarray(ransOut.length - bound); // the encoder fills from the end
-  }
-  ransCounts.fill(0, 0, size);
-  for (let i = 1; i < count; i++) {
-    const s = ints[i]! - ints[i - 1]! - lo;
-    symbols[i - 1] = s;
-    ransCounts[s]!++;
-  }
-  normaliseFrequencies(ransCounts, size, ransFreqs);
-  ransStart = ransEncode(symbols, n, ransFreqs, size, out);
-  preparedStream = out;
-  ransMin = lo;
-  ransSize = size;
-  let tableBytes = 0;
-  for (let s = 0; s < size; s++) tableBytes += uvarintLength(ransFreqs[s]!);
-  const streamBytes = out.length - ransStart;
-  return 1 + svarintLength(ints[0]!) + svarintLength(lo) + uvarintLength(size - 1) + tableBytes + uvarintLength(streamBytes) + streamBytes;
-}
-
-/** Mode 4, from what prepareRans left: n0, smallest delta, table, stream length, stream. */
-function writeRans(ints: Float64Array, k: number, w: ByteWriter): void {
-  w.u8((VALUES_MODE_SCALED_RANS << 4) | k);
-  w.svarint(ints[0]!);
-  w.svarint(ransMin);
-  w.uvarint(ransSize - 1);
-  for (let s = 0; s < ransSize; s++) w.uvarint(ransFreqs[s]!);
-  const stream = preparedStream.subarray(ransStart);
-  w.uvarint(stream.length);
-  w.raw(stream);
-}
-
-/** Bytes of uvarint(v), 0 <= v <= 2^53. */
-function uvarintLength(v: number): number {
-  let n = 1;
-  while (v >= 128) {
-    v = Math.floor(v / 128);
-    n++;
-  }
-  return n;
-}
-
-/** Bytes of svarint(v), |v| <= 2^53 (see ByteWriter.svarint). */
-function svarintLength(v: number): number {
-  const m = v < 0 ? -v - 1 : v;
-  return m < 64 ? 1 : 1 + uvarintLength(Math.floor(m / 64));
 }
 
 /** Bits needed for an integer in 0..2^53-1. */
@@ -725,7 +492,12 @@ export function decodeValues(r: ByteReader, count: number, out: Float64Array): v
   const k = header & 0x0f;
   if (mode === VALUES_MODE_SCALED && k <= MAX_SCALE) decodeScaled(r, count, k, out);
   else if (mode === VALUES_MODE_SCALED_PACKED && k <= MAX_SCALE) decodePacked(r, count, k, out);
-  else if (mode === VALUES_MODE_SCALED_RANS && k <= MAX_SCALE) decodeRans(r, count, k, out);
+  else if (mode === VALUES_MODE_SCALED_RANS && k <= MAX_SCALE) decodeRans(r, count, k, 0, out);
+  else if (mode === VALUES_MODE_SCALED_PREDICTED && k <= MAX_SCALE) {
+    const shift = r.u8();
+    if (shift >= PREDICT_MIN_SHIFT && shift <= PREDICT_MAX_SHIFT) decodeRans(r, count, k, shift, out);
+    else r.fail(`predictor shift ${shift} outside ${PREDICT_MIN_SHIFT}..${PREDICT_MAX_SHIFT}`);
+  }
   else if (mode === VALUES_MODE_FLOAT && k === 0) decodeFloat(r, count, out);
   else r.fail(`unknown values header 0x${header.toString(16)}`);
   bitBuf = NO_BYTES; // do not keep the caller's buffer alive
@@ -841,37 +613,6 @@ function decodePacked(r: ByteReader, count: number, k: number, out: Float64Array
         out[i] = n / p;
       }
     }
-  }
-}
-
-let decodedSymbols = new Uint16Array(0);
-const decodedFreqs = new Uint16Array(RANS_MAX_SYMBOLS);
-
-function decodeRans(r: ByteReader, count: number, k: number, out: Float64Array): void {
-  const p = POW10[k]!;
-  let n = r.svarint();
-  out[0] = n / p;
-  const min = r.svarint();
-  const size = r.uvarint() + 1;
-  if (size > RANS_MAX_SYMBOLS) {
-    r.fail(`rANS alphabet of ${size} symbols above ${RANS_MAX_SYMBOLS}`);
-    return;
-  }
-  for (let s = 0; s < size; s++) decodedFreqs[s] = Math.min(r.uvarint(), RANS_TOTAL + 1); // a sum check follows
-  const length = r.uvarint();
-  const at = r.take(length);
-  if (at < 0) return;
-  const deltas = count - 1;
-  let symbols = decodedSymbols;
-  if (symbols.length < deltas) symbols = deltas > SCRATCH_KEEP_POINTS ? new Uint16Array(deltas) : (decodedSymbols = new Uint16Array(Math.max(deltas, 2 * symbols.length, 1024)));
-  const problem = ransDecode(r.buf, at, at + length, decodedFreqs, size, symbols, deltas);
-  if (problem !== null) {
-    r.fail(problem);
-    return;
-  }
-  for (let i = 1; i < count; i++) {
-    n += min + symbols[i - 1]!;
-    out[i] = n / p;
   }
 }
 

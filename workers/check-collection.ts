@@ -261,7 +261,7 @@ export class CollectionCheck {
 /**
  * Every block of one sealed file: its checksum and columns (SealedIndex.decode), its points
  * sorted and one per timestamp inside the footer's range, its tag in the dictionary; and for
- * format 3 the summary section: its checksums, its tags those of the footer, and each slot's
+ * formats 3 and 4 the summary section: its checksums, its tags those of the footer, and each slot's
  * min and max the ones the points give (computed in time order as SummaryBuilder does).
  */
 class SealedCheck {
@@ -356,7 +356,7 @@ class SealedCheck {
   private readSummary(): void {
     const index = this.index;
     try {
-      this.summary = SummaryDirectory.read(index.path, index.summarySpan!, index.dataEnd, index.footerOffset, this.fd);
+      this.summary = SummaryDirectory.read(index.path, index.summarySpan!, index.dataEnd, index.footerOffset, index.version, this.fd);
     } catch (err) {
       this.problem(`${withoutPath(err, index.path)} (min and max queries of this day read its points instead)`);
       return;

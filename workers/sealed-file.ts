@@ -4,7 +4,8 @@
  * timestamps then values) and lz4-compressed; a footer indexes the tags. A query reads the footer
  * once (SealedIndex, a few dozen bytes per tag, cached by the store) and then only the block of
  * the tag it wants. Format 3 adds per-slot min/max summaries (sealed-summary.ts) between the
- * blocks and the footer. Byte layout: README.md beside this file ("Sealed day file").
+ * blocks and the footer; format 4 codes those summaries as value columns. Byte layout: README.md
+ * beside this file ("Sealed day file").
  *
  * Writing: SealedFileWriter fills `<name>.tmp`, fsyncs it, renames it over the final name and
  * fsyncs the folder, so a reader sees either the old file or the whole new one.
@@ -28,10 +29,11 @@ export const SEALED_FOOTER_MAGIC = 0x46445348; // "HSDF"
  * 2: a tag's day is split into blocks of at most SEALED_BLOCK_POINTS points (several footer
  * entries per tag, in time order), so a short query decodes one block instead of the whole day.
  * 3: adds the summary section (per-slot min and max of each tag) and its place in the trailer.
+ * 4: the summary's values are column-coded (sealed-summary.ts); everything else as format 3.
  * Version 1 and 2 files are read as they are (they have no summaries).
  */
-export const SEALED_VERSION = 3;
-export const READABLE_VERSIONS: readonly number[] = [1, 2, 3];
+export const SEALED_VERSION = 4;
+export const READABLE_VERSIONS: readonly number[] = [1, 2, 3, 4];
 /** About 4.5 hours at 1 s: small enough for short reads, large enough that per-block overhead stays under 1%. */
 export const SEALED_BLOCK_POINTS = 16384;
 export const SEALED_HEADER_BYTES = 16;
@@ -67,7 +69,7 @@ export class SealedIndex {
     readonly footerOffset = 0,
   ) {}
 
-  /** The header's format version (1, 2 or 3). */
+  /** The header's format version (1 to 4). */
   version = SEALED_VERSION;
 
   /** The summary directory once read: null when there is none or it failed its checks (ShardStore). */
@@ -206,19 +208,27 @@ export class SealedFileWriter {
   private readonly checksums: number[] = [];
   private readonly minTs: number[] = [];
   private readonly maxTs: number[] = [];
-  private readonly summary = new SummaryBuilder();
+  private readonly summary: SummaryBuilder;
+  private readonly version: number;
 
   constructor(
     private readonly finalPath: string,
     private readonly day: number,
+    /**
+     * 3 writes what the builds before issue 33 wrote, format 3 with column codec 3 (tests of
+     * reading old data dirs); seals use the current format 4 with codec 4.
+     */
+    private readonly columnCodecVersion = COLUMN_CODEC_VERSION,
   ) {
+    const version = (this.version = columnCodecVersion === COLUMN_CODEC_VERSION ? SEALED_VERSION : 3);
+    this.summary = new SummaryBuilder(version >= 4);
     this.tmpPath = `${finalPath}.tmp`;
     this.fd = fs.openSync(this.tmpPath, 'w', PRIVATE_FILE_MODE);
     const header = new Uint8Array(SEALED_HEADER_BYTES);
     const view = new DataView(header.buffer);
     view.setUint32(0, SEALED_MAGIC, true);
-    view.setUint16(4, SEALED_VERSION, true);
-    view.setUint16(6, COLUMN_CODEC_VERSION, true);
+    view.setUint16(4, version, true);
+    view.setUint16(6, columnCodecVersion, true);
     view.setUint32(8, day, true);
     view.setUint32(12, crc32c(header, 0, 12), true);
     try {
@@ -244,7 +254,7 @@ export class SealedFileWriter {
     const w = columnWriter;
     w.reset();
     encodeTimestamps(ts, count, w);
-    encodeValues(values, count, w);
+    encodeValues(values, count, w, 0, this.columnCodecVersion);
     const columns = w.bytes();
     const block = compressSync(Buffer.from(columns.buffer, columns.byteOffset, columns.length));
     if (w.length > 16 * 1024 * 1024) columnWriter = new ByteWriter(64 * 1024); // do not pin a huge buffer
@@ -295,7 +305,7 @@ export class SealedFileWriter {
     this.fd = -1;
     fs.renameSync(this.tmpPath, this.finalPath);
     fsyncDir(path.dirname(this.finalPath));
-    return new SealedIndex(
+    const index = new SealedIndex(
       this.finalPath,
       this.day,
       this.position + tail.length,
@@ -309,6 +319,8 @@ export class SealedFileWriter {
       { offset: summaryOffset, length: section.length, crc: summaryCrc },
       footerOffset,
     );
+    index.version = this.version;
+    return index;
   }
 
   /** Gives up: closes and removes the temporary file (the final name is untouched). */

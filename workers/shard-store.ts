@@ -675,7 +675,7 @@ export class ShardStore {
     index.summary = null;
     if (index.summarySpan === null) return null;
     try {
-      index.summary = SummaryDirectory.read(index.path, index.summarySpan, index.dataEnd, index.footerOffset);
+      index.summary = SummaryDirectory.read(index.path, index.summarySpan, index.dataEnd, index.footerOffset, index.version);
     } catch (err) {
       // Logged once per cached footer; the points still answer every query exactly.
       this.log.warn({ event: 'sealed-summary-bad', file: index.path, reason: (err as Error).message }, 'a sealed summary fails its checks: the day is read from its points');

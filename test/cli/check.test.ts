@@ -10,8 +10,12 @@ import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import Database from 'better-sqlite3';
 import { checkDataDir, type CheckReport } from '../../src/cli/check.js';
+import { uncompressSync } from 'lz4-napi';
+import { ByteReader, decodeTimestamps, VALUES_MODE_SCALED_PREDICTED } from '../../native-free-codecs/columns.js';
 import { crc32c } from '../../workers/crc32.js';
 import { SealedIndex } from '../../workers/sealed-file.js';
+import { prng } from '../support/prng.js';
+import { editSummary, resealWithCodec3 } from '../support/sealed-summary-edit.js';
 import { parseDay } from '../../workers/utc-day.js';
 import { startService, tempDir, type TestService } from '../api/harness.js';
 
@@ -58,7 +62,7 @@ function flipByte(file: string, at: number): void {
 function downgrade(file: string, version: 1 | 2): void {
   const bytes = fs.readFileSync(file);
   const n = bytes.length;
-  assert.equal(bytes.readUInt16LE(4), 3);
+  assert.ok([3, 4].includes(bytes.readUInt16LE(4)));
   const footerBytes = bytes.readUInt32LE(n - 12);
   const footerAt = n - 20 - footerBytes;
   const summaryAt = footerAt - bytes.readUInt32LE(n - 20);
@@ -66,6 +70,25 @@ function downgrade(file: string, version: 1 | 2): void {
   out.writeUInt16LE(version, 4);
   out.writeUInt32LE(crc32c(out, 0, 12), 12);
   fs.writeFileSync(file, out);
+}
+
+/** The value mode (high nibble of the values header) of each block of a sealed file. */
+function valueModes(file: string): number[] {
+  const index = sealedIndex(file);
+  const bytes = fs.readFileSync(file);
+  return Array.from(index.tagIds, (_, e) => {
+    const columns = uncompressSync(bytes.subarray(index.offsets[e]!, index.offsets[e]! + index.lengths[e]!));
+    const r = new ByteReader(columns);
+    decodeTimestamps(r, index.counts[e]!, new Float64Array(index.counts[e]!));
+    return columns[r.pos]! >> 4;
+  });
+}
+
+/** A noisy 4-decimal measurement (level 12.5, noise 0.0005), whose sealed blocks take value mode 5. */
+function noisy(seed: number): (i: number) => number {
+  const rnd = prng(seed);
+  const gauss = () => Math.sqrt(-2 * Math.log(1 - rnd())) * Math.cos(2 * Math.PI * rnd());
+  return () => Math.round((12.5 + gauss() * 0.0005) * 1e4) / 1e4;
 }
 
 function sealedIndex(file: string): SealedIndex {
@@ -116,6 +139,7 @@ describe('historian check', () => {
         'TI-1': series(T0 + d * DAY, 2000, 30_000, (i) => 50 + Math.sin(i / 40) * 10),
         'TI-2': series(T0 + d * DAY + 7_000, 1500, 45_000, (i) => (i % 7 === 0 ? -0 : i * 0.25)),
         'TI-3': series(T0 + d * DAY, 100, 600_000, (i) => -i),
+        'PI-4': series(T0 + d * DAY, 2000, 40_000, noisy(d + 1)),
       });
       await write(B, { 'P-1': series(T0 + d * DAY, 500, 120_000, (i) => i % 13) });
     }
@@ -129,7 +153,7 @@ describe('historian check', () => {
     await write(A, { 'TI-1': series(now, 5, 1000, (i) => i), 'NEW-1': [[now, 1]] });
     await write(A, { 'TI-1': series(now + 10_000, 5, 1000, (i) => i * 2) });
     await write(A, { 'TI-1': series(now + 20_000, 5, 1000, (i) => i * 3) });
-    for (const [scope, tag, day] of [[A, 'TI-1', 0], [A, 'TI-2', 0], [A, 'FAST', 1], [B, 'P-1', 2]] as const) {
+    for (const [scope, tag, day] of [[A, 'TI-1', 0], [A, 'TI-2', 0], [A, 'FAST', 1], [B, 'P-1', 2], [A, 'PI-4', 0], [A, 'PI-4', 2]] as const) {
       answers.set(`${tag}/${day}`, (await svc.get(queryUrl(scope, tag, T0 + day * DAY, T0 + (day + 1) * DAY - 1), admin)).text);
     }
     assert.deepEqual(await svc.stop(), { code: 0, signal: null });
@@ -194,19 +218,14 @@ describe('historian check', () => {
     flipByte(damaged, span.offset + 16 + tags * 16 + 3);
     // Forged: the first tag's first slot min set to -12345, every checksum made to match.
     const forged = path.join(dir, A_DIR, second!);
-    const bytes = fs.readFileSync(forged);
-    const at = sealedIndex(forged).summarySpan!;
-    const n = bytes.readUInt32LE(at.offset + 8);
-    const values = at.offset + 16 + n * 16;
-    let slots = 0;
-    for (let s = 0; s < 48; s++) slots += s < 32 ? (bytes.readUInt32LE(at.offset + 20) >>> s) & 1 : (bytes.readUInt16LE(at.offset + 24) >>> (s - 32)) & 1;
-    bytes.writeDoubleLE(-12345, values);
-    bytes.writeUInt32LE(crc32c(bytes.subarray(values, values + slots * 16)), at.offset + 16 + 12);
-    bytes.writeUInt32LE(crc32c(bytes.subarray(at.offset, values)), bytes.length - 16);
-    fs.writeFileSync(forged, bytes);
+    let tagId = -1;
+    editSummary(forged, (id, mins) => {
+      if (tagId >= 0) return;
+      tagId = id;
+      mins[0] = -12345;
+    });
 
     const report = await checkDataDir(dir);
-    const tagId = bytes.readUInt32LE(at.offset + 16);
     assert.match(problemsOf(report, path.join(A_DIR, first!)).join('\n'), /^summary of tag \d+ at byte \d+ fails its checksum/);
     assert.match(problemsOf(report, path.join(A_DIR, second!)).join('\n'), new RegExp(`^summary of tag ${tagId}, slot \\d+: min -12345 where the points give -?\\d`));
     assert.equal(report.problems.length, 2, JSON.stringify(report.problems));
@@ -368,5 +387,38 @@ describe('historian check', () => {
     assert.match(problemsOf(report, path.join(A_DIR, day1!)).join('\n'), new RegExp(`^block 0 \\(tag ${index.tagIds[0]}\\) at byte ${index.offsets[0]}: fails its checksum`));
     assert.match(problemsOf(report, path.join(A_DIR, day0!)).join('\n'), /^footer at byte \d+: checksum mismatch/);
     assert.equal(report.problems.length, 2, JSON.stringify(report.problems));
+  });
+
+  test('column codec 3 sealed files (no value mode 5) are checked too, and the service reads them alike', async () => {
+    const dir = copy();
+    const names = namesIn(path.join(dir, A_DIR), /^sealed-/);
+    for (const name of names) assert.ok(valueModes(path.join(dir, A_DIR, name)).includes(VALUES_MODE_SCALED_PREDICTED), `${name} has a mode 5 block`);
+    const old = path.join(dir, A_DIR, names[2]!);
+    resealWithCodec3(old);
+    assert.equal(fs.readFileSync(old).readUInt16LE(6), 3);
+    assert.ok(!valueModes(old).includes(VALUES_MODE_SCALED_PREDICTED));
+    assert.ok(fs.statSync(old).size > fs.statSync(path.join(pristine, A_DIR, names[2]!)).size, 'codec 3 is larger on noisy values');
+    let report = await checkDataDir(dir);
+    assert.deepEqual(report.problems, []);
+    assert.equal(report.checked.sealedFiles, 6);
+
+    const svc = await startService({ dataDir: dir });
+    try {
+      const admin = await svc.adminToken();
+      for (const [key, expected] of answers) {
+        const [tag, day] = key.split('/') as [string, string];
+        const scope = tag === 'P-1' ? B : A;
+        const got = await svc.get(queryUrl(scope, tag, T0 + Number(day) * DAY, T0 + (Number(day) + 1) * DAY - 1), admin);
+        assert.equal(got.text, expected, key);
+      }
+    } finally {
+      await svc.stop();
+    }
+
+    // Damage in a codec 3 block is found as in any other.
+    const index = sealedIndex(old);
+    flipByte(old, index.offsets[0]! + 5);
+    report = await checkDataDir(dir);
+    assert.match(problemsOf(report, path.join(A_DIR, names[2]!)).join('\n'), new RegExp(`^block 0 \\(tag ${index.tagIds[0]}\\) at byte ${index.offsets[0]}: fails its checksum`));
   });
 });

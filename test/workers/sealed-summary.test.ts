@@ -20,6 +20,7 @@ import { crc32c } from '../../workers/crc32.js';
 import { QueryRunner, summaryAggregate } from '../../workers/query-runner.js';
 import { SealedIndex } from '../../workers/sealed-file.js';
 import { SUMMARY_SLOT_MS } from '../../workers/sealed-summary.js';
+import { editSummary, resealWithCodec3 } from '../support/sealed-summary-edit.js';
 import { QueryMemory } from '../../workers/series-buffer.js';
 import { ShardStore } from '../../workers/shard-store.js';
 import { DAY_MS, formatDay } from '../../workers/utc-day.js';
@@ -205,7 +206,7 @@ function sectionOf(file: string): { bytes: Buffer; summaryOffset: number; summar
 /** A format 2 file of the same points, as the previous writer made it: no summary, 12-byte trailer. */
 function toFormat2(file: string): void {
   const { bytes, summaryOffset, footerOffset } = sectionOf(file);
-  assert.equal(bytes.readUInt16LE(4), 3);
+  assert.ok([3, 4].includes(bytes.readUInt16LE(4)));
   const out = Buffer.concat([bytes.subarray(0, summaryOffset), bytes.subarray(footerOffset, bytes.length - 20), bytes.subarray(bytes.length - 12)]);
   out.writeUInt16LE(2, 4);
   out.writeUInt32LE(crc32c(out, 0, 12), 12);
@@ -214,21 +215,11 @@ function toFormat2(file: string): void {
 
 /** Sets every slot min and max of the tag in the file to `value`, with checksums that pass. */
 function forgeSummary(file: string, tagId: number, value: number): void {
-  const { bytes, summaryOffset } = sectionOf(file);
-  const tags = bytes.readUInt32LE(summaryOffset + 8);
-  let at = summaryOffset + 16 + tags * 16;
-  for (let i = 0; i < tags; i++) {
-    const entry = summaryOffset + 16 + i * 16;
-    let slots = 0;
-    for (let s = 0; s < 48; s++) slots += s < 32 ? (bytes.readUInt32LE(entry + 4) >>> s) & 1 : (bytes.readUInt16LE(entry + 8) >>> (s - 32)) & 1;
-    if (bytes.readUInt32LE(entry) === tagId) {
-      for (let k = 0; k < slots * 2; k++) bytes.writeDoubleLE(value, at + k * 8);
-      bytes.writeUInt32LE(crc32c(bytes.subarray(at, at + slots * 16)), entry + 12);
-    }
-    at += slots * 16;
-  }
-  bytes.writeUInt32LE(crc32c(bytes.subarray(summaryOffset, summaryOffset + 16 + tags * 16)), bytes.length - 16);
-  fs.writeFileSync(file, bytes);
+  editSummary(file, (id, mins, maxs) => {
+    if (id !== tagId) return;
+    mins.fill(value);
+    maxs.fill(value);
+  });
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -354,7 +345,7 @@ describe('sealed summaries', () => {
     const step = stepOf('max', 2, 'hours', true);
     const expected = (tag: string) => reference(truth.points(tag), 'max', step, day(0), day(6) - 1);
     const damage: Array<[string, (x: ReturnType<typeof sectionOf>) => number]> = [
-      ['a value of tag a', (x) => x.summaryOffset + 16 + x.bytes.readUInt32LE(x.summaryOffset + 8) * 16 + 21],
+      ['a value of tag a', (x) => x.summaryOffset + 16 + x.bytes.readUInt32LE(x.summaryOffset + 8) * 16 + 1],
       ['the directory', (x) => x.summaryOffset + 16 + 16 + 5],
       ['the section header', (x) => x.summaryOffset + 4],
       ['the summary length in the trailer', (x) => x.bytes.length - 19],
@@ -377,14 +368,14 @@ describe('sealed summaries', () => {
     }
   });
 
-  test('format 3 files read back; format 2 files still read, have no summary, and a late point re-seals them as format 3', async () => {
+  test('format 4 files read back; format 3 (as before issue 33) and format 2 files still read, and a late point re-seals them as format 4', async () => {
     const s = openStore();
     const truth = new Truth();
     fill(s, truth);
     s.store.close();
     const file = sealedPath(s.dataDir, 3);
     const v3 = SealedIndex.read(file, day(3) / DAY_MS);
-    assert.equal(fs.readFileSync(file).readUInt16LE(4), 3);
+    assert.equal(fs.readFileSync(file).readUInt16LE(4), 4);
     assert.ok(v3.summarySpan !== null && v3.summarySpan.length > 16);
     toFormat2(file);
     const v2 = SealedIndex.read(file, day(3) / DAY_MS);
@@ -392,9 +383,19 @@ describe('sealed summaries', () => {
     assert.deepEqual([...v2.counts], [...v3.counts]);
     assert.deepEqual([...v2.offsets], [...v3.offsets]);
     assert.ok(fs.statSync(file).size < v3.fileBytes);
+    // Day 2 as the builds before issue 33 wrote it: format 3, raw summary values, column codec 3.
+    const format3 = sealedPath(s.dataDir, 2);
+    resealWithCodec3(format3);
+    assert.equal(fs.readFileSync(format3).readUInt16LE(4), 3);
+    assert.equal(fs.readFileSync(format3).readUInt16LE(6), 3);
 
     const t = openStore(s.dataDir);
     const step = stepOf('max', 30, 'minutes', false);
+    for (const tag of TAGS) {
+      const old = scanBuckets(t.store, tag, step, day(2), day(3) - 1, true);
+      assertSame(old.buckets, reference(truth.points(tag), 'max', step, day(2), day(3) - 1), `format 3 day, ${tag}`);
+      assert.deepEqual(pick(old), { summaryDays: 1, pointDays: 0 }, `format 3 day, ${tag}: from its summary`);
+    }
     for (const tag of TAGS) {
       const got = scanBuckets(t.store, tag, step, day(3), day(4) - 1, true);
       assertSame(got.buckets, reference(truth.points(tag), 'max', step, day(3), day(4) - 1), `format 2 day, ${tag}`);
@@ -405,7 +406,7 @@ describe('sealed summaries', () => {
     assert.deepEqual(raw, truth.points('b').filter(([ts]) => ts >= day(3) && ts < day(4)).map(([, v]) => v));
     t.store.append(ID, truth.batch({ b: [[day(3) + 42, 99]] }), 'os');
     assert.equal(t.store.seal({ now: day(6) + H, graceMs: 0, force: true }).sealedDays, 1);
-    assert.equal(fs.readFileSync(file).readUInt16LE(4), 3, 're-sealed as format 3');
+    assert.equal(fs.readFileSync(file).readUInt16LE(4), 4, 're-sealed as format 4');
     const again = scanBuckets(t.store, 'b', step, day(3), day(4) - 1, true);
     assert.deepEqual(pick(again), { summaryDays: 1, pointDays: 0 });
     assertSame(again.buckets, reference(truth.points('b'), 'max', step, day(3), day(4) - 1), 'after the re-seal');
