@@ -26,7 +26,7 @@ import { decodeBinaryBatch, decodeJsonWriteBody, decodeRowsObject, decodeWriteOb
 import type { RingConsumer } from '../shared/ring.js';
 import { duplicateScopeKey } from '../native-free-codecs/scope-peek.js';
 import { ServiceError } from '../shared/errors.js';
-import { LINE_PROTOCOL, PROM_REMOTE_WRITE, readWriteFrame, type WriteFrameHeader, type WriteMode, type WriteOutcome, type WriteReply } from '../shared/protocol.js';
+import { CONTROL_FRAMES_TAKEN, LINE_PROTOCOL, PROM_REMOTE_WRITE, readWriteFrame, type WriteFrameHeader, type WriteMode, type WriteOutcome, type WriteReply } from '../shared/protocol.js';
 import { isCompleteScope, SCOPE_FIELDS } from '../shared/scope.js';
 import { collectionId as idOf, validateScope } from '../shared/scope-path.js';
 import { shardOf } from '../shared/shard-hash.js';
@@ -69,10 +69,21 @@ export interface WriteLoopOptions {
   log: WorkerLog;
   /** What the body decoders accept (storage.minTimestampMs). */
   limits: DecodeLimits;
+  /** The shard's control words (shared/protocol.ts); a loop of its own when absent (tests). */
+  control?: Int32Array;
 }
 
 export class WriteLoop {
-  constructor(private readonly opts: WriteLoopOptions) {}
+  private readonly control: Int32Array;
+
+  constructor(private readonly opts: WriteLoopOptions) {
+    this.control = opts.control ?? new Int32Array(4);
+  }
+
+  /** Write frames taken from the request ring so far (CONTROL_FRAMES_TAKEN, Int32 wrapping). */
+  get framesTaken(): number {
+    return Atomics.load(this.control, CONTROL_FRAMES_TAKEN);
+  }
 
   /** Serves write frames until the request ring is closed. */
   async run(): Promise<void> {
@@ -94,6 +105,7 @@ export class WriteLoop {
       const awaitingSync: Array<{ seq: number; reply: WriteReply }> = [];
       while (frame) {
         const seq = frame.tag;
+        Atomics.add(this.control, CONTROL_FRAMES_TAKEN, 1);
         const handled = this.handleFrame(seq, frame.payload);
         requests.release();
         if (handled !== null) {

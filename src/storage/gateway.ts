@@ -329,7 +329,7 @@ export class ShardGateway implements PointWriter, MonitorSampler, LiveFeed {
       if (!list) byShard.set(shard, (list = []));
       list.push(request);
     }
-    const replies = await Promise.all([...byShard].map(([shard, collections]) => shard.call({ op: OP.MONITOR_SAMPLE, collections })));
+    const replies = await Promise.all([...byShard].map(([shard, collections]) => shard.call({ op: OP.MONITOR_SAMPLE, collections, framesTaken: shard.framesTaken })));
     return replies.flat();
   }
 

@@ -20,6 +20,7 @@ import type { Logger } from '../log.js';
 import { unpack } from 'msgpackr';
 import type { ResponseStream } from '../http/route.js';
 import {
+  CONTROL_FRAMES_TAKEN,
   CONTROL_SLOTS,
   CONTROL_TAGMAP_VERSION,
   FINAL_FRAME_BIT,
@@ -192,6 +193,11 @@ export class Shard {
    */
   queueDepth(): { answers: number; tasks: number; querySlots: number } {
     return { answers: this.listeners.size, tasks: this.pool.queueSize, querySlots: this.slotWaiters.length };
+  }
+
+  /** Write frames the worker has taken from the request ring (wrapping); a monitor sample carries it to count what it waited behind. */
+  get framesTaken(): number {
+    return Atomics.load(this.control, CONTROL_FRAMES_TAKEN);
   }
 
   /** Bumps the tag-map version seen by this shard's worker. */
