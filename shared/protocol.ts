@@ -89,6 +89,10 @@ export interface StorageWorkerData {
  *
  *   word 0                 unused (was the single cancel slot of layout 1)
  *   word 1                 CONTROL_TAGMAP_VERSION: bumped by the main thread when the tag map changes
+ *   word 2                 CONTROL_PRIORITY_TASKS: latency-critical tasks (monitor samples) the main
+ *                          thread has sent and not had answered yet; while it is not 0 the write
+ *                          loop ends its slice after the frame in hand, so they wait behind at most
+ *                          one write frame instead of a whole slice
  *   word 3                 CONTROL_FRAMES_TAKEN: write frames the worker has taken from the request
  *                          ring (Int32, wrapping); a monitor sample carries the value it saw when
  *                          sent, so the worker counts the frames the sample waited behind
@@ -104,6 +108,7 @@ export interface StorageWorkerData {
  * stops its own query without holding up anyone else's frames.
  */
 export const CONTROL_TAGMAP_VERSION = 1;
+export const CONTROL_PRIORITY_TASKS = 2;
 export const CONTROL_FRAMES_TAKEN = 3;
 export const QUERY_SLOTS = 64;
 export const QUERY_SLOT_BASE = 4;

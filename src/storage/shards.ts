@@ -21,6 +21,7 @@ import { unpack } from 'msgpackr';
 import type { ResponseStream } from '../http/route.js';
 import {
   CONTROL_FRAMES_TAKEN,
+  CONTROL_PRIORITY_TASKS,
   CONTROL_SLOTS,
   CONTROL_TAGMAP_VERSION,
   FINAL_FRAME_BIT,
@@ -222,6 +223,20 @@ export class Shard {
     if (!reply.ok) throw ServiceError.fromWire(reply.error);
     // piscina carries any task's reply; the worker's handler table answers T's opcode with ReplyOf<T['op']>.
     return reply.value as ReplyOf<T['op']>;
+  }
+
+  /**
+   * A latency-critical task (a monitor tick's sample): counted in CONTROL_PRIORITY_TASKS until
+   * answered, so the worker's write loop lets it in after the write frame in hand rather than at
+   * the end of its slice.
+   */
+  async callFirst<T extends StorageTask>(task: T): Promise<ReplyOf<T['op']>> {
+    Atomics.add(this.control, CONTROL_PRIORITY_TASKS, 1);
+    try {
+      return await this.call(task);
+    } finally {
+      Atomics.sub(this.control, CONTROL_PRIORITY_TASKS, 1);
+    }
   }
 
   /**
