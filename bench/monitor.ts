@@ -287,6 +287,19 @@ const monitorStatus = async () => expectOk(`GET ${MONITOR}/status`, await admin.
 const eventsTotal = async () => Number(expectOk(`GET ${MONITOR}/alarm/events`, await admin.get(`${MONITOR}/alarm/events?limit=1`), [200]).total_count);
 const activeTotal = async () => Number(expectOk(`GET ${MONITOR}/alarm/events/active`, await admin.get(`${MONITOR}/alarm/events/active`), [200]).total_count);
 
+/**
+ * Monitor samples the workers answered and the write frames they waited behind (taken between a
+ * sample's sending and its running), summed over the shards. /metrics shows the workers' numbers
+ * one scrape old, so the second scrape has the ones the first asked for.
+ */
+async function sampleWaits(): Promise<{ samples: number; frames: number }> {
+  await admin.get('/metrics');
+  await sleep(300);
+  const text = (await admin.get('/metrics')).body.toString();
+  const sum = (name: string) => [...text.matchAll(new RegExp(`^${name}\\{[^}]*\\} (\\S+)$`, 'gm'))].reduce((n, m) => n + Number(m[1]), 0);
+  return { samples: sum('historian_monitor_samples_total'), frames: sum('historian_monitor_sample_waited_frames_total') };
+}
+
 async function setMonitor(on: boolean): Promise<void> {
   expectOk(`PUT ${MONITOR}/config`, await put(admin, `${MONITOR}/config`, { enabled: on }), [200]);
   const status = await monitorStatus();
@@ -369,6 +382,9 @@ interface PhaseFigures {
   /** tick_number → evaluation_duration_ms, from the summary polls. */
   ticks: Map<number, number>;
   tickAdvance: number;
+  /** Per-shard monitor samples answered in the window, and the write frames they waited behind in all. */
+  samples: number;
+  waitedFrames: number;
   summaryFailures: string[];
   lastTriggered: number;
   eventsOpened: number;
@@ -421,6 +437,7 @@ async function phase(label: string, monitorOn: boolean, phaseSeconds: number): P
   else await sleep(tickMs + 200);
   const eventsBefore = await eventsTotal();
   const tickBefore = (await monitorStatus()).tick_number;
+  const waitsBefore = await sampleWaits();
   const pid = service.process.pid;
   const other = cpuMeter();
   const before = { main: threadCpuSplit(pid), server: processCpuSeconds(pid), self: process.cpuUsage() };
@@ -448,6 +465,7 @@ async function phase(label: string, monitorOn: boolean, phaseSeconds: number): P
   const tickAfter = (await monitorStatus()).tick_number;
   const eventsOpened = (await eventsTotal()) - eventsBefore;
   const activeAtEnd = await activeTotal();
+  const waitsAfter = await sampleWaits();
   const points = ingest.requests * pointsPerRequest;
   const figures: PhaseFigures = {
     label,
@@ -469,6 +487,8 @@ async function phase(label: string, monitorOn: boolean, phaseSeconds: number): P
     eventsOpened,
     activeAtEnd,
     rssBytes: (vmRssKb(pid) ?? NaN) * 1024,
+    samples: waitsAfter.samples - waitsBefore.samples,
+    waitedFrames: waitsAfter.frames - waitsBefore.frames,
   };
   process.stderr.write(
     `  ${label}: ${int(figures.pointsPerSecond)} points/s, main thread ${num((figures.mainUser + figures.mainSystem) / figures.seconds)} cores, ${figures.tickAdvance} ticks (${figures.ticks.size} sampled), ${figures.eventsOpened} events opened\n`,
@@ -525,6 +545,7 @@ const table: string[][] = [
   ['points written in the window, requests (503 retried)', ...each((p) => `${int(p.points)} in ${num(p.seconds, 1)} s, ${int(p.ingest.requests)} (${int(p.retries)})`), `${tagCount} tags × ${rows} rows a request`],
   ['write request latency', ...each((p) => `p50 ${ms(p.ingest.p50)}, p99 ${ms(p.ingest.p99)}`), `${connections} requests in flight`],
   ['**tick `evaluation_duration_ms`**', ...each(evaluationCell), `${int(ruleJobs.length)} rules in ${collectionCount} collections at ${tickMs} ms; goal p99 < 20 ms`],
+  ['write frames a tick\'s sample waited behind (per shard sample)', ...each((p) => (p.samples === 0 ? 'no sample' : `${num(p.waitedFrames / p.samples, 2)} (${int(p.waitedFrames)} over ${int(p.samples)})`)), 'taken by the worker between the sample\'s sending and its running: a count, not a duration'],
   ['tick `evaluation_duration_ms` without ingest', '', idleCell, '', `the ${IDLE_TICKS} ticks before the "on" window`],
   ['events opened in the window', ...each((p) => int(p.eventsOpened)), `${int(alarmingCount)} tags (${num(alarmPercent, 1)}%) have a limit 2 σ from their centre`],
   ['unresolved events at the end, `triggered_tags` in the last summary', ...each((p) => `${int(p.activeAtEnd)}, ${Number.isFinite(p.lastTriggered) ? int(p.lastTriggered) : 'n/a'}`), ''],

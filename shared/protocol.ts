@@ -89,6 +89,13 @@ export interface StorageWorkerData {
  *
  *   word 0                 unused (was the single cancel slot of layout 1)
  *   word 1                 CONTROL_TAGMAP_VERSION: bumped by the main thread when the tag map changes
+ *   word 2                 CONTROL_PRIORITY_TASKS: latency-critical tasks (monitor samples) the main
+ *                          thread has sent and not had answered yet; while it is not 0 the write
+ *                          loop ends its slice after the frame in hand, so they wait behind at most
+ *                          one write frame instead of a whole slice
+ *   word 3                 CONTROL_FRAMES_TAKEN: write frames the worker has taken from the request
+ *                          ring (Int32, wrapping); a monitor sample carries the value it saw when
+ *                          sent, so the worker counts the frames the sample waited behind
  *   words 4 + 4*q ..       query slot q (0 <= q < QUERY_SLOTS), one per query streaming results:
  *     + QUERY_SEQ            the seq of the query holding the slot (main thread, before the task)
  *     + QUERY_CREDIT         bytes of result frames the worker may have produced so far; the main
@@ -101,6 +108,8 @@ export interface StorageWorkerData {
  * stops its own query without holding up anyone else's frames.
  */
 export const CONTROL_TAGMAP_VERSION = 1;
+export const CONTROL_PRIORITY_TASKS = 2;
+export const CONTROL_FRAMES_TAKEN = 3;
 export const QUERY_SLOTS = 64;
 export const QUERY_SLOT_BASE = 4;
 export const QUERY_SLOT_WORDS = 4;
@@ -145,7 +154,8 @@ export type StorageTask =
   | { op: typeof OP.CLOSE_COLLECTION; id: string }
   | { op: typeof OP.OPEN_COLLECTION; id: string }
   | { op: typeof OP.REMOVE_COLLECTION; id: string }
-  | { op: typeof OP.MONITOR_SAMPLE; collections: MonitorSampleRequest[] }
+  /** `framesTaken`: CONTROL_FRAMES_TAKEN when the main thread sent the task (for the counters of BufferStats). */
+  | { op: typeof OP.MONITOR_SAMPLE; collections: MonitorSampleRequest[]; framesTaken?: number }
   | { op: typeof OP.TAG_INDEXES; collectionId: string; tags: string[] }
   /** Flush, then hard-link every file of the shard under `stagingDir` (a time-series backup's instant). */
   | { op: typeof OP.BACKUP_MARK; stagingDir: string }
@@ -328,6 +338,9 @@ export interface BufferStats {
   /** Bytes of the day logs (active and late) and of the sealed day files the shard holds. */
   activeBytes: number;
   sealedBytes: number;
+  /** MONITOR_SAMPLE tasks answered since the worker started, and the write frames they waited behind in all (taken after the task was sent, before it ran). */
+  monitorSamples: number;
+  monitorSampleWaitedFrames: number;
 }
 
 /** What a shard holds at a backup's instant: its files (paths relative to the data dir) and per-collection totals. */

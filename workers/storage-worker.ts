@@ -11,7 +11,7 @@
 import { compileGlob } from '../shared/glob.js';
 import { workerData } from 'node:worker_threads';
 import { RingConsumer, RingProducer } from '../shared/ring.js';
-import { CONTROL_TAGMAP_VERSION, OP, type BufferStats, type ReplyOf, type StorageOp, type StorageTask, type StorageWorkerData, type TaskOf, type TaskReply } from '../shared/protocol.js';
+import { CONTROL_FRAMES_TAKEN, CONTROL_TAGMAP_VERSION, OP, type BufferStats, type ReplyOf, type StorageOp, type StorageTask, type StorageWorkerData, type TaskOf, type TaskReply } from '../shared/protocol.js';
 import { shardOf } from '../shared/shard-hash.js';
 import { toWireError, WriteAnswers } from './answers.js';
 import { QueryRunner } from './query-runner.js';
@@ -64,6 +64,9 @@ const sealTimer = setInterval(() => {
 sealTimer.unref();
 
 let flushes = 0;
+/** BUFFER_STATS: monitor samples answered, and the write frames taken between their sending and their running. */
+let monitorSamples = 0;
+let monitorSampleWaitedFrames = 0;
 let lastFlushMs: number | null = null;
 function flushBuffer(): void {
   if (buffer.pendingPoints === 0) return;
@@ -75,7 +78,13 @@ function flushBuffer(): void {
 /** One handler per opcode, typed by it: what each returns is what ReplyOf says its caller gets. */
 const handlers: { [Op in StorageOp]: (task: TaskOf<Op>) => ReplyOf<Op> | Promise<ReplyOf<Op>> } = {
   [OP.PING]: () => null,
-  [OP.MONITOR_SAMPLE]: (task) => monitor.sample(task.collections),
+  [OP.MONITOR_SAMPLE]: (task) => {
+    if (task.framesTaken !== undefined) {
+      monitorSamples++;
+      monitorSampleWaitedFrames += (Atomics.load(control, CONTROL_FRAMES_TAKEN) - task.framesTaken) | 0;
+    }
+    return monitor.sample(task.collections);
+  },
   [OP.TAG_INDEXES]: (task) => task.tags.map((tag) => store.tagIndex(task.collectionId, tag)),
   [OP.LIVE_WATCH]: (task) => live.set(task.collectionId, task.tags) ?? null,
   [OP.CREATE_COLLECTION]: (task) => store.createCollection(task.scope, task.extra),
@@ -146,6 +155,8 @@ function bufferStats(): BufferStats {
     sealedDays,
     activeBytes: files.activeBytes,
     sealedBytes: files.sealedBytes,
+    monitorSamples,
+    monitorSampleWaitedFrames,
   };
 }
 
@@ -159,7 +170,7 @@ process.on('exit', () => {
   }
 });
 
-const writes = new WriteLoop({ shardIndex: data.shardIndex, shardCount: data.shardCount, requests, answers: new WriteAnswers(results, data.resultStallTimeoutMs, log), store, buffer, monitor, live, tagScopes, log, limits: { minTimestampMs: data.minTimestampMs } });
+const writes = new WriteLoop({ shardIndex: data.shardIndex, shardCount: data.shardCount, requests, answers: new WriteAnswers(results, data.resultStallTimeoutMs, log), store, buffer, monitor, live, tagScopes, log, limits: { minTimestampMs: data.minTimestampMs }, control });
 void writes.run().catch((err) => {
   // The loop never ends on its own; a failure here is a bug: crash so piscina starts a fresh worker.
   log.fatal({ err: String((err as Error)?.stack ?? err) }, 'write loop failed');

@@ -26,7 +26,7 @@ import { decodeBinaryBatch, decodeJsonWriteBody, decodeRowsObject, decodeWriteOb
 import type { RingConsumer } from '../shared/ring.js';
 import { duplicateScopeKey } from '../native-free-codecs/scope-peek.js';
 import { ServiceError } from '../shared/errors.js';
-import { LINE_PROTOCOL, PROM_REMOTE_WRITE, readWriteFrame, type WriteFrameHeader, type WriteMode, type WriteOutcome, type WriteReply } from '../shared/protocol.js';
+import { CONTROL_FRAMES_TAKEN, CONTROL_PRIORITY_TASKS, LINE_PROTOCOL, PROM_REMOTE_WRITE, readWriteFrame, type WriteFrameHeader, type WriteMode, type WriteOutcome, type WriteReply } from '../shared/protocol.js';
 import { isCompleteScope, SCOPE_FIELDS } from '../shared/scope.js';
 import { collectionId as idOf, validateScope } from '../shared/scope-path.js';
 import { shardOf } from '../shared/shard-hash.js';
@@ -69,10 +69,31 @@ export interface WriteLoopOptions {
   log: WorkerLog;
   /** What the body decoders accept (storage.minTimestampMs). */
   limits: DecodeLimits;
+  /** The shard's control words (shared/protocol.ts); a loop of its own when absent (tests). */
+  control?: Int32Array;
 }
 
 export class WriteLoop {
-  constructor(private readonly opts: WriteLoopOptions) {}
+  private readonly control: Int32Array;
+
+  constructor(private readonly opts: WriteLoopOptions) {
+    this.control = opts.control ?? new Int32Array(4);
+  }
+
+  /**
+   * Whether the main thread has a priority task out (CONTROL_PRIORITY_TASKS): the loop then lets
+   * the event loop run after every frame, so the task's message is taken within one frame. The
+   * count falls only when the main thread has the answer, so for that short while writes go one
+   * frame per turn of the event loop, still in order and all of them.
+   */
+  private priorityWaiting(): boolean {
+    return Atomics.load(this.control, CONTROL_PRIORITY_TASKS) !== 0;
+  }
+
+  /** Write frames taken from the request ring so far (CONTROL_FRAMES_TAKEN, Int32 wrapping). */
+  get framesTaken(): number {
+    return Atomics.load(this.control, CONTROL_FRAMES_TAKEN);
+  }
 
   /** Serves write frames until the request ring is closed. */
   async run(): Promise<void> {
@@ -81,7 +102,8 @@ export class WriteLoop {
     for (;;) {
       // Under continuous ingest the ring is never empty: without a pause now and then, the
       // worker's other tasks (queries, monitor samples, seals) would wait until ingest stops.
-      if (performance.now() - sliceStart > WRITE_SLICE_MS) {
+      // A priority task (a monitor tick's sample) sent meanwhile ends the slice at once.
+      if (this.priorityWaiting() || performance.now() - sliceStart > WRITE_SLICE_MS) {
         await new Promise<void>((resolve) => setImmediate(resolve));
         sliceStart = performance.now();
       }
@@ -94,6 +116,7 @@ export class WriteLoop {
       const awaitingSync: Array<{ seq: number; reply: WriteReply }> = [];
       while (frame) {
         const seq = frame.tag;
+        Atomics.add(this.control, CONTROL_FRAMES_TAKEN, 1);
         const handled = this.handleFrame(seq, frame.payload);
         requests.release();
         if (handled !== null) {
@@ -101,7 +124,7 @@ export class WriteLoop {
           if (mode === 'sync' && reply.ok && reply.value.points > 0) awaitingSync.push({ seq, reply });
           else answers.send(seq, reply);
         }
-        frame = performance.now() - sliceStart > WRITE_SLICE_MS ? null : requests.tryRead();
+        frame = this.priorityWaiting() || performance.now() - sliceStart > WRITE_SLICE_MS ? null : requests.tryRead();
       }
       if (awaitingSync.length === 0) continue;
       let failure: WriteReply | null = null;

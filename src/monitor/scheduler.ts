@@ -29,9 +29,9 @@ export interface Watch {
   version: number;
   sentVersion: number;
   tags: string[];
-  /** Position of each tag in `tags` (and in the sampled values). */
-  tagAt: Map<string, number>;
   rules: StoredRule[];
+  /** Per rule (same order), its tag's position in `tags` (and in the sampled values): no lookup by name at a tick. */
+  ruleTagAt: Int32Array;
 }
 
 /**
@@ -160,6 +160,7 @@ export class TickScheduler {
         continue;
       }
       const tags = [...new Set(rules.map((r) => r.tag))].sort();
+      const tagAt = new Map(tags.map((t, i) => [t, i]));
       const same = previous !== undefined && previous.tags.length === tags.length && previous.tags.every((t, i) => t === tags[i]);
       this.watches.set(id, {
         collectionId: id,
@@ -168,8 +169,8 @@ export class TickScheduler {
         version: same ? previous.version : ++this.watchVersion,
         sentVersion: same ? previous.sentVersion : -1,
         tags,
-        tagAt: new Map(tags.map((t, i) => [t, i])),
         rules,
+        ruleTagAt: Int32Array.from(rules, (r) => tagAt.get(r.tag)!),
       });
     }
     this.reschedule();
@@ -278,10 +279,17 @@ export class TickScheduler {
 
   private evaluateCollection(watch: Watch, values: Float64Array, now: number, transitions: Transition[]): void {
     const states = new Array<'normal' | AlarmKind>(watch.tags.length).fill('normal');
-    for (const rule of watch.rules) {
-      const i = watch.tagAt.get(rule.tag)!;
+    // One object for every rule: evaluate() keeps nothing of it.
+    const tagValues: TagValues = { lastTs: NaN, last: NaN, max: NaN, min: NaN };
+    const { rules, ruleTagAt } = watch;
+    for (let r = 0; r < rules.length; r++) {
+      const rule = rules[r];
+      const i = ruleTagAt[r];
       const at = i * MONITOR_SAMPLE_STRIDE;
-      const tagValues: TagValues = { lastTs: values[at], last: values[at + 1], max: values[at + 3], min: values[at + 5] };
+      tagValues.lastTs = values[at];
+      tagValues.last = values[at + 1];
+      tagValues.max = values[at + 3];
+      tagValues.min = values[at + 5];
       const result = evaluate(rule, rule.state, tagValues, now);
       if (result.transitions.length > 0 || !sameState(rule.state, result.state)) {
         let eventId = rule.state.eventId;

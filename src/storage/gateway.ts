@@ -319,7 +319,7 @@ export class ShardGateway implements PointWriter, MonitorSampler, LiveFeed {
 
   // ---- the monitor's sample ---------------------------------------------------
 
-  /** One monitor tick: one MONITOR_SAMPLE task per shard for the collections it owns, in parallel. */
+  /** One monitor tick: one MONITOR_SAMPLE task per shard for the collections it owns, in parallel, each ahead of the writes queued in its ring. */
   async sample(requests: MonitorSampleRequest[]): Promise<MonitorSample[]> {
     this.gate.refuseWhileRestoring();
     const byShard = new Map<Shard, MonitorSampleRequest[]>();
@@ -329,7 +329,7 @@ export class ShardGateway implements PointWriter, MonitorSampler, LiveFeed {
       if (!list) byShard.set(shard, (list = []));
       list.push(request);
     }
-    const replies = await Promise.all([...byShard].map(([shard, collections]) => shard.call({ op: OP.MONITOR_SAMPLE, collections })));
+    const replies = await Promise.all([...byShard].map(([shard, collections]) => shard.callFirst({ op: OP.MONITOR_SAMPLE, collections, framesTaken: shard.framesTaken })));
     return replies.flat();
   }
 

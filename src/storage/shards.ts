@@ -20,6 +20,8 @@ import type { Logger } from '../log.js';
 import { unpack } from 'msgpackr';
 import type { ResponseStream } from '../http/route.js';
 import {
+  CONTROL_FRAMES_TAKEN,
+  CONTROL_PRIORITY_TASKS,
   CONTROL_SLOTS,
   CONTROL_TAGMAP_VERSION,
   FINAL_FRAME_BIT,
@@ -194,6 +196,11 @@ export class Shard {
     return { answers: this.listeners.size, tasks: this.pool.queueSize, querySlots: this.slotWaiters.length };
   }
 
+  /** Write frames the worker has taken from the request ring (wrapping); a monitor sample carries it to count what it waited behind. */
+  get framesTaken(): number {
+    return Atomics.load(this.control, CONTROL_FRAMES_TAKEN);
+  }
+
   /** Bumps the tag-map version seen by this shard's worker. */
   tagMapChanged(version: number): void {
     Atomics.store(this.control, CONTROL_TAGMAP_VERSION, version);
@@ -216,6 +223,20 @@ export class Shard {
     if (!reply.ok) throw ServiceError.fromWire(reply.error);
     // piscina carries any task's reply; the worker's handler table answers T's opcode with ReplyOf<T['op']>.
     return reply.value as ReplyOf<T['op']>;
+  }
+
+  /**
+   * A latency-critical task (a monitor tick's sample): counted in CONTROL_PRIORITY_TASKS until
+   * answered, so the worker's write loop lets it in after the write frame in hand rather than at
+   * the end of its slice.
+   */
+  async callFirst<T extends StorageTask>(task: T): Promise<ReplyOf<T['op']>> {
+    Atomics.add(this.control, CONTROL_PRIORITY_TASKS, 1);
+    try {
+      return await this.call(task);
+    } finally {
+      Atomics.sub(this.control, CONTROL_PRIORITY_TASKS, 1);
+    }
   }
 
   /**
