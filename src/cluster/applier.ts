@@ -17,6 +17,7 @@ import type { ReplicationFrame } from '../../native-free-codecs/replication-fram
 import { badRequest, ServiceError } from '../../shared/errors.js';
 import type { WriteMode } from '../../shared/protocol.js';
 import type { ChangeLog, LogEntry, TableShape } from './change-log.js';
+import { unpackBody, type BodyPacking } from './entry-body.js';
 
 /** Statuses that mean "not now" (disk full, a restore, a worker restarting): the entry is retried, not skipped. */
 const RETRY_LATER = new Set([429, 500, 502, 503, 504, 507]);
@@ -25,6 +26,8 @@ export interface WriteEntryMeta {
   ct: string;
   mode: WriteMode;
   o: WriteOptions;
+  /** How the body is packed in the log (entry-body.ts); absent in entries logged before packing: the body as received. */
+  z?: BodyPacking;
 }
 
 export interface ApplierOptions {
@@ -111,7 +114,7 @@ export class Applier {
       case 'write': {
         const meta = JSON.parse(frame.meta) as WriteEntryMeta;
         if (!frame.body) throw new ServiceError('BAD_REQUEST', 'a write entry without a body');
-        const result = await this.o.writer.write(this.grant, frame.body, meta.ct, meta.mode, AbortSignal.timeout(60_000), { ...meta.o, autoCreate: true, replicated: true });
+        const result = await this.o.writer.write(this.grant, unpackBody(frame.body, meta.z), meta.ct, meta.mode, AbortSignal.timeout(60_000), { ...meta.o, autoCreate: true, replicated: true });
         if (!result.success) this.o.log.warn({ epoch: frame.epoch, seq: frame.seq, err: result.error }, 'cluster: a replicated write was refused here');
         this.record(frame);
         return;
@@ -133,7 +136,7 @@ export class Applier {
   async redo(entry: LogEntry): Promise<boolean> {
     const meta = JSON.parse(entry.meta) as WriteEntryMeta;
     try {
-      const result = await this.o.writer.write(this.grant, entry.body!, meta.ct, meta.mode, AbortSignal.timeout(60_000), { ...meta.o, autoCreate: true, replicated: true });
+      const result = await this.o.writer.write(this.grant, unpackBody(entry.body!, meta.z), meta.ct, meta.mode, AbortSignal.timeout(60_000), { ...meta.o, autoCreate: true, replicated: true });
       return result.success;
     } catch (err) {
       this.o.log.error({ epoch: entry.epoch, seq: entry.seq, err: String((err as Error)?.message ?? err) }, 'cluster: a write a crash left pending cannot be stored again; voided');
