@@ -13,12 +13,13 @@
  */
 
 import Database from 'better-sqlite3';
+import fs from 'node:fs';
 import path from 'node:path';
 import { startCluster, waitInSync, type BenchNode } from './cluster-nodes.js';
 import { Dataset } from './dataset.js';
 import { createCollection, ingestOurs, scopeFor } from './ours.js';
 import { positiveIntOption, sizeOptions, sleep } from './runner.js';
-import { processCpuSeconds, startOurService } from './service.js';
+import { processCpuSeconds, startOurService, threadCpuSeconds } from './service.js';
 
 const { sizes, values } = sizeOptions({ days: { type: 'string' }, 'settle-seconds': { type: 'string' }, single: { type: 'boolean' } });
 const days = positiveIntOption(values, 'days', 1);
@@ -54,6 +55,20 @@ if (values.single === true) {
   }
 }
 
+/** CPU seconds per thread name (main thread, storage workers, libuv pool, V8 helpers) of a process. */
+function threadCpu(pid: number): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const tid of fs.readdirSync(`/proc/${pid}/task`)) {
+    try {
+      const name = tid === String(pid) ? 'main' : fs.readFileSync(`/proc/${pid}/task/${tid}/comm`, 'utf8').trim();
+      out.set(name, (out.get(name) ?? 0) + threadCpuSeconds(pid, Number(tid)));
+    } catch {
+      // the thread ended
+    }
+  }
+  return out;
+}
+
 const cluster = await startCluster({ nodes: 2, writeAck: 'local' });
 try {
   const [leader, secondary] = cluster.nodes;
@@ -61,6 +76,7 @@ try {
   await createCollection(admin, scope);
   await waitInSync(leader, admin, 1, 60_000);
   const before = cluster.nodes.map((n) => processCpuSeconds(n.process!.pid));
+  const threadsBefore = cluster.nodes.map((n) => threadCpu(n.process!.pid));
   const base = cluster.nodes.map(logFigures);
   const started = performance.now();
   const result = await ingestOurs({ label: 'cluster-log', client: leader.client(sizes.connections), connections: sizes.connections, dataset, scope, encoding: 'hsw1', route: '/svcapi/write' });
@@ -76,6 +92,10 @@ try {
   };
   process.stdout.write(`${points} points in ${seconds.toFixed(1)} s with catch-up (${Math.round(result.pointsPerSecond)} points/s at the leader, noisy)\n`);
   process.stdout.write(`CPU s per million points: leader (${leader.nodeId}) ${(cpu[0] / (points / 1e6)).toFixed(3)}, secondary (${secondary.nodeId}) ${(cpu[1] / (points / 1e6)).toFixed(3)}\n`);
+  for (const [i, node] of cluster.nodes.entries()) {
+    const split = [...threadCpu(node.process!.pid)].map(([name, s]) => [name, s - (threadsBefore[i].get(name) ?? 0)] as const).filter(([, s]) => s > 0.005).sort((x, y) => y[1] - x[1]);
+    process.stdout.write(`  ${node.nodeId} CPU s per million points by thread: ${split.map(([name, s]) => `${name} ${(s / (points / 1e6)).toFixed(3)}`).join(', ')}\n`);
+  }
   show('log after catch-up', cluster.nodes.map(logFigures));
   await sleep(settle * 1000);
   show(`log ${settle} s later`, cluster.nodes.map(logFigures));
