@@ -87,6 +87,7 @@ export class Applier {
         held++;
       }
     } finally {
+      this.flushRecords();
       if (touched.size > 0) this.o.meta.events.tablesChanged.emit({ tables: touched, inserted });
     }
     return { held, error };
@@ -98,9 +99,10 @@ export class Applier {
         const change = JSON.parse(frame.meta) as RowChange;
         const table = this.tables.get(change.t);
         if (!table) throw badRequest(`table ${JSON.stringify(change.t)} is not replicated here`);
+        this.flushRecords(); // the log keeps seq order
         this.o.meta.wholeStore.transaction(() => {
           this.o.changeLog.silently(() => this.o.meta.wholeStore.applyRow(table, change));
-          this.record(frame);
+          this.recordNow(frame);
         });
         touched.add(change.t);
         if (change.op === 'insert' && table.key.length === 1 && table.key[0] !== 'rowid') {
@@ -144,7 +146,28 @@ export class Applier {
     }
   }
 
+  /**
+   * Entries applied but not yet in this node's log, written in one transaction (flushRecords)
+   * before the answer says they are held: one commit a batch, not one an entry. A crash before it
+   * leaves them unrecorded, so the leader ships them again, and applying them again is harmless.
+   */
+  private unrecorded: ReplicationFrame[] = [];
+
   private record(frame: ReplicationFrame): void {
-    this.o.changeLog.appendApplied({ epoch: frame.epoch, seq: frame.seq, kind: frame.kind as 'write', meta: frame.meta, body: frame.body ? Buffer.from(frame.body) : null, created_ms: frame.created_ms });
+    this.unrecorded.push(frame);
+  }
+
+  private flushRecords(): void {
+    if (this.unrecorded.length === 0) return;
+    const frames = this.unrecorded;
+    this.unrecorded = [];
+    this.o.meta.wholeStore.transaction(() => {
+      for (const frame of frames) this.recordNow(frame);
+    });
+  }
+
+  private recordNow(frame: ReplicationFrame): void {
+    const body = frame.body ? Buffer.from(frame.body.buffer, frame.body.byteOffset, frame.body.byteLength) : null;
+    this.o.changeLog.appendApplied({ epoch: frame.epoch, seq: frame.seq, kind: frame.kind as 'write', meta: frame.meta, body, created_ms: frame.created_ms });
   }
 }
