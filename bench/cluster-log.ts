@@ -79,7 +79,20 @@ try {
   const threadsBefore = cluster.nodes.map((n) => threadCpu(n.process!.pid));
   const base = cluster.nodes.map(logFigures);
   const started = performance.now();
-  const result = await ingestOurs({ label: 'cluster-log', client: leader.client(sizes.connections), connections: sizes.connections, dataset, scope, encoding: 'hsw1', route: '/svcapi/write' });
+  // The log is trimmed as the secondary takes it: what it holds meanwhile is sampled.
+  let peak = { entries: 0, bytes: 0 };
+  let perPoint = NaN;
+  const sampler = setInterval(() => {
+    const f = logFigures(leader);
+    if (f.bytes - base[0].bytes > peak.bytes) peak = { entries: f.entries - base[0].entries, bytes: f.bytes - base[0].bytes };
+    if (!Number.isNaN(f.writeBytesPerPoint)) perPoint = f.writeBytesPerPoint;
+  }, 100);
+  let result;
+  try {
+    result = await ingestOurs({ label: 'cluster-log', client: leader.client(sizes.connections), connections: sizes.connections, dataset, scope, encoding: 'hsw1', route: '/svcapi/write' });
+  } finally {
+    clearInterval(sampler);
+  }
   await waitInSync(leader, admin, 1, 600_000);
   const seconds = (performance.now() - started) / 1000;
   const cpu = cluster.nodes.map((n, i) => processCpuSeconds(n.process!.pid) - before[i]);
@@ -96,6 +109,7 @@ try {
     const split = [...threadCpu(node.process!.pid)].map(([name, s]) => [name, s - (threadsBefore[i].get(name) ?? 0)] as const).filter(([, s]) => s > 0.005).sort((x, y) => y[1] - x[1]);
     process.stdout.write(`  ${node.nodeId} CPU s per million points by thread: ${split.map(([name, s]) => `${name} ${(s / (points / 1e6)).toFixed(3)}`).join(', ')}\n`);
   }
+  process.stdout.write(`leader's log during the ingest (sampled every 100 ms): at most ${peak.entries} entries, ${(peak.bytes / 1048576).toFixed(1)} MiB; a write entry takes ${perPoint.toFixed(3)} B per point it carries\n`);
   show('log after catch-up', cluster.nodes.map(logFigures));
   await sleep(settle * 1000);
   show(`log ${settle} s later`, cluster.nodes.map(logFigures));
