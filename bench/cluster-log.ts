@@ -42,19 +42,6 @@ function logFigures(node: BenchNode): { entries: number; bytes: number; pagesInU
   }
 }
 
-if (values.single === true) {
-  const service = await startOurService({});
-  try {
-    await createCollection(service.client(1), scope);
-    const before = processCpuSeconds(service.process.pid);
-    const result = await ingestOurs({ label: 'single', client: service.client(sizes.connections), connections: sizes.connections, dataset, scope, encoding: 'hsw1', route: '/svcapi/write' });
-    const cpu = processCpuSeconds(service.process.pid) - before;
-    process.stdout.write(`single node: ${Math.round(result.pointsPerSecond)} points/s (noisy); CPU s per million points ${(cpu / (dataset.totalPoints / 1e6)).toFixed(3)}\n`);
-  } finally {
-    await service.dispose();
-  }
-}
-
 /** CPU seconds per thread name (main thread, storage workers, libuv pool, V8 helpers) of a process. */
 function threadCpu(pid: number): Map<string, number> {
   const out = new Map<string, number>();
@@ -67,6 +54,26 @@ function threadCpu(pid: number): Map<string, number> {
     }
   }
   return out;
+}
+
+function printThreads(label: string, pid: number, before: Map<string, number>, points: number): void {
+  const split = [...threadCpu(pid)].map(([name, s]) => [name, s - (before.get(name) ?? 0)] as const).filter(([, s]) => s > 0.005).sort((x, y) => y[1] - x[1]);
+  process.stdout.write(`  ${label} CPU s per million points by thread: ${split.map(([name, s]) => `${name} ${(s / (points / 1e6)).toFixed(3)}`).join(', ')}\n`);
+}
+
+if (values.single === true) {
+  const service = await startOurService({});
+  try {
+    await createCollection(service.client(1), scope);
+    const before = processCpuSeconds(service.process.pid);
+    const threadsBefore = threadCpu(service.process.pid);
+    const result = await ingestOurs({ label: 'single', client: service.client(sizes.connections), connections: sizes.connections, dataset, scope, encoding: 'hsw1', route: '/svcapi/write' });
+    const cpu = processCpuSeconds(service.process.pid) - before;
+    process.stdout.write(`single node: ${Math.round(result.pointsPerSecond)} points/s (noisy); CPU s per million points ${(cpu / (dataset.totalPoints / 1e6)).toFixed(3)}\n`);
+    printThreads('single', service.process.pid, threadsBefore, dataset.totalPoints);
+  } finally {
+    await service.dispose();
+  }
 }
 
 const cluster = await startCluster({ nodes: 2, writeAck: 'local' });
@@ -105,10 +112,7 @@ try {
   };
   process.stdout.write(`${points} points in ${seconds.toFixed(1)} s with catch-up (${Math.round(result.pointsPerSecond)} points/s at the leader, noisy)\n`);
   process.stdout.write(`CPU s per million points: leader (${leader.nodeId}) ${(cpu[0] / (points / 1e6)).toFixed(3)}, secondary (${secondary.nodeId}) ${(cpu[1] / (points / 1e6)).toFixed(3)}\n`);
-  for (const [i, node] of cluster.nodes.entries()) {
-    const split = [...threadCpu(node.process!.pid)].map(([name, s]) => [name, s - (threadsBefore[i].get(name) ?? 0)] as const).filter(([, s]) => s > 0.005).sort((x, y) => y[1] - x[1]);
-    process.stdout.write(`  ${node.nodeId} CPU s per million points by thread: ${split.map(([name, s]) => `${name} ${(s / (points / 1e6)).toFixed(3)}`).join(', ')}\n`);
-  }
+  for (const [i, node] of cluster.nodes.entries()) printThreads(node.nodeId, node.process!.pid, threadsBefore[i], points);
   process.stdout.write(`leader's log during the ingest (sampled every 100 ms): at most ${peak.entries} entries, ${(peak.bytes / 1048576).toFixed(1)} MiB; a write entry takes ${perPoint.toFixed(3)} B per point it carries\n`);
   show('log after catch-up', cluster.nodes.map(logFigures));
   await sleep(settle * 1000);

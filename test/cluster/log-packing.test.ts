@@ -52,12 +52,24 @@ describe('cluster: packed write bodies and trimming what every node holds', () =
     }
   });
 
-  test('HSW1 bodies pack (timestamps differenced) and unpack to the bytes received; other bodies pack as they are; compressed ones are kept', () => {
+  test('HSW1 bodies pack (columns coded, or timestamps differenced) and unpack to the bytes received; other bodies pack as they are; compressed ones are kept', () => {
     const hsw1 = hsw1Body(2000);
     const packed = packBody(hsw1, undefined);
-    assert.equal(packed.z, 'br-dts');
+    assert.equal(packed.z, 'cols');
     assert.ok(packed.body.byteLength * 4 < hsw1.byteLength, `packed to ${packed.body.byteLength} of ${hsw1.byteLength} bytes`);
     assert.deepEqual(Buffer.from(unpackBody(packed.body, packed.z)), Buffer.from(hsw1));
+    // Every bit of a value is kept (gaps, -0, full-precision doubles), and a body not 8-aligned in its buffer packs the same.
+    const odd = encodeBinaryBatch(SCOPE, [1, 2, 3, 3, 9], [{ name: 'a', values: [NaN, -0, Math.PI, 1e300, -1.5] }, { name: 'bé', values: [0, 0, 0, 0, 1] }]);
+    const shifted = new Uint8Array(odd.byteLength + 3).subarray(3);
+    shifted.set(odd);
+    const oddPacked = packBody(shifted, undefined);
+    assert.equal(oddPacked.z, 'cols');
+    assert.deepEqual(Buffer.from(unpackBody(oddPacked.body, oddPacked.z)), Buffer.from(odd));
+    // Falling timestamps are not a column the storage codes: their differences are brotli'd.
+    const falling = encodeBinaryBatch(SCOPE, Array.from({ length: 100 }, (_, i) => 1_700_000_000_000 - i * 1000), [{ name: 'x', values: Array.from({ length: 100 }, (_, i) => i) }]);
+    const dts = packBody(falling, undefined);
+    assert.equal(dts.z, 'br-dts');
+    assert.deepEqual(Buffer.from(unpackBody(dts.body, dts.z)), Buffer.from(falling));
     // Timestamps that are not whole ms would not come back exactly from their differences.
     const fractional = encodeBinaryBatch(SCOPE, Array.from({ length: 100 }, (_, i) => 1_700_000_000_000.5 + i), [{ name: 'x', values: Array.from({ length: 100 }, (_, i) => i) }]);
     const plain = packBody(fractional, undefined);
@@ -92,7 +104,7 @@ describe('cluster: packed write bodies and trimming what every node holds', () =
     assert.deepEqual(await applier.apply(frames), { held: 2, error: null });
     assert.deepEqual(received, [Buffer.from(body), Buffer.from(body)]);
     // The follower keeps each entry in the shape it came in, so it ships them on unchanged.
-    assert.deepEqual(follower.log.read(0, 10, 1 << 20).map((e) => [e.seq, e.body!.byteLength, (JSON.parse(e.meta) as { z?: string }).z]), [[1, body.byteLength, undefined], [2, packed.body.byteLength, 'br-dts']]);
+    assert.deepEqual(follower.log.read(0, 10, 1 << 20).map((e) => [e.seq, e.body!.byteLength, (JSON.parse(e.meta) as { z?: string }).z]), [[1, body.byteLength, undefined], [2, packed.body.byteLength, 'cols']]);
   });
 
   test('trimming what every node holds drops only that, never a pending write; nothing is sent past a trimmed gap', () => {
