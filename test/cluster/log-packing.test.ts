@@ -103,6 +103,13 @@ describe('cluster: packed write bodies and trimming what every node holds', () =
     const applier = new Applier({ meta, changeLog: follower.log, writer, replication: {} as ReplicationHooks, log: quiet });
     assert.deepEqual(await applier.apply(frames), { held: 2, error: null });
     assert.deepEqual(received, [Buffer.from(body), Buffer.from(body)]);
+    // A packed write a crash left pending is stored again from its unpacked body.
+    const pendingId = leader.log.appendPending('write', JSON.stringify({ ct: 'application/octet-stream', mode: 'sync', o: {}, z: packed.z }), packed.body);
+    const [left] = new ChangeLog(leader.db, leader.wholeStore).leftPending();
+    assert.equal(left.id, pendingId);
+    received.length = 0;
+    assert.equal(await applier.redo(left), true);
+    assert.deepEqual(received, [Buffer.from(body)]);
     // The follower keeps each entry in the shape it came in, so it ships them on unchanged.
     assert.deepEqual(follower.log.read(0, 10, 1 << 20).map((e) => [e.seq, e.body!.byteLength, (JSON.parse(e.meta) as { z?: string }).z]), [[1, body.byteLength, undefined], [2, packed.body.byteLength, 'cols']]);
   });
