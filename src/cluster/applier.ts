@@ -17,6 +17,7 @@ import type { ReplicationFrame } from '../../native-free-codecs/replication-fram
 import { badRequest, ServiceError } from '../../shared/errors.js';
 import type { WriteMode } from '../../shared/protocol.js';
 import type { ChangeLog, LogEntry, TableShape } from './change-log.js';
+import { unpackBody, type BodyPacking } from './entry-body.js';
 
 /** Statuses that mean "not now" (disk full, a restore, a worker restarting): the entry is retried, not skipped. */
 const RETRY_LATER = new Set([429, 500, 502, 503, 504, 507]);
@@ -25,6 +26,8 @@ export interface WriteEntryMeta {
   ct: string;
   mode: WriteMode;
   o: WriteOptions;
+  /** How the body is packed in the log (entry-body.ts); absent in entries logged before packing: the body as received. */
+  z?: BodyPacking;
 }
 
 export interface ApplierOptions {
@@ -84,6 +87,7 @@ export class Applier {
         held++;
       }
     } finally {
+      this.flushRecords();
       if (touched.size > 0) this.o.meta.events.tablesChanged.emit({ tables: touched, inserted });
     }
     return { held, error };
@@ -95,9 +99,10 @@ export class Applier {
         const change = JSON.parse(frame.meta) as RowChange;
         const table = this.tables.get(change.t);
         if (!table) throw badRequest(`table ${JSON.stringify(change.t)} is not replicated here`);
+        this.flushRecords(); // the log keeps seq order
         this.o.meta.wholeStore.transaction(() => {
           this.o.changeLog.silently(() => this.o.meta.wholeStore.applyRow(table, change));
-          this.record(frame);
+          this.recordNow(frame);
         });
         touched.add(change.t);
         if (change.op === 'insert' && table.key.length === 1 && table.key[0] !== 'rowid') {
@@ -111,7 +116,7 @@ export class Applier {
       case 'write': {
         const meta = JSON.parse(frame.meta) as WriteEntryMeta;
         if (!frame.body) throw new ServiceError('BAD_REQUEST', 'a write entry without a body');
-        const result = await this.o.writer.write(this.grant, frame.body, meta.ct, meta.mode, AbortSignal.timeout(60_000), { ...meta.o, autoCreate: true, replicated: true });
+        const result = await this.o.writer.write(this.grant, unpackBody(frame.body, meta.z), meta.ct, meta.mode, AbortSignal.timeout(60_000), { ...meta.o, autoCreate: true, replicated: true });
         if (!result.success) this.o.log.warn({ epoch: frame.epoch, seq: frame.seq, err: result.error }, 'cluster: a replicated write was refused here');
         this.record(frame);
         return;
@@ -133,7 +138,7 @@ export class Applier {
   async redo(entry: LogEntry): Promise<boolean> {
     const meta = JSON.parse(entry.meta) as WriteEntryMeta;
     try {
-      const result = await this.o.writer.write(this.grant, entry.body!, meta.ct, meta.mode, AbortSignal.timeout(60_000), { ...meta.o, autoCreate: true, replicated: true });
+      const result = await this.o.writer.write(this.grant, unpackBody(entry.body!, meta.z), meta.ct, meta.mode, AbortSignal.timeout(60_000), { ...meta.o, autoCreate: true, replicated: true });
       return result.success;
     } catch (err) {
       this.o.log.error({ epoch: entry.epoch, seq: entry.seq, err: String((err as Error)?.message ?? err) }, 'cluster: a write a crash left pending cannot be stored again; voided');
@@ -141,7 +146,28 @@ export class Applier {
     }
   }
 
+  /**
+   * Entries applied but not yet in this node's log, written in one transaction (flushRecords)
+   * before the answer says they are held: one commit a batch, not one an entry. A crash before it
+   * leaves them unrecorded, so the leader ships them again, and applying them again is harmless.
+   */
+  private unrecorded: ReplicationFrame[] = [];
+
   private record(frame: ReplicationFrame): void {
-    this.o.changeLog.appendApplied({ epoch: frame.epoch, seq: frame.seq, kind: frame.kind as 'write', meta: frame.meta, body: frame.body ? Buffer.from(frame.body) : null, created_ms: frame.created_ms });
+    this.unrecorded.push(frame);
+  }
+
+  private flushRecords(): void {
+    if (this.unrecorded.length === 0) return;
+    const frames = this.unrecorded;
+    this.unrecorded = [];
+    this.o.meta.wholeStore.transaction(() => {
+      for (const frame of frames) this.recordNow(frame);
+    });
+  }
+
+  private recordNow(frame: ReplicationFrame): void {
+    const body = frame.body ? Buffer.from(frame.body.buffer, frame.body.byteOffset, frame.body.byteLength) : null;
+    this.o.changeLog.appendApplied({ epoch: frame.epoch, seq: frame.seq, kind: frame.kind as 'write', meta: frame.meta, body, created_ms: frame.created_ms });
   }
 }

@@ -66,6 +66,7 @@ export class ChangeLog {
   private readonly hasStmt;
   private readonly createdOfStmt;
   private readonly bytesAfterStmt;
+  private readonly trimHeldStmt;
   readonly tables: TableShape[];
   /** This node's own writes logged but not yet stored. */
   private readonly pendingIds = new Set<number>();
@@ -84,6 +85,8 @@ export class ChangeLog {
     this.hasStmt = db.prepare('SELECT 1 FROM cluster_log WHERE epoch = ? AND seq = ?').pluck();
     this.createdOfStmt = db.prepare('SELECT created_ms FROM cluster_log WHERE id > ? ORDER BY id LIMIT 1').pluck();
     this.bytesAfterStmt = db.prepare('SELECT COALESCE(SUM(bytes), 0) FROM cluster_log WHERE id > ?').pluck();
+    // By the (epoch, seq) index: the work is what goes, not the log's length.
+    this.trimHeldStmt = db.prepare('DELETE FROM cluster_log WHERE epoch = ? AND seq <= ? AND pending = 0');
     // Every table whose rows replicate: all but the node-local ones.
     this.tables = store.tableShapes().filter((t) => !LOCAL_TABLES.has(t.name));
   }
@@ -246,8 +249,10 @@ export class ChangeLog {
     for (const [epochText, mine] of Object.entries(this.position()).sort((a, b) => Number(a[0]) - Number(b[0]))) {
       const after = theirs[epochText] ?? 0;
       if (mine <= after) continue;
+      let next = after + 1;
       for (const row of this.epochAfterStmt.all(Number(epochText), after, limit - out.length) as LogEntry[]) {
         if (row.pending) break; // what follows a write not yet stored waits for it
+        if (row.seq !== next++) return out; // trimmed here: shipping past the gap would hide it (the peer takes a snapshot instead)
         bytes += row.bytes;
         out.push(row);
         if (out.length >= limit || bytes > maxBytes) return out;
@@ -307,6 +312,20 @@ export class ChangeLog {
       excess -= row.bytes;
     }
     return cut === 0 ? 0 : this.db.prepare('DELETE FROM cluster_log WHERE id <= ?').run(cut).changes;
+  }
+
+  /**
+   * Drops the entries every node holds (`held`: per epoch, the lowest seq any node of the cluster
+   * holds, as the leader knows it); returns how many went. Nobody needs them again: a node that
+   * leads next has them, and ships or pulls only what some node lacks. A node that joins later
+   * (or lost its data) finds a gap and takes a snapshot.
+   */
+  trimHeld(held: Position): number {
+    return this.db.transaction(() => {
+      let cut = 0;
+      for (const [epoch, seq] of Object.entries(held)) if (seq > 0) cut += this.trimHeldStmt.run(Number(epoch), seq).changes;
+      return cut;
+    })();
   }
 
 }

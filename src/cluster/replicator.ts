@@ -8,6 +8,10 @@
 // applied here first, then shipped to everyone; shipping starts after the last entry the peer has.
 // A peer that lacks entries this node no longer keeps is asked to take a full snapshot
 // (snapshot.ts); until it has, its lag is null.
+//
+// Every answer says where the peer stands; what every node holds (the lowest position, epoch by
+// epoch) is trimmed from this log, and sent with each batch (X-Historian-Held) so that the peers
+// trim theirs too.
 
 import { ServiceError } from '../../shared/errors.js';
 import type { Logger } from '../log.js';
@@ -23,6 +27,8 @@ const IDLE_WAIT_MS = 1000;
 const RETRY_MS = [250, 500, 1000, 2000];
 /** How often a peer taking a snapshot is asked where it stands. */
 const RESYNC_CHECK_MS = 2000;
+/** Trimming what every node holds runs at most this often (each run deletes what came meanwhile). */
+const TRIM_HELD_MS = 1000;
 
 export interface PeerInfo {
   nodeId: string;
@@ -51,6 +57,8 @@ export interface ReplicatorOptions {
   epoch: () => number;
   /** Whether this node may still ship (it leads, and its lease surely holds). */
   leads: () => boolean;
+  /** What every node holds, to send with each batch (the header's value); null when not known. */
+  held?: () => Position | null;
 }
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms).unref());
@@ -85,12 +93,16 @@ class PeerShipper {
   private cursor: number | null = null;
   acked = 0;
   reached = false;
+  /** Where the peer stands, as its last answer said; null until one did. */
+  position: Position | null = null;
   needsSnapshot = false;
   private running = false;
   private wakeUp: (() => void) | null = null;
   private failures = 0;
+  /** The X-Historian-Held last sent to this peer. */
+  private heldSent = '';
 
-  constructor(readonly peer: PeerInfo, private readonly o: ReplicatorOptions, private readonly onAck: () => void) {}
+  constructor(readonly peer: PeerInfo, private readonly o: ReplicatorOptions, private readonly onAck: () => void, private readonly onIdle: () => void) {}
 
   start(): void {
     if (this.running) return;
@@ -142,7 +154,11 @@ class PeerShipper {
         }
         const entries = this.o.changeLog.read(this.cursor, BATCH_ENTRIES, BATCH_BYTES);
         if (entries.length === 0) {
-          await this.idle(IDLE_WAIT_MS);
+          // Caught up: the peer still hears what every node now holds (an empty batch), to trim it.
+          this.onIdle();
+          const held = JSON.stringify(this.o.held?.() ?? null);
+          if (held !== 'null' && held !== this.heldSent) await this.send([]);
+          else await this.idle(IDLE_WAIT_MS);
           continue;
         }
         const answer = await this.send(entries.map(toFrame));
@@ -172,6 +188,7 @@ class PeerShipper {
 
   private async handshake(): Promise<number | 'gap'> {
     const { position } = await this.send([]);
+    this.position = position;
     const mine = this.o.changeLog.position();
     const theyHaveMore = Object.entries(position).some(([epoch, seq]) => seq > (mine[epoch] ?? 0));
     if (theyHaveMore) {
@@ -187,13 +204,17 @@ class PeerShipper {
   }
 
   private async send(frames: ReplicationFrame[]): Promise<ReplicateAnswer> {
+    const held = this.o.held?.() ?? null;
+    this.heldSent = JSON.stringify(held);
     const reply = await this.o.client.request(this.peer.url, 'POST', '/svcapi/cluster/replicate', {
       body: encodeFrames(frames),
-      headers: { 'content-type': 'application/octet-stream', 'x-historian-epoch': String(this.o.epoch()) },
+      headers: { 'content-type': 'application/octet-stream', 'x-historian-epoch': String(this.o.epoch()), ...(held ? { 'x-historian-held': JSON.stringify(held) } : {}) },
       timeoutMs: REQUEST_TIMEOUT_MS,
     });
     if (reply.status !== 200) throw new Error(`${this.peer.url} answered ${reply.status}: ${reply.body.toString('utf8', 0, 300)}`);
-    return JSON.parse(reply.body.toString('utf8')) as ReplicateAnswer;
+    const answer = JSON.parse(reply.body.toString('utf8')) as ReplicateAnswer;
+    this.position = answer.position;
+    return answer;
   }
 }
 
@@ -201,11 +222,49 @@ export class Replicator {
   private readonly shippers = new Map<string, PeerShipper>();
   private waiters: Array<{ id: number; resolve: () => void }> = [];
   private active = false;
+  private lastTrim = 0;
+  private lastTrimmed = '';
+  private readonly o: ReplicatorOptions;
 
-  constructor(private readonly o: ReplicatorOptions) {
-    for (const row of o.changeLog.knownPeers()) {
-      this.shippers.set(row.node_id, new PeerShipper({ nodeId: row.node_id, url: row.url }, o, () => this.settleWaiters()));
+  constructor(options: ReplicatorOptions) {
+    this.o = { ...options, held: () => this.heldByAll() };
+    for (const row of this.o.changeLog.knownPeers()) {
+      this.shippers.set(row.node_id, new PeerShipper({ nodeId: row.node_id, url: row.url }, this.o, () => this.acked(), () => this.trimHeld()));
     }
+  }
+
+  private acked(): void {
+    this.settleWaiters();
+    if (Date.now() - this.lastTrim >= TRIM_HELD_MS) this.trimHeld();
+  }
+
+  /** Drops what every node holds from this log (once more when a shipper is caught up, so nothing held is left behind). */
+  private trimHeld(): void {
+    const held = this.heldByAll();
+    const key = JSON.stringify(held);
+    if (!held || key === this.lastTrimmed) return;
+    this.lastTrim = Date.now();
+    this.lastTrimmed = key;
+    try {
+      this.o.changeLog.trimHeld(held);
+    } catch (err) {
+      this.o.log.warn({ err: String((err as Error)?.message ?? err) }, 'cluster: trimming what every peer holds failed');
+    }
+  }
+
+  /**
+   * Per epoch, the highest seq every node holds (this one and every peer it knows): the lowest of
+   * their positions. Null while some peer's position is not known (it has not answered since this
+   * node leads): nothing is trimmed for it then but by size and age.
+   */
+  heldByAll(): Position | null {
+    if (this.shippers.size === 0) return null;
+    const held = this.o.changeLog.position();
+    for (const s of this.shippers.values()) {
+      if (!s.position) return null;
+      for (const epoch of Object.keys(held)) held[epoch] = Math.min(held[epoch], s.position[epoch] ?? 0);
+    }
+    return held;
   }
 
   /** Peers registered now (etcd); a peer seen once stays known (its lag shows while it is away). */
@@ -215,7 +274,7 @@ export class Replicator {
       if (known && known.peer.url === peer.url) continue;
       known?.stop();
       this.o.changeLog.rememberPeer(peer.nodeId, peer.url, Date.now());
-      const shipper = new PeerShipper(peer, this.o, () => this.settleWaiters());
+      const shipper = new PeerShipper(peer, this.o, () => this.acked(), () => this.trimHeld());
       this.shippers.set(peer.nodeId, shipper);
       if (this.active) shipper.start();
     }

@@ -38,6 +38,28 @@ const PULL_MAX_BYTES = 16 * 1024 * 1024;
 /** The highest seq held per epoch: `{"<epoch>": seq}`. */
 const POSITION = S.object({}, [], { additionalProperties: S.integer({ minimum: 0 }) });
 
+/** A position `{"<epoch>": seq}` as sent; 400 for anything else. */
+function checkedPosition(given: unknown): Record<string, number> {
+  if (given === null || typeof given !== 'object' || Array.isArray(given)) throw badRequest('a position must be an object {"<epoch>": seq}');
+  const position: Record<string, number> = {};
+  for (const [epoch, seq] of Object.entries(given)) {
+    if (!/^[0-9]{1,15}$/.test(epoch) || typeof seq !== 'number' || !Number.isSafeInteger(seq) || seq < 0) throw badRequest(`position: ${JSON.stringify(epoch)} must map an epoch to a whole seq`);
+    position[epoch] = seq;
+  }
+  return position;
+}
+
+/** The X-Historian-Held header: what every node holds, as the leader knows it. */
+function parsePosition(header: string): Record<string, number> {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(header);
+  } catch {
+    throw badRequest('header x-historian-held must be a JSON position {"<epoch>": seq}');
+  }
+  return checkedPosition(parsed);
+}
+
 export function clusterRoutes(deps: ClusterRouteDeps): Route[] {
   const tag = 'Cluster';
   const { cluster, meta, writer } = deps;
@@ -126,6 +148,8 @@ export function clusterRoutes(deps: ClusterRouteDeps): Route[] {
           throw badRequest(`replication body: ${(err as Error).message}`);
         }
         const { held, error } = frames.length > 0 ? await applier().apply(frames) : { held: 0, error: null };
+        const heldByAll = req.headers['x-historian-held'];
+        if (heldByAll !== undefined) cluster.trimHeld(parsePosition(heldByAll));
         return { body: { held, error, position: cluster.changes.position() } };
       },
     },
@@ -209,11 +233,7 @@ export function clusterRoutes(deps: ClusterRouteDeps): Route[] {
       handler: (req) => {
         applier();
         const body = req.body as { position: Record<string, unknown>; max_bytes?: number };
-        const position: Record<string, number> = {};
-        for (const [epoch, seq] of Object.entries(body.position)) {
-          if (!/^[0-9]{1,15}$/.test(epoch) || typeof seq !== 'number' || !Number.isSafeInteger(seq) || seq < 0) throw badRequest(`position: ${JSON.stringify(epoch)} must map an epoch to a whole seq`);
-          position[epoch] = seq;
-        }
+        const position = checkedPosition(body.position);
         const maxBytes = Math.min(PULL_MAX_BYTES, Math.max(1, body.max_bytes ?? PULL_MAX_BYTES));
         const entries = cluster.changes.missingFrom(position, PULL_MAX_ENTRIES, maxBytes);
         return { body: Buffer.from(encodeFrames(entries.map(toFrame))), contentType: 'application/octet-stream' };

@@ -32,6 +32,7 @@ import { PRIVATE_FILE_MODE } from '../../shared/file-modes.js';
 import type { WriteMode } from '../../shared/protocol.js';
 import { Applier, type WriteEntryMeta } from './applier.js';
 import { ChangeLog, type Position } from './change-log.js';
+import { packBody } from './entry-body.js';
 import { PeerClient } from './peer-client.js';
 import { pullFrom, Replicator, type PeerInfo } from './replicator.js';
 import { installMetadata, lowerPosition, snapshotDir, type MetadataSnapshot } from './snapshot.js';
@@ -158,8 +159,10 @@ export class ClusterService {
   private recordWrite(body: Uint8Array, contentType: string, mode: WriteMode, options: WriteOptions): RecordedWrite {
     const c = this.o.settings;
     const { awaitReplica: _awaitReplica, replicated: _replicated, route: _route, ...o } = options;
-    const meta: WriteEntryMeta = { ct: contentType, mode, o };
-    const id = this.changes.appendPending('write', JSON.stringify(meta), body);
+    // Packed once here; every node keeps and ships these bytes (entry-body.ts).
+    const packed = packBody(body, options.contentEncoding);
+    const meta: WriteEntryMeta = packed.z ? { ct: contentType, mode, o, z: packed.z } : { ct: contentType, mode, o };
+    const id = this.changes.appendPending('write', JSON.stringify(meta), packed.body);
     return {
       stored: () => {
         this.changes.commit(id);
@@ -285,6 +288,16 @@ export class ClusterService {
   rememberSender(nodeId: string): void {
     if (this.isLeader() || !this.leaderUrl || nodeId === this.nodeId) return;
     this.replicator?.setPeers([{ nodeId, url: this.leaderUrl }]);
+  }
+
+  /** The leader says what every node holds (X-Historian-Held, sent with each batch): dropped from this node's log too. */
+  trimHeld(held: Position): void {
+    if (this.isLeader()) return;
+    try {
+      this.changes.trimHeld(held);
+    } catch (err) {
+      this.log.warn({ err: String(err) }, 'cluster: trimming what every node holds failed');
+    }
   }
 
   private trim(): void {
