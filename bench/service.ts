@@ -387,24 +387,13 @@ export interface OurService {
 }
 
 /**
- * The environment assignments and node flags of package.json's `start` script
- * (`tsc -b && NAME=value ... node --flag ... dist/src/main.js`).
+ * The environment and node flags the `historian` command's launcher applies to the service
+ * (bin/memory-settings.json, which bin/historian.js reads), so a bench measures what
+ * `npm start`, `historian serve` and the systemd unit run.
  */
 export function npmStartCommand(): { env: Record<string, string>; nodeFlags: string[] } {
-  const pkg = JSON.parse(fs.readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { scripts: { start: string } };
-  const words = pkg.scripts.start.split('&&').at(-1)!.trim().split(/\s+/);
-  const env: Record<string, string> = {};
-  let i = 0;
-  // `exec env VAR=value ... node ...`: the shell hands its process to node, so npm's signals reach it.
-  if (words[i] === 'exec') i++;
-  if (words[i] === 'env') i++;
-  for (; i < words.length && /^[A-Z_][A-Z0-9_]*=/.test(words[i]); i++) {
-    const eq = words[i].indexOf('=');
-    env[words[i].slice(0, eq)] = words[i].slice(eq + 1);
-  }
-  if (words[i] !== 'node') throw new Error(`package.json start script does not end in "node ...": ${pkg.scripts.start}`);
-  const nodeFlags = words.slice(i + 1).filter((w) => w.startsWith('--'));
-  return { env, nodeFlags };
+  const settings = JSON.parse(fs.readFileSync(new URL('../../bin/memory-settings.json', import.meta.url), 'utf8')) as { env: Record<string, string>; nodeFlags: string[] };
+  return { env: { ...settings.env }, nodeFlags: [...settings.nodeFlags] };
 }
 
 /**

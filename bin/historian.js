@@ -16,9 +16,11 @@ import fs from 'node:fs';
 import os from 'node:os';
 import { fileURLToPath } from 'node:url';
 
-const MEMORY_ENV = { MALLOC_ARENA_MAX: '2', MALLOC_TRIM_THRESHOLD_: '65536', MALLOC_TOP_PAD_: '0' };
+// One file holds the settings, so the benches (bench/service.ts) measure what this applies.
+const SETTINGS = JSON.parse(fs.readFileSync(new URL('./memory-settings.json', import.meta.url), 'utf8'));
+const MEMORY_ENV = SETTINGS.env;
 const SEMI_SPACE_FLAG = '--max-semi-space-size';
-const SEMI_SPACE = `${SEMI_SPACE_FLAG}=1`;
+const SEMI_SPACE = SETTINGS.nodeFlags.find((flag) => flag.startsWith(`${SEMI_SPACE_FLAG}=`));
 /** Set in the relaunched child to the launcher's pid, so only that child takes the settings as applied. */
 const MARKER = 'HISTORIAN_LAUNCHER_PID';
 /**
