@@ -17,7 +17,7 @@ test('a checkout never built: one line saying what to run, exit 1', () => {
   const dir = tempDir('historian-unbuilt-');
   try {
     fs.mkdirSync(path.join(dir, 'bin'));
-    fs.copyFileSync(LAUNCHER, path.join(dir, 'bin', 'historian.js'));
+    fs.cpSync(path.dirname(LAUNCHER), path.join(dir, 'bin'), { recursive: true }); // the launcher and its settings file
     const res = spawnSync(process.execPath, [path.join(dir, 'bin', 'historian.js'), 'serve'], { encoding: 'utf8' });
     assert.equal(res.status, 1);
     assert.equal(res.stderr, 'historian: not built; run `npm run build` (or `npm start` in a checkout)\n');
