@@ -18,7 +18,7 @@
 
 import fs from 'node:fs';
 import path from 'node:path';
-import { Etcd3, type Election, type ElectionObserver, type Lease } from 'etcd3';
+import type { Etcd3, Election, ElectionObserver, Lease } from 'etcd3';
 import type { TimeseriesSnapshots } from '../backup/api.js';
 import type { Config } from '../config.js';
 import type { LeadershipControl } from '../host/leadership.js';
@@ -222,7 +222,9 @@ export class ClusterService {
     this.changes.installTriggers();
     this.changes.stopRecording(); // until elected
     await this.redoPending();
-    this.etcd = new Etcd3({ hosts: [...c.etcd.endpoints], dialTimeout: 3000 });
+    // Loaded only on a cluster node: etcd3 and its gRPC stack are about 20 MB a single node does not need.
+    const { Etcd3: Client } = await import('etcd3');
+    this.etcd = new Client({ hosts: [...c.etcd.endpoints], dialTimeout: 3000 });
     this.election = this.etcd.election(ELECTION, c.electionTtlSeconds);
     this.register();
     this.peerPoll = setInterval(() => void this.pollPeers(), PEER_POLL_MS);

@@ -6,7 +6,7 @@
 
 import fs from 'node:fs';
 import path from 'node:path';
-import mqtt, { type IClientOptions, type IPublishPacket, type MqttClient } from 'mqtt';
+import type { IClientOptions, IPublishPacket, MqttClient } from 'mqtt';
 import { decodeSparkplugPayload, encodeRebirthRequest } from '../../../native-free-codecs/sparkplug-b.js';
 import type { CollectedValue, CollectorDefinition, CollectorDriver, CollectorSink, DriverEnvironment, RunningCollector } from '../driver.js';
 import { readConnection, readItems, type MqttConnection } from './config.js';
@@ -36,6 +36,17 @@ export const mqttDriver: CollectorDriver = {
     return new MqttCollector(definition, sink, env);
   },
 };
+
+/**
+ * The mqtt package, loaded when the first MQTT collector starts: about 20 MB of memory that a
+ * service without MQTT collectors does not pay.
+ */
+let mqttLibrary: typeof import('mqtt') | null = null;
+let loadingMqtt: Promise<typeof import('mqtt')> | null = null;
+function loadMqtt(): Promise<typeof import('mqtt')> {
+  loadingMqtt ??= import('mqtt').then((lib) => (mqttLibrary = lib));
+  return loadingMqtt;
+}
 
 /** Where a collector keeps the Sparkplug births it saw (so queued data resolves after a restart). */
 function birthsFile(env: DriverEnvironment): string {
@@ -76,7 +87,12 @@ class MqttCollector implements RunningCollector {
     this.birthsPath = birthsFile(env);
     this.sparkplug = this.items.some((i) => i.format === 'sparkplug_b') ? new SparkplugState(this.loadBirths()) : null;
     sink.state('connecting');
-    this.connect();
+    void loadMqtt().then(
+      () => {
+        if (!this.stopping) this.connect();
+      },
+      (err: Error) => this.setState('failed', `the mqtt package did not load: ${err.message}`),
+    );
   }
 
   itemCount(): number {
@@ -116,7 +132,7 @@ class MqttCollector implements RunningCollector {
       ...(c.protocolVersion === 5 ? { properties: { sessionExpiryInterval: c.clean ? 0 : c.sessionExpirySeconds, receiveMaximum: RECEIVE_MAXIMUM } } : {}),
     };
     const generation = ++this.generation;
-    const client = mqtt.connect(c.url, options);
+    const client = mqttLibrary!.connect(c.url, options);
     this.client = client;
     client.handleMessage = (packet, callback) => this.onPublish(client, generation, packet, callback);
     client.on('connect', (connack) => {
