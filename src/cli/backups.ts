@@ -93,6 +93,8 @@ export function backupCommands(program: Command, global: () => GlobalOptions): v
   backup.command('download').argument('<file_name>', 'a name from `backup list`').description('copy a backup off the service (resumes a partial download; checks its sha256)')
     .option('-o, --output <path>', 'file or folder to write to', '.')
     .action(async (fileName: string, opts: { output: string }) => {
+      // A bare name from `backup list`: never a path that could write outside the chosen folder.
+      if (!/^[A-Za-z0-9][A-Za-z0-9._-]*$/.test(fileName) || fileName.includes('..')) throw new CommandError(`${JSON.stringify(fileName)} is not a backup's file name (historian backup list)`);
       await withTarget(global(), 'backup download', async (target) => {
         const out = fs.existsSync(opts.output) && fs.statSync(opts.output).isDirectory() ? path.join(opts.output, fileName) : opts.output;
         const result = await download(target, fileName, out);

@@ -104,6 +104,11 @@ describe('on a stopped data dir', () => {
     const users = await historian(dataDir, ['--json', 'user', 'list']);
     assert.equal(users.json.some((u: { email: string }) => u.email === 'late@plant.example'), false);
 
+    const climbing = await historian(dataDir, ['backup', 'download', '../outside.sqlite', '-o', away]);
+    assert.equal(climbing.code, 1);
+    assert.match(climbing.stderr, /is not a backup's file name/);
+    assert.equal(fs.existsSync(path.join(away, '..', 'outside.sqlite')), false);
+
     const unknown = await historian(dataDir, ['backup', 'restore', 'sqlite-19700101T000000000Z.sqlite']);
     assert.equal(unknown.code, 1);
     assert.match(unknown.stderr, /no backup/);
