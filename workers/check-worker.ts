@@ -1,7 +1,7 @@
 /**
  * The worker thread of `historian check` (src/cli/check.ts starts it; messages in
  * ../shared/check-protocol.ts): finds the collection folders under `<dataDir>/ts` as recovery
- * does (ShardStore.listScopes), plans the bytes to read, then checks each folder
+ * does (collection-folders.ts, which ShardStore.listScopes uses too), plans the bytes to read, then checks each folder
  * (check-collection.ts) and sends back what it found. Reads only.
  */
 
@@ -13,7 +13,8 @@ import { DAY_LOG_FILE, META_FILE, SEALED_FILE } from './collection.js';
 import { TAG_LOG_FILE } from './tag-log.js';
 import type { CheckProblem, CheckWorkerInput, CheckWorkerMessage, TimeSeriesChecked } from '../shared/check-protocol.js';
 import type { CollectionScope } from '../shared/scope.js';
-import { decodeScopeName, validateScope } from '../shared/scope-path.js';
+import { validateScope } from '../shared/scope-path.js';
+import { walkCollectionFolders } from './collection-folders.js';
 
 /** Problems listed per file; past this, one line says how many more there were. */
 const MAX_PROBLEMS_PER_FILE = 20;
@@ -84,9 +85,9 @@ function isReadByCheck(name: string): boolean {
  */
 function collectionFolders(dataDir: string, sink: CheckSink): Folder[] {
   const folders: Folder[] = [];
-  const walk = (dir: string, names: string[]): void => {
-    const rel = path.relative(dataDir, dir);
-    if (names.length === 4) {
+  walkCollectionFolders(dataDir, {
+    leaf(dir, names) {
+      const rel = path.relative(dataDir, dir);
       const files = fs.readdirSync(dir, { withFileTypes: true }).filter((d) => d.isFile()).map((d) => d.name);
       const dayFiles = files.filter((n) => SEALED_FILE.test(n) || DAY_LOG_FILE.test(n)).length;
       if (!files.includes(META_FILE)) {
@@ -94,33 +95,16 @@ function collectionFolders(dataDir: string, sink: CheckSink): Folder[] {
         return;
       }
       try {
-        const scope = validateScope({ organization: names[0], site: names[1], unit: names[2], grid: names[3] });
+        const scope = validateScope({ organization: names[0]!, site: names[1]!, unit: names[2]!, grid: names[3]! });
         folders.push({ dir, rel, scope, names: files });
       } catch (err) {
         sink.problem(rel, `not a valid collection folder (${(err as Error).message}): the service passes it over, and its ${dayFiles} day files are not served`);
       }
-      return;
-    }
-    let entries: fs.Dirent[];
-    try {
-      entries = fs.readdirSync(dir, { withFileTypes: true });
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return;
-      throw err;
-    }
-    for (const entry of entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))) {
-      if (!entry.isDirectory()) continue;
-      let name: string;
-      try {
-        name = decodeScopeName(entry.name);
-      } catch {
-        sink.note(path.join(rel, entry.name), 'the folder name is not an encoded scope name; the service passes it over');
-        continue;
-      }
-      walk(path.join(dir, entry.name), [...names, name]);
-    }
-  };
-  walk(path.join(dataDir, 'ts'), []);
+    },
+    undecodable(dir) {
+      sink.note(path.relative(dataDir, dir), 'the folder name is not an encoded scope name; the service passes it over');
+    },
+  });
   return folders;
 }
 

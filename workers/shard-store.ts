@@ -29,7 +29,8 @@ import { SealedFileWriter, SealedIndex } from './sealed-file.js';
 import { SummaryDirectory, type SummaryKind } from './sealed-summary.js';
 import { TagScan, type ScanOptions } from './tag-scan.js';
 import type { CollectionScope } from '../shared/scope.js';
-import { collectionDir, decodeScopeName, parseCollectionId, validateScope } from '../shared/scope-path.js';
+import { collectionDir, parseCollectionId, validateScope } from '../shared/scope-path.js';
+import { walkCollectionFolders } from './collection-folders.js';
 import { asStorageError, badRequest, notFound, ServiceError } from '../shared/errors.js';
 import { dayEndMs, dayOf, dayStartMs } from './utc-day.js';
 import { silentLog, type WorkerLog } from './worker-log.js';
@@ -597,36 +598,17 @@ export class ShardStore {
   /** Scopes of every folder four levels below `<dataDir>/ts` that holds a meta.json. */
   private listScopes(): CollectionScope[] {
     const scopes: CollectionScope[] = [];
-    const walk = (dir: string, names: string[]): void => {
-      if (names.length === 4) {
+    walkCollectionFolders(this.dataDir, {
+      leaf: (dir, names) => {
         if (!fs.existsSync(path.join(dir, META_FILE))) return;
         try {
           scopes.push(validateScope({ organization: names[0], site: names[1], unit: names[2], grid: names[3] }));
         } catch (err) {
           this.log.warn({ event: 'collection-folder-ignored', dir, reason: (err as Error).message }, 'folder is not a valid collection');
         }
-        return;
-      }
-      let entries: fs.Dirent[];
-      try {
-        entries = fs.readdirSync(dir, { withFileTypes: true });
-      } catch (err) {
-        if ((err as NodeJS.ErrnoException).code === 'ENOENT') return;
-        throw err;
-      }
-      for (const entry of entries) {
-        if (!entry.isDirectory()) continue;
-        let name: string;
-        try {
-          name = decodeScopeName(entry.name);
-        } catch {
-          this.log.warn({ event: 'collection-folder-ignored', dir: path.join(dir, entry.name) }, 'folder name is not an encoded scope name');
-          continue;
-        }
-        walk(path.join(dir, entry.name), [...names, name]);
-      }
-    };
-    walk(path.join(this.dataDir, 'ts'), []);
+      },
+      undecodable: (dir) => this.log.warn({ event: 'collection-folder-ignored', dir }, 'folder name is not an encoded scope name'),
+    });
     return scopes;
   }
 
