@@ -20,6 +20,16 @@ export interface OperatorClaim {
   pid: number;
 }
 
+/**
+ * The signing secret as a secret file holds it: hex text (the data dir's `secrets/jwt.secret`, or a
+ * cluster.secretFile written as hex), else the file's raw bytes. The service (auth/tokens.ts) and
+ * the historian command read it through this one function, so both sign with the same bytes.
+ */
+export function secretFromFile(content: Buffer): Buffer {
+  const text = content.toString('utf8').trim();
+  return /^[0-9a-fA-F]+$/.test(text) && text.length % 2 === 0 ? Buffer.from(text, 'hex') : content;
+}
+
 /** A token for `email`, signed with the data dir's secret, valid for `lifetimeSeconds` (≤ 600). */
 export function signOperatorToken(secret: Buffer, email: string, claim: OperatorClaim, lifetimeSeconds = 300): string {
   const seconds = Math.min(lifetimeSeconds, MAX_OPERATOR_TOKEN_SECONDS);

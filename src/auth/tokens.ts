@@ -18,7 +18,7 @@ import jwt from 'jsonwebtoken';
 import { unauthorized } from '../../shared/errors.js';
 import type { Claims, GrantClaims } from '../http/caller.js';
 import { ServiceClock } from '../clock.js';
-import { MAX_OPERATOR_TOKEN_SECONDS, operatorClaimOf, type OperatorClaim } from '../operator-token.js';
+import { MAX_OPERATOR_TOKEN_SECONDS, operatorClaimOf, secretFromFile, type OperatorClaim } from '../operator-token.js';
 
 
 /** The account side of verification (AccountStore). */
@@ -64,9 +64,7 @@ export function loadOrCreateSecret(dataDir: string): Buffer {
 /** The signing secret a cluster's nodes share (cluster.secretFile): at least 32 bytes, hex or raw. */
 export function readClusterSecret(file: string | null): Buffer {
   if (!file) throw new Error('cluster.secretFile is required when cluster.enabled is true (every node reads the same one)');
-  const content = fs.readFileSync(file);
-  const text = content.toString('utf8').trim();
-  const secret = /^[0-9a-fA-F]+$/.test(text) && text.length % 2 === 0 ? Buffer.from(text, 'hex') : content;
+  const secret = secretFromFile(fs.readFileSync(file));
   if (secret.length < 32) throw new Error(`cluster.secretFile ${file} holds ${secret.length} bytes; at least 32 are needed`);
   return secret;
 }

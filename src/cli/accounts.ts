@@ -6,6 +6,7 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { Option, type Command } from 'commander';
+import { parseTimeParam, TIME_PARAM_FORMS } from '../http/time-param.js';
 import { checkEmail } from '../meta/email.js';
 import { call } from './http.js';
 import { print, table, when } from './output.js';
@@ -158,15 +159,15 @@ export function apiKeyCommands(program: Command, global: () => GlobalOptions): v
   });
 }
 
-const DURATION = /^(\d+)(ms|s|m|h|d|w)$/;
-const UNIT_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000, w: 604_800_000 };
-
-/** `--expires` as epoch ms. */
+/**
+ * `--expires` as epoch ms: what the service's time parameters take (epoch ms, ISO 8601 with an
+ * offset, now+30d; http/time-param.ts), or a bare duration from now (90d, 12h).
+ */
 function expiryOf(text: string): number {
-  const duration = DURATION.exec(text.trim());
-  if (duration) return Date.now() + Number(duration[1]) * UNIT_MS[duration[2]!]!;
-  if (/^\d+$/.test(text.trim())) return Number(text.trim());
-  const parsed = Date.parse(text);
-  if (Number.isNaN(parsed)) throw new CommandError(`--expires ${JSON.stringify(text)}: give epoch ms, ISO 8601 or a duration like 90d`);
-  return parsed;
+  const now = Date.now();
+  const given = text.trim();
+  const parsed = parseTimeParam(given, now);
+  const value = parsed.ok ? parsed : parseTimeParam(`now+${given}`, now);
+  if (!value.ok) throw new CommandError(`--expires ${JSON.stringify(text)}: give a duration like 90d, or ${TIME_PARAM_FORMS}`);
+  return value.ms;
 }

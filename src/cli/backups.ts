@@ -121,14 +121,7 @@ async function download(target: OpenTarget, fileName: string, out: string): Prom
   if (res.statusCode !== 200 && res.statusCode !== 206) {
     const chunks: Buffer[] = [];
     for await (const chunk of res) chunks.push(chunk as Buffer);
-    const text = Buffer.concat(chunks).toString('utf8');
-    let body: unknown = text;
-    try {
-      body = JSON.parse(text);
-    } catch {
-      // text
-    }
-    throw new CommandError(`download ${fileName}: ${res.statusCode} ${refusal(body)}`);
+    throw new CommandError(`download ${fileName}: ${res.statusCode} ${refusal(Buffer.concat(chunks).toString('utf8'))}`);
   }
   const expected = String(res.headers['x-historian-sha256'] ?? '');
   const total = offset + Number(res.headers['content-length'] ?? 0);

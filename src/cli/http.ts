@@ -110,15 +110,8 @@ export function abortError(signal: AbortSignal): Error {
 
 /** The service's own words for a failed reply: `error` or `message` of its JSON, else the start of the text. */
 export function replyProblem(reply: Reply): string {
-  const text = reply.body.toString('utf8');
-  try {
-    const body = JSON.parse(text) as { error?: unknown; message?: unknown };
-    const said = body.error ?? body.message;
-    if (typeof said === 'string') return `HTTP ${reply.status}: ${said}`;
-  } catch {
-    // not JSON
-  }
-  return `HTTP ${reply.status}${text ? `: ${text.slice(0, 300)}` : ''}`;
+  const said = refusal(reply.body.toString('utf8'));
+  return `HTTP ${reply.status}${said ? `: ${said}` : ''}`;
 }
 
 /** The reply's JSON body when it is 200, else an error naming what was asked and what came back. */
@@ -154,17 +147,19 @@ export async function call(target: Target, method: string, path: string, json?: 
     // not JSON: kept as text for the message
   }
   if (reply.status < 200 || reply.status >= 300 || (body && typeof body === 'object' && body.success === false)) {
-    throw new CommandError(`${method} ${path.split('?')[0]}: ${reply.status} ${refusal(body)}`);
+    throw new CommandError(`${method} ${path.split('?')[0]}: ${reply.status} ${refusal(text)}`);
   }
   return { status: reply.status, headers: reply.headers, body };
 }
 
-/** What a refusal says, in one line. */
-export function refusal(body: unknown): string {
-  if (body && typeof body === 'object') {
-    const b = body as { error?: unknown; message?: unknown };
-    const said = b.error ?? b.message;
+/** What a reply's body says, in one line: its JSON `error` or `message`, else the start of its text. */
+export function refusal(text: string): string {
+  try {
+    const body = JSON.parse(text) as { error?: unknown; message?: unknown } | null;
+    const said = body && typeof body === 'object' ? body.error ?? body.message : undefined;
     if (said !== undefined) return typeof said === 'string' ? said : JSON.stringify(said);
+  } catch {
+    // not JSON
   }
-  return String(body ?? '').slice(0, 300).replace(/\s+/g, ' ');
+  return text.slice(0, 300).replace(/\s+/g, ' ').trim();
 }

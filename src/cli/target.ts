@@ -13,7 +13,7 @@ import { ConfigError, loadConfig, type Config } from '../config.js';
 import { probeDataDir } from '../data-dir.js';
 import { createLogger, flushLogs } from '../log.js';
 import { MAINTENANCE_PLUGINS, startService, type RunningService } from '../main.js';
-import { signOperatorToken } from '../operator-token.js';
+import { secretFromFile, signOperatorToken } from '../operator-token.js';
 import { StartupError } from '../startup.js';
 import { CommandError } from './command-error.js';
 import type { Target } from './target-types.js';
@@ -138,10 +138,7 @@ function remoteTarget(opts: GlobalOptions): OpenTarget {
  */
 function signingSecret(config: Config): Buffer {
   const file = config.cluster.enabled && config.cluster.secretFile ? config.cluster.secretFile : path.join(config.dataDir, 'secrets', 'jwt.secret');
-  // Read as the service reads it (auth/tokens.ts): hex text, else the file's raw bytes.
-  const content = readOrFail(file, 'the signing secret');
-  const text = content.toString('utf8').trim();
-  const secret = /^[0-9a-fA-F]+$/.test(text) && text.length % 2 === 0 ? Buffer.from(text, 'hex') : content;
+  const secret = secretFromFile(readOrFail(file, 'the signing secret'));
   if (secret.length < 32) throw new CommandError(`${file} holds no usable secret`);
   return secret;
 }

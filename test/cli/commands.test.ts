@@ -231,6 +231,9 @@ describe('on a running service', () => {
     assert.equal(made.code, 0, made.stderr);
     assert.match(made.json.key, /^hk_/);
     assert.ok(made.json.expires_ms > Date.now() + 29 * 86_400_000);
+    const vague = await historian(service.dataDir, ['api-key', 'create', '--name', 'vague', '--expires', 'soon']);
+    assert.equal(vague.code, 1);
+    assert.match(vague.stderr, /--expires "soon": give a duration like 90d/);
     const caFile = path.join(service.dataDir, 'tls', 'ca.crt');
 
     const remote = await run(['--url', service.baseUrl, '--ca-file', caFile, '--json', 'user', 'list'], { env: { HISTORIAN_API_KEY: made.json.key } });
