@@ -30,10 +30,7 @@ export function buildProgram(): Command {
     .addOption(new Option('--api-key <key>', 'the API key for --url (else HISTORIAN_API_KEY)'))
     .addOption(new Option('--ca-file <file>', 'the CA to trust for --url (the service\'s historian-ca.crt)'))
     .addOption(new Option('--as <email>', 'the account a local command acts as (default: the first admin, auth.adminEmail)'))
-    .addOption(new Option('--json', 'print results as JSON, for scripts'))
-    .showHelpAfterError('(try --help)')
-    .exitOverride()
-    .configureOutput({ writeErr: (text) => process.stderr.write(text.startsWith('error: ') ? `historian: ${text.slice(7)}` : text) });
+    .addOption(new Option('--json', 'print results as JSON, for scripts'));
   const global = (): GlobalOptions => program.opts<GlobalOptions>();
 
   program.command('serve')
@@ -49,16 +46,16 @@ export function buildProgram(): Command {
   backupCommands(program, global);
   dataCommands(program, global);
   checkCommand(program, global);
-  for (const command of program.commands) inheritExits(command);
+  stopOnUsageErrors(program);
   return program;
 }
 
-/** Subcommands stop on usage errors the same way as the program (exitOverride is per command). */
-function inheritExits(command: Command): void {
+/** The program and every subcommand stop on a usage error with one `historian:` line (exitOverride is per command). */
+function stopOnUsageErrors(command: Command): void {
   command.exitOverride();
   command.showHelpAfterError('(try --help)');
   command.configureOutput({ writeErr: (text) => process.stderr.write(text.startsWith('error: ') ? `historian: ${text.slice(7)}` : text) });
-  for (const sub of command.commands) inheritExits(sub);
+  for (const sub of command.commands) stopOnUsageErrors(sub);
 }
 
 /**
