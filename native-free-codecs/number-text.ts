@@ -1,6 +1,6 @@
 // Numbers as ASCII digits written straight into a byte buffer, shared by the JSON and CSV result
 // writers: integers (timestamps) digit by digit through lookup tables, values as JSON.stringify
-// prints them (writeValue: a two-decimal fast path, else Number#toString, the shortest text
+// prints them (writeValue: a four-decimal fast path, else Number#toString, the shortest text
 // that reads back to the same double). No per-number strings on the fast paths. Writers may
 // store up to three bytes past a number (32-bit stores): callers reserve room for that.
 
@@ -19,9 +19,9 @@ for (let i = 0; i < 10000; i++) {
   QUADS[i] = digit(1000) | (digit(100) << 8) | (digit(10) << 16) | (digit(1) << 24);
 }
 
-/** ".dd" for cents 0..99 packed like QUADS (the fourth byte is zero and gets overwritten). */
-const CENTS = new Uint32Array(100);
-for (let i = 0; i < 100; i++) CENTS[i] = DOT | ((ZERO + Math.floor(i / 10)) << 8) | ((ZERO + (i % 10)) << 16);
+/** For a fraction 1..9999 of four decimals: how many of its digits are left once trailing zeros go. */
+const FRACTION_DIGITS = new Uint8Array(10000);
+for (let i = 1; i < 10000; i++) FRACTION_DIGITS[i] = i % 1000 === 0 ? 1 : i % 100 === 0 ? 2 : i % 10 === 0 ? 3 : 4;
 
 /** "00".."99" as ASCII byte pairs. */
 export const DIGIT_PAIRS = new Uint8Array(200);
@@ -35,12 +35,13 @@ for (let i = 0; i < 100; i++) {
  * three bytes past the number: callers reserve room for that.
  */
 export function writeValue(buf: Uint8Array, view: DataView, p: number, v: number): number {
-  // Two-decimal fast path: when k/100 reproduces v exactly, the decimal k/100 is the unique
-  // shortest round-trip string of v (other decimals with as few digits are at least 0.01 away,
-  // far beyond v's ulp), hence what Number#toString prints. |k| < 2^31 · 100 keeps the whole
-  // part in 32-bit arithmetic. NaN and the infinities fail one of the two tests.
-  const k = Math.round(v * 100);
-  if (k / 100 !== v || !(k < MAX_CENTS && k > -MAX_CENTS)) {
+  // Four-decimal fast path: when k/10^4 reproduces v exactly, the decimal k/10^4 without its
+  // trailing zeros is the unique shortest round-trip string of v (any other decimal with as few
+  // digits is at least 10^-4 away, far beyond v's ulp below 2^31), hence what Number#toString
+  // prints. |k| < 2^31 · 10^4 keeps the whole part in 32-bit arithmetic. NaN and the
+  // infinities fail one of the two tests. Plant values rarely carry more than four decimals.
+  const k = Math.round(v * 10000);
+  if (k / 10000 !== v || !(k < MAX_TEN_THOUSANDTHS && k > -MAX_TEN_THOUSANDTHS)) {
     return writeAscii(buf, p, Number.isFinite(v) ? String(v) : 'null'); // JSON cannot carry NaN/Infinity
   }
   let n = k;
@@ -48,17 +49,18 @@ export function writeValue(buf: Uint8Array, view: DataView, p: number, v: number
     buf[p++] = MINUS;
     n = -n;
   }
-  const whole = Math.floor(n / 100);
-  const cents = n - whole * 100;
+  const whole = Math.floor(n / 10000);
+  const fraction = n - whole * 10000;
   p = writeSmall(buf, view, p, whole);
-  if (cents !== 0) {
-    view.setUint32(p, CENTS[cents], true);
-    p += cents % 10 === 0 ? 2 : 3; // "x.5", not "x.50"
+  if (fraction !== 0) {
+    buf[p] = DOT;
+    view.setUint32(p + 1, QUADS[fraction], true); // "x.5", not "x.5000"
+    p += 1 + FRACTION_DIGITS[fraction];
   }
   return p;
 }
 
-const MAX_CENTS = 2147483648 * 100;
+const MAX_TEN_THOUSANDTHS = 2147483648 * 10000;
 
 export function writeAscii(buf: Uint8Array, p: number, text: string): number {
   for (let i = 0; i < text.length; i++) buf[p++] = text.charCodeAt(i);

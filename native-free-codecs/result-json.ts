@@ -1,6 +1,6 @@
 // Writes query results as JSON bytes straight into a reusable buffer:
 // `"tag":[[ts,value],...]`. No per-point strings: timestamps are written digit
-// by digit, and values too when they have at most two decimals (the common
+// by digit, and values too when they have at most four decimals (the common
 // industrial case), which is exactly what JSON.stringify would print (see
 // writeValue). Other values fall back to Number#toString, which is the
 // shortest round-trip form, the same as JSON.stringify.

@@ -12,11 +12,14 @@ function seeded(seed: number) {
 test('points are written exactly as JSON.stringify writes them', () => {
   const rnd = seeded(7);
   const special = [0, -0, 1, -1, 0.1, 0.01, 0.05, 0.5, 1.25, -3.07, 99.99, 100, 1e-7, 1e21, 123456789.12, 0.1 + 0.2, 5e-324,
-    1.7976931348623157e308, 2 ** 53, 2 ** 53 / 100, 4503599627370495.5, 12.345, -0.001, 1234567890123.45];
+    1.7976931348623157e308, 2 ** 53, 2 ** 53 / 100, 4503599627370495.5, 12.345, -0.001, 1234567890123.45,
+    0.0001, -0.0001, 0.00005, 1.0001, 1.001, 1.01, 1.1, 99.9999, 214748.3647, 214748.36475, 2147483647.9999, 2147483648.0001, 0.1234, 0.12345];
   const values: number[] = [...special];
   for (let i = 0; i < 20000; i++) {
-    const kind = i % 4;
+    const kind = i % 6;
     if (kind === 0) values.push(Math.round((rnd() - 0.5) * 1e7) / 100);
+    else if (kind === 4) values.push(Math.round((rnd() - 0.5) * 1e9) / 10000);
+    else if (kind === 5) values.push(Math.round((rnd() - 0.5) * 2e4) / 10 ** Math.floor(rnd() * 7));
     else if (kind === 1) values.push((rnd() - 0.5) * 10 ** Math.floor(rnd() * 30 - 10));
     else if (kind === 2) values.push(Math.floor(rnd() * 1e6));
     else values.push(Math.round(rnd() * 1e4) / 10);
