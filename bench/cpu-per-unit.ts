@@ -3,7 +3,7 @@
  * raw range queries in JSON `fast_query` and binary `fast_query_binary` (µs per point served).
  * CPU time, not wall time, so two builds can be compared on a machine others are using:
  *
- *   node dist/bench/cpu-per-unit.js [--tags 100] [--points 86400] [--rounds 3]
+ *   node dist/bench/cpu-per-unit.js [--tags 100] [--points 86400] [--rounds 3] [--dataset plant|noisy]
  *
  * Each thread's utime + stime comes from /proc/<pid>/task/<tid>/stat around each phase; the
  * service's own main thread is `main`; node names its other threads (workers, GC helpers) `node`.
@@ -12,17 +12,19 @@
 import fs from 'node:fs';
 import { parseArgs } from 'node:util';
 import { decodeFormat1 } from '../native-free-codecs/result-binary.js';
-import { Dataset, influxLines, type Chunk } from './dataset.js';
+import { DATASET_KINDS, Dataset, influxLines, type Chunk, type DatasetKind } from './dataset.js';
 import { createIngestClient, fastQueryUrl, scopeFor, sealNow } from './ours.js';
 import { ingest, int, num } from './runner.js';
 import { startOurService, threadCpuSplit } from './service.js';
 
-const { values } = parseArgs({ options: { tags: { type: 'string' }, points: { type: 'string' }, rounds: { type: 'string' } } });
+const { values } = parseArgs({ options: { tags: { type: 'string' }, points: { type: 'string' }, rounds: { type: 'string' }, dataset: { type: 'string' } } });
 const tags = Number(values.tags ?? 100);
 const points = Number(values.points ?? 86_400);
 const rounds = Number(values.rounds ?? 3);
 const scope = scopeFor('boiler-lp');
-const dataset = new Dataset({ tags, points, tagsPerRequest: tags, pointsPerRequest: Math.max(1, Math.floor(5000 / tags)) });
+const kind = (values.dataset ?? 'plant') as DatasetKind;
+if (!DATASET_KINDS.includes(kind)) throw new Error(`--dataset must be one of ${DATASET_KINDS.join(', ')}`);
+const dataset = new Dataset({ tags, points, tagsPerRequest: tags, pointsPerRequest: Math.max(1, Math.floor(5000 / tags)), dataset: kind });
 const service = await startOurService({ ingest: { rateLimitPerMinute: 1_000_000 } });
 const pid = service.process.pid;
 
@@ -102,6 +104,12 @@ try {
       if (served !== dataset.totalPoints) throw new Error(`${route}: ${served} points served, ${dataset.totalPoints} expected`);
     }
   }
+  // The service's peak resident memory over the whole run (ingest, seal, both query kinds).
+  const peak = /VmHWM:\s+(\d+) kB/.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'));
+  console.log(`\nservice peak RSS (VmHWM): ${peak ? num(Number(peak[1]) / 1024, 1) : '?'} MiB, ${kind} data set`);
+} catch (error) {
+  console.error(`${String(error)}\nthe service's last lines:\n${service.process.logTail().slice(-20).join('\n')}`);
+  process.exitCode = 1;
 } finally {
   await service.dispose();
 }

@@ -118,13 +118,13 @@ class TagSignal {
  * the value deltas of the whole set then carry about 0.5 bytes of entropy a point, the figure
  * the issue gives for the held-out data (`npm run bench:disk` prints it).
  */
-type NoisyKind = 'analog' | 'step' | 'counter';
+export type NoisyKind = 'analog' | 'step' | 'counter';
 // Spread over the cycle so a short run (--quick: 10 tags) still has a step signal and a counter.
 const NOISY_KINDS: readonly NoisyKind[] = Array.from({ length: 20 }, (_, i): NoisyKind => (i === 4 || i === 14 ? 'step' : i === 9 ? 'counter' : 'analog'));
 const NOISY_PREFIX: Record<NoisyKind, string> = { analog: 'PI', step: 'HC', counter: 'FQ' };
 const round4 = (x: number) => Math.round(x * 1e4) / 1e4;
 
-class NoisySignal {
+export class NoisySignal {
   private readonly random: () => number;
   private level = 0;
   private lo = 0;
