@@ -156,14 +156,16 @@ export class LiveHub {
   }
 
   private recheckAll(): void {
-    for (const socket of this.sockets) this.recheckSocket(socket);
+    // Sockets of one account share a claims object: its grant is computed once per pass.
+    const grants = new Map<Claims, AccessGrant>();
+    for (const socket of this.sockets) this.recheckSocket(socket, grants);
   }
 
   /**
    * The token again (1008 once it no longer holds), and, when the account or the grants changed,
    * the grant: subscriptions it no longer reaches end, each with an error naming it.
    */
-  private recheckSocket(socket: Socket): void {
+  private recheckSocket(socket: Socket, grants?: Map<Claims, AccessGrant>): void {
     const data = socket.getUserData();
     if (data.closed) return;
     let claims: Claims;
@@ -178,7 +180,12 @@ export class LiveHub {
     if (state.grantsVersion === this.grantsVersion && sameAccess(claims, data.claims)) return;
     data.claims = claims;
     state.grantsVersion = this.grantsVersion;
-    state.grant = this.o.grantOf(claims);
+    let grant = grants?.get(claims);
+    if (!grant) {
+      grant = this.o.grantOf(claims);
+      grants?.set(claims, grant);
+    }
+    state.grant = grant;
     for (const sub of [...state.subscriptions.values()]) {
       if (this.o.collections.exists(sub.collectionId) && this.o.collections.canReach(state.grant, sub.collectionId)) continue;
       this.forget(state, sub);
