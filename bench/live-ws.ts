@@ -102,7 +102,8 @@ const rows: string[][] = [];
 if (waitIdle > 0) await waitForQuiet(waitIdle);
 process.stderr.write(`starting the service; ${int(subscriberCount)} subscribers (${format}) from ${clientCount} client processes\n`);
 const service = await startOurService({
-  ...(batchMs !== undefined ? { ws: { batchMs } } : {}),
+  // Every subscriber is the same user here: the per-user bounds are lifted to the run's size.
+  ws: { ...(batchMs !== undefined ? { batchMs } : {}), maxSocketsPerUser: Math.max(16, subscriberCount), maxWatchedTagsPerUser: Math.max(10_000, subscriberCount * (tagNames.length + 1)) },
 });
 const serverPid = service.process.pid;
 const admin = service.client(2);

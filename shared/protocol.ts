@@ -163,8 +163,12 @@ export type StorageTask =
   | { op: typeof OP.DETACH }
   /** Open the shard's collections from disk again (after a restore's swap, or its undoing). */
   | { op: typeof OP.ATTACH }
-  /** Replaces the live-watched tags of a collection (empty: none). */
-  | { op: typeof OP.LIVE_WATCH; collectionId: string; tags: string[] }
+  /**
+   * Changes the live-watched tags of a collection by a delta (what one subscription adds or
+   * drops), so an update costs its own tags, not the whole list; `replace` first forgets the
+   * collection's list (a restarted worker told everything again).
+   */
+  | { op: typeof OP.LIVE_WATCH; collectionId: string; add: string[]; remove: string[]; replace?: boolean }
   /** `collections` in the order the listing gives them; at most `limit` series come back. */
   | { op: typeof OP.LIST_SERIES; collections: string[]; glob: string; limit: number }
   | { op: typeof OP.PING };
@@ -377,7 +381,8 @@ interface ReplyValues {
   [OP.DETACH]: null;
   /** Collections opened. */
   [OP.ATTACH]: number;
-  [OP.LIVE_WATCH]: null;
+  /** Tags this worker watches now, every collection together. */
+  [OP.LIVE_WATCH]: number;
   /** The first `limit` matching series, and how many match in all. */
   [OP.LIST_SERIES]: { series: SeriesListing[]; total: number };
   [OP.PING]: null;

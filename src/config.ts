@@ -86,6 +86,8 @@ export interface Config {
     readonly maxBufferedBytes: number;
     readonly maxSubscriptionsPerSocket: number;
     readonly maxTagsPerSubscription: number;
+    readonly maxSocketsPerUser: number;
+    readonly maxWatchedTagsPerUser: number;
   };
   /** Qdrant, behind POST /svcapi/create_qdrant_collection. */
   readonly vector: {

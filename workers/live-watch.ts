@@ -7,10 +7,27 @@ import type { LivePoints } from '../shared/protocol.js';
 
 export class LiveWatch {
   private readonly collections = new Map<string, Set<string>>();
+  /** Tags watched, every collection together (the main thread shows it as a gauge). */
+  private total = 0;
 
-  set(collectionId: string, tags: readonly string[]): void {
-    if (tags.length === 0) this.collections.delete(collectionId);
-    else this.collections.set(collectionId, new Set(tags));
+  /** Applies one subscription's delta; a collection left with no tags is forgotten. Answers the tags watched now. */
+  change(collectionId: string, add: readonly string[], remove: readonly string[], replace: boolean): number {
+    let tags = this.collections.get(collectionId);
+    if (tags && replace) {
+      this.total -= tags.size;
+      tags.clear();
+    }
+    for (const tag of remove) {
+      if (tags?.delete(tag)) this.total--;
+    }
+    if (add.length > 0 && !tags) this.collections.set(collectionId, (tags = new Set()));
+    for (const tag of add) {
+      if (tags!.has(tag)) continue;
+      tags!.add(tag);
+      this.total++;
+    }
+    if (tags && tags.size === 0) this.collections.delete(collectionId);
+    return this.total;
   }
 
   /** The batch's points of watched tags, or null when it has none. */

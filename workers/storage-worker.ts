@@ -86,7 +86,7 @@ const handlers: { [Op in StorageOp]: (task: TaskOf<Op>) => ReplyOf<Op> | Promise
     return monitor.sample(task.collections);
   },
   [OP.TAG_INDEXES]: (task) => task.tags.map((tag) => store.tagIndex(task.collectionId, tag)),
-  [OP.LIVE_WATCH]: (task) => live.set(task.collectionId, task.tags) ?? null,
+  [OP.LIVE_WATCH]: (task) => live.change(task.collectionId, task.add, task.remove, task.replace === true),
   [OP.CREATE_COLLECTION]: (task) => store.createCollection(task.scope, task.extra),
   [OP.UPDATE_COLLECTION]: (task) => store.updateCollection(task.id, task.fields),
   [OP.QUERY]: (task) => queries.query(task),

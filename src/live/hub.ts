@@ -8,8 +8,12 @@
 // JSON or as a binary message of format 1 prefixed by the subscription id. A client more than
 // ws.maxBufferedBytes behind is closed with 1013; at shutdown every socket gets 1001.
 //
-// The grant is checked when a subscription is made, and the token again every minute (an expired
-// or revoked token, or a password change, closes the socket with 1008).
+// The grant is checked when a subscription is made, and again every second and at once after a
+// change of accounts, grants or the org/site/unit hierarchy (grantsChanged): a subscription the
+// caller's grant no longer reaches ends with an `error` message naming it, and a token that no
+// longer holds (expired, revoked, account deleted, password changed) closes the socket with 1008.
+// A user has at most ws.maxSocketsPerUser sockets and ws.maxWatchedTagsPerUser tags in its
+// subscriptions; the storage workers are told only what a subscription changes (watch-index.ts).
 
 import type uWS from 'uWebSockets.js';
 import type { TokenVerifier } from '../auth/api.js';
@@ -19,15 +23,18 @@ import type { SocketData, WebSocketEndpoint } from '../http/server.js';
 import type { Logger } from '../log.js';
 import type { AccessGrant } from '../meta/access-grant.js';
 import type { Collections, LiveFeed } from '../storage/api.js';
+import { tagNameProblem } from '../../native-free-codecs/point-batch.js';
 import { Format1Writer } from '../../native-free-codecs/result-binary.js';
 import { collectionId as idOf, parseCollectionId } from '../../shared/scope-path.js';
 import type { LivePoints } from '../../shared/protocol.js';
+import { WatchIndex } from './watch-index.js';
 
 type Socket = uWS.WebSocket<SocketData>;
 
 const MAX_MESSAGE_BYTES = 64 * 1024;
 const MAX_ID_BYTES = 256;
-const RECHECK_TOKEN_MS = 60_000;
+/** How often every socket's token and grant are checked again (a change made elsewhere is seen within it). */
+const RECHECK_MS = 1000;
 const SCOPE = ['organization', 'site', 'unit', 'grid'] as const;
 
 interface Subscription {
@@ -49,7 +56,16 @@ interface Gathered {
 interface SocketState {
   subscriptions: Map<string, Subscription>;
   grant: AccessGrant;
-  recheck: NodeJS.Timeout;
+  /** The grants version the grant was computed at (LiveHub.grantsVersion). */
+  grantsVersion: number;
+  /** What the user's socket and tag counts hold for it; null for a socket refused at open. */
+  user: UserCounts | null;
+}
+
+/** Per user (token subject), over all its sockets. */
+interface UserCounts {
+  sockets: number;
+  tags: number;
 }
 
 export interface LiveHubOptions {
@@ -62,8 +78,13 @@ export interface LiveHubOptions {
 }
 
 export class LiveHub {
-  /** collection → tag → subscriptions. */
-  private readonly watched = new Map<string, Map<string, Set<Subscription>>>();
+  private readonly watched: WatchIndex<Subscription>;
+  private readonly sockets = new Set<Socket>();
+  private readonly users = new Map<string, UserCounts>();
+  /** Bumped when accounts, grants or the hierarchy change: every socket's grant is computed again. */
+  private grantsVersion = 0;
+  private recheckSoon: NodeJS.Immediate | null = null;
+  private readonly recheck: NodeJS.Timeout;
   private readonly encoder = new TextEncoder();
   private readonly decoder = new TextDecoder('utf-8', { fatal: true });
   /** Sockets open, points messages sent, and sockets closed for falling ws.maxBufferedBytes behind (GET /metrics). */
@@ -72,7 +93,30 @@ export class LiveHub {
   slowClosed = 0;
 
   constructor(private readonly o: LiveHubOptions) {
+    this.watched = new WatchIndex(o.feed, o.log);
     o.feed.points.subscribe((points) => this.onPoints(points));
+    this.recheck = setInterval(() => this.recheckAll(), RECHECK_MS);
+    this.recheck.unref();
+  }
+
+  /** Tag names sent to the storage workers in watch updates (GET /metrics). */
+  get watchTagsSent(): number {
+    return this.watched.tagsSent;
+  }
+
+  /** Accounts, grants or the hierarchy changed: every socket is checked again in this turn's wake. */
+  grantsChanged(): void {
+    this.grantsVersion++;
+    this.recheckSoon ??= setImmediate(() => {
+      this.recheckSoon = null;
+      this.recheckAll();
+    });
+  }
+
+  stop(): void {
+    clearInterval(this.recheck);
+    if (this.recheckSoon) clearImmediate(this.recheckSoon);
+    this.recheckSoon = null;
   }
 
   endpoint(): WebSocketEndpoint {
@@ -95,34 +139,69 @@ export class LiveHub {
 
   private open(socket: Socket): void {
     const data = socket.getUserData();
-    const recheck = setInterval(() => this.recheckToken(socket), RECHECK_TOKEN_MS);
-    recheck.unref();
+    const { maxSocketsPerUser } = this.o.settings;
+    const state: SocketState = { subscriptions: new Map(), grant: this.o.grantOf(data.claims), grantsVersion: this.grantsVersion, user: null };
+    data.state = state;
+    let user = this.users.get(data.claims.sub);
+    if ((user?.sockets ?? 0) >= maxSocketsPerUser) {
+      this.o.log.warn({ user: data.claims.sub, limit: maxSocketsPerUser }, 'live data socket refused: too many sockets for this user (ws.maxSocketsPerUser)');
+      socket.end(1008, `too many live data sockets for this user (ws.maxSocketsPerUser ${maxSocketsPerUser})`);
+      return;
+    }
+    if (!user) this.users.set(data.claims.sub, (user = { sockets: 0, tags: 0 }));
+    user.sockets++;
+    state.user = user;
+    this.sockets.add(socket);
     this.socketsOpen++;
-    data.state = { subscriptions: new Map(), grant: this.grantOf(data.claims), recheck } satisfies SocketState;
   }
 
-  private grantOf(claims: Claims): AccessGrant {
-    return this.o.grantOf(claims);
+  private recheckAll(): void {
+    // Sockets of one account share a claims object: its grant is computed once per pass.
+    const grants = new Map<Claims, AccessGrant>();
+    for (const socket of this.sockets) this.recheckSocket(socket, grants);
   }
 
-  private recheckToken(socket: Socket): void {
+  /**
+   * The token again (1008 once it no longer holds), and, when the account or the grants changed,
+   * the grant: subscriptions it no longer reaches end, each with an error naming it.
+   */
+  private recheckSocket(socket: Socket, grants?: Map<Claims, AccessGrant>): void {
     const data = socket.getUserData();
     if (data.closed) return;
+    let claims: Claims;
     try {
-      data.claims = this.o.tokens.verifyHeader(data.authorization);
-      this.stateOf(socket).grant = this.grantOf(data.claims);
+      claims = this.o.tokens.verifyHeader(data.authorization);
     } catch (err) {
+      this.o.log.info({ user: data.claims.sub, reason: (err as Error).message }, 'live data socket closed: its token no longer holds');
       socket.end(1008, `token no longer valid: ${(err as Error).message}`.slice(0, 120));
+      return;
+    }
+    const state = this.stateOf(socket);
+    if (state.grantsVersion === this.grantsVersion && sameAccess(claims, data.claims)) return;
+    data.claims = claims;
+    state.grantsVersion = this.grantsVersion;
+    let grant = grants?.get(claims);
+    if (!grant) {
+      grant = this.o.grantOf(claims);
+      grants?.set(claims, grant);
+    }
+    state.grant = grant;
+    for (const sub of [...state.subscriptions.values()]) {
+      if (this.o.collections.exists(sub.collectionId) && this.o.collections.canReach(state.grant, sub.collectionId)) continue;
+      this.forget(state, sub);
+      this.send(socket, { op: 'error', id: sub.id, error: `subscription ended: collection ${sub.collectionId} is no longer within your grant` });
     }
   }
 
   private close(socket: Socket): void {
     const state = this.stateOf(socket);
-    if (!state) return;
+    if (!state?.user) return;
+    this.sockets.delete(socket);
     this.socketsOpen--;
-    clearInterval(state.recheck);
-    for (const sub of state.subscriptions.values()) this.drop(sub);
-    state.subscriptions.clear();
+    for (const sub of [...state.subscriptions.values()]) this.forget(state, sub);
+    const user = state.user;
+    if (--user.sockets === 0) this.users.delete(socket.getUserData().claims.sub);
+    state.user = null;
   }
 
   private message(socket: Socket, raw: ArrayBuffer, isBinary: boolean): void {
@@ -135,6 +214,7 @@ export class LiveHub {
     } catch (err) {
       return this.send(socket, { op: 'error', id: null, error: `bad message: ${(err as Error).message}` });
     }
+    if (!this.stateOf(socket).user) return; // refused at open, closing
     const id = msg.id;
     if (typeof id !== 'string' || id.length === 0 || Buffer.byteLength(id) > MAX_ID_BYTES) {
       return this.send(socket, { op: 'error', id: typeof id === 'string' ? id : null, error: `id: a string of 1 to ${MAX_ID_BYTES} bytes is required` });
@@ -144,8 +224,7 @@ export class LiveHub {
       const state = this.stateOf(socket);
       const sub = state.subscriptions.get(id);
       if (!sub) return this.send(socket, { op: 'error', id, error: `no subscription ${JSON.stringify(id)}` });
-      state.subscriptions.delete(id);
-      this.drop(sub);
+      this.forget(state, sub);
       this.send(socket, { op: 'unsubscribed', id });
     } else this.send(socket, { op: 'error', id, error: 'op: "subscribe" or "unsubscribe"' });
   }
@@ -164,7 +243,11 @@ export class LiveHub {
     if (format !== 'json' && format !== 'binary') return fail('format: "json" or "binary"');
     const tags = msg.tags;
     if (!Array.isArray(tags) || tags.length === 0 || tags.length > settings.maxTagsPerSubscription) return fail(`tags: an array of 1 to ${settings.maxTagsPerSubscription} tag names (ws.maxTagsPerSubscription)`);
-    if (!tags.every((t) => typeof t === 'string' && t.length > 0 && t.length <= 1024)) return fail('tags: every tag is a non-empty string');
+    // A name no write could store is refused here: it would only take room in the watch lists.
+    for (const tag of tags) {
+      const problem = typeof tag === 'string' ? tagNameProblem(tag) : 'name must be a string';
+      if (problem !== null) return fail(`tags: ${JSON.stringify(tag).slice(0, 80)}: ${problem}`);
+    }
     let collectionId: string;
     try {
       collectionId = idOf(scope as never);
@@ -172,52 +255,40 @@ export class LiveHub {
     } catch (err) {
       return fail(`${(err as Error).message}`);
     }
+    this.recheckSocket(socket); // the grant as it is now, not as of the last recheck
+    if (socket.getUserData().closed) return;
     // One answer for absent and out-of-grant: another tenant learns nothing of what exists.
     if (!this.o.collections.exists(collectionId) || !this.o.collections.canReach(state.grant, collectionId)) {
       return fail(`unknown collection ${collectionId} (none by that scope within your grant)`);
     }
     const previous = state.subscriptions.get(id);
     if (!previous && state.subscriptions.size >= settings.maxSubscriptionsPerSocket) return fail(`too many subscriptions on this socket (ws.maxSubscriptionsPerSocket ${settings.maxSubscriptionsPerSocket})`);
-    if (previous) this.drop(previous);
     const tagSet = new Set(tags as string[]);
+    const user = state.user!;
+    const userTags = user.tags - (previous?.tags.size ?? 0) + tagSet.size;
+    if (userTags > settings.maxWatchedTagsPerUser) {
+      return fail(`too many watched tags for this user: ${userTags} over all its subscriptions (ws.maxWatchedTagsPerUser ${settings.maxWatchedTagsPerUser}); unsubscribe some first`);
+    }
+    if (previous) this.forget(state, previous);
     const sub: Subscription = { id, socket, collectionId, tags: tagSet, format, key: `${format}\n${collectionId}\n${[...tagSet].join('\n')}` };
     state.subscriptions.set(id, sub);
-    let byTag = this.watched.get(collectionId);
-    if (!byTag) this.watched.set(collectionId, (byTag = new Map()));
-    for (const tag of sub.tags) {
-      let subs = byTag.get(tag);
-      if (!subs) byTag.set(tag, (subs = new Set()));
-      subs.add(sub);
-    }
+    user.tags += tagSet.size;
     try {
-      await this.o.feed.watch(collectionId, [...byTag.keys()]);
+      await this.watched.add(sub, collectionId, tagSet);
     } catch (err) {
-      state.subscriptions.delete(id);
-      this.drop(sub);
+      if (state.subscriptions.get(id) === sub) this.forget(state, sub);
       return fail(`the subscription could not be made: ${(err as Error).message}`);
     }
     if (state.subscriptions.get(id) !== sub) return; // replaced or dropped meanwhile
     this.send(socket, { op: 'subscribed', id, tags: [...sub.tags] });
   }
 
-  /** Removes a subscription from the index, and tells the worker when a collection's watched tags change. */
-  private drop(sub: Subscription): void {
-    const byTag = this.watched.get(sub.collectionId);
-    if (!byTag) return;
-    let changed = false;
-    for (const tag of sub.tags) {
-      const subs = byTag.get(tag);
-      if (!subs) continue;
-      subs.delete(sub);
-      if (subs.size === 0) {
-        byTag.delete(tag);
-        changed = true;
-      }
-    }
-    if (byTag.size === 0) this.watched.delete(sub.collectionId);
-    if (changed) {
-      this.o.feed.watch(sub.collectionId, [...byTag.keys()]).catch((err) => this.o.log.warn({ err: String(err), collection: sub.collectionId }, 'live watch could not be updated'));
-    }
+  /** Ends a subscription: out of its socket, its user's count and the watch index. */
+  private forget(state: SocketState, sub: Subscription): void {
+    if (state.subscriptions.get(sub.id) !== sub) return;
+    state.subscriptions.delete(sub.id);
+    if (state.user) state.user.tags -= sub.tags.size;
+    this.watched.remove(sub, sub.collectionId, sub.tags);
   }
 
   /**
@@ -227,7 +298,7 @@ export class LiveHub {
    */
   private onPoints(batches: LivePoints[]): void {
     for (const batch of batches) {
-      const byTag = this.watched.get(batch.collectionId);
+      const byTag = this.watched.of(batch.collectionId);
       if (!byTag) continue;
       let at = 0;
       for (let t = 0; t < batch.tags.length; t++) {
@@ -259,7 +330,7 @@ export class LiveHub {
     const subs = new Set<Subscription>();
     for (const key of gathered.keys()) {
       const [collectionId, tag] = key.split('\n', 2) as [string, string];
-      const found = this.watched.get(collectionId)?.get(tag);
+      const found = this.watched.of(collectionId)?.get(tag);
       if (found) for (const sub of found) subs.add(sub);
     }
     for (const sub of subs) {
@@ -342,6 +413,13 @@ export class LiveHub {
       socket.end(1013, 'too slow: more than ws.maxBufferedBytes behind');
     }
   }
+}
+
+/** Whether two claims give the same access (a token check may answer a new object for the same account). */
+function sameAccess(a: Claims, b: Claims): boolean {
+  if (a === b) return true;
+  const same = (x: readonly unknown[] | undefined, y: readonly unknown[] | undefined) => x === y || (x !== undefined && y !== undefined && x.length === y.length && x.every((v, i) => v === y[i]));
+  return a.sub === b.sub && a.role === b.role && same(a.orgs_id, b.orgs_id) && same(a.sites_id, b.sites_id) && same(a.units_id, b.units_id);
 }
 
 /** A value as JSON (values are finite: writes refuse the others). */

@@ -108,8 +108,13 @@ export interface MonitorSampler {
 
 /** The points of watched tags as they are written (live data). */
 export interface LiveFeed {
-  /** Which tags of a collection the owning worker hands back as they are written (empty: none); kept across worker restarts. */
-  watch(collectionId: string, tags: string[]): Promise<void>;
+  /**
+   * Changes which tags of a collection the owning worker hands back as they are written: a delta
+   * (tags newly watched, tags no longer watched), kept across worker restarts.
+   */
+  watch(collectionId: string, add: string[], remove: string[]): Promise<void>;
+  /** Tags the storage workers watch, as they last reported (every collection together). */
+  readonly watchedTags: number;
   /** Emitted with the watched points of every live write (never backfills). */
   readonly points: Signal<[points: LivePoints[]]>;
 }

@@ -61,7 +61,9 @@ export class ShardGateway implements PointWriter, MonitorSampler, LiveFeed {
   readonly writes = new WriteCounters();
   private readonly recorders: WriteRecorder[] = [];
   /** The live-watched tags per collection, kept to send again to a restarted worker. */
-  private readonly liveWatches = new Map<string, string[]>();
+  private readonly liveWatches = new Map<string, Set<string>>();
+  /** Per shard, the tags its worker said it watches after the last change. */
+  private readonly watchedPerShard = new Map<number, number>();
   private roundRobin = 0;
 
   constructor(
@@ -339,18 +341,29 @@ export class ShardGateway implements PointWriter, MonitorSampler, LiveFeed {
 
   // ---- live data -------------------------------------------------------------
 
-  async watch(collectionId: string, tags: string[]): Promise<void> {
-    if (tags.length === 0) this.liveWatches.delete(collectionId);
-    else this.liveWatches.set(collectionId, tags);
-    await this.shards.shardFor(collectionId).call({ op: OP.LIVE_WATCH, collectionId, tags });
+  async watch(collectionId: string, add: string[], remove: string[]): Promise<void> {
+    let tags = this.liveWatches.get(collectionId);
+    if (!tags && add.length > 0) this.liveWatches.set(collectionId, (tags = new Set()));
+    for (const tag of remove) tags?.delete(tag);
+    for (const tag of add) tags!.add(tag);
+    if (tags?.size === 0) this.liveWatches.delete(collectionId);
+    const shard = this.shards.shardFor(collectionId);
+    this.watchedPerShard.set(shard.index, await shard.call({ op: OP.LIVE_WATCH, collectionId, add, remove }));
+  }
+
+  get watchedTags(): number {
+    let total = 0;
+    for (const count of this.watchedPerShard.values()) total += count;
+    return total;
   }
 
   /** A restarted worker is told again which tags of its collections are watched. */
   rewatch(shardIndex: number): void {
+    this.watchedPerShard.set(shardIndex, 0); // a new worker starts with nothing watched
     for (const [collectionId, tags] of this.liveWatches) {
       const shard = this.shards.shardFor(collectionId);
       if (shard.index !== shardIndex) continue;
-      shard.call({ op: OP.LIVE_WATCH, collectionId, tags }).catch((err) => this.log.warn({ err: String(err), collectionId }, 'live watch could not be sent again to a restarted storage worker'));
+      shard.call({ op: OP.LIVE_WATCH, collectionId, add: [...tags], remove: [], replace: true }).then((count) => this.watchedPerShard.set(shardIndex, count)).catch((err) => this.log.warn({ err: String(err), collectionId }, 'live watch could not be sent again to a restarted storage worker'));
     }
   }
 }

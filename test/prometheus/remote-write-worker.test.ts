@@ -149,7 +149,7 @@ test('the monitor skips NaN values (no number to compare) and takes the infiniti
       monitorRef = monitor;
       store.createCollection(CLIENT, {}); // a watch is set on a collection that exists
       monitor.sample([{ collectionId: ID, version: 1, tags: [TAG] }]);
-      live.set(ID, [TAG]);
+      live.change(ID, [TAG], [], false);
     },
   });
   const reply = replies.get(1);
