@@ -12,6 +12,8 @@ const RATE_LIMIT = 5;
 const ACME: Scope = { organization: 'acme', site: 'north', unit: 'boiler-1', grid: 'main' };
 const EVIL: Scope = { organization: 'evil', site: 's2', unit: 'u2', grid: 'main' };
 const CLIENT = 'plant-opc';
+/** A second client of the same unit, for the rate test of its own. */
+const CLIENT_B = 'plant-opc-b';
 const T0 = Date.UTC(2026, 0, 10);
 
 describe('global effects across tenants', () => {
@@ -40,8 +42,10 @@ describe('global effects across tenants', () => {
     collector = await plant.account('collector@acme.test', 'read-write', [acmeUnit]);
     mallory = await plant.account('mallory@evil.test', 'read-write', [evilUnit]);
     nobody = await svc.newUser('nobody@register.test');
-    const created = await call(admin, 'POST', '/svcapi/ingestconfigs', { clientId: CLIENT, organization: ACME.organization, site: ACME.site, unit: ACME.unit });
-    assert.equal(created.status, 200, created.text);
+    for (const clientId of [CLIENT, CLIENT_B]) {
+      const created = await call(admin, 'POST', '/svcapi/ingestconfigs', { clientId, organization: ACME.organization, site: ACME.site, unit: ACME.unit });
+      assert.equal(created.status, 200, created.text);
+    }
   });
   after(() => svc?.dispose());
 
@@ -85,11 +89,11 @@ describe('global effects across tenants', () => {
   });
 
   test("ingest: a caller over its own budget for a client does not take another caller's", async () => {
-    for (let i = 0; i < RATE_LIMIT; i++) assert.equal((await ingest(admin, 200 + i)).status, 200, `admin request ${i + 1}`);
-    const over = await ingest(admin, 300);
+    for (let i = 0; i < RATE_LIMIT; i++) assert.equal((await ingest(admin, 200 + i, CLIENT_B)).status, 200, `admin request ${i + 1}`);
+    const over = await ingest(admin, 300, CLIENT_B);
     assert.equal(over.status, 429, over.text);
     assert.match(String(over.headers['retry-after']), /^\d+$/);
-    const res = await ingest(collector.token, 400);
+    const res = await ingest(collector.token, 400, CLIENT_B);
     assert.equal(res.status, 200, `the collector after another caller ran out: ${res.text}`);
   });
 
