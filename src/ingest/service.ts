@@ -14,7 +14,7 @@ import type { Collections, PointWriter, WriteOptions, WriteResult } from '../sto
 import type { Precision } from '../../native-free-codecs/line-protocol.js';
 import { ServiceError, forbidden } from '../../shared/errors.js';
 import { LINE_PROTOCOL, PROM_REMOTE_WRITE } from '../../shared/protocol.js';
-import { validateScope } from '../../shared/scope-path.js';
+import { collectionId, validateScope } from '../../shared/scope-path.js';
 import { IngestClients } from './clients.js';
 import { IngestCredentials } from './credentials.js';
 import { IngestStats, type IngestCounters } from './stats.js';
@@ -83,10 +83,9 @@ export class IngestService {
    */
   async write(req: Request, ingest: IngestRequest): Promise<WriteResult> {
     const client = this.clients.resolve(ingest.clientId);
-    if (!this.o.collections.reachesUnit(req.grant, client)) {
-      throw forbidden(`ingest client ${JSON.stringify(client.clientId)} writes to a unit outside your access grant`);
-    }
     const grid = client.grid ?? ingest.tagGroup ?? DEFAULT_GRID;
+    // The storage worker's check and message, made here first: a refused caller costs no budget.
+    if (!this.o.collections.reachesUnit(req.grant, client)) throw forbidden(`collection ${collectionId({ ...client, grid })} is outside your access grant`);
     const counters = this.stats.of(client, grid);
     counters.requests++;
     counters.lastSeen = Date.now();
