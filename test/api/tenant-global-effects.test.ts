@@ -123,4 +123,24 @@ describe('global effects across tenants', () => {
     const res = await ingest(collector.token, 500);
     assert.equal(res.status, 200, `the collector still writes: ${res.text}`);
   });
+
+  test("tag mappings: external specs are given out and renamed by an admin only; a tenant changes the rest of its own", async () => {
+    const external = '\\\\PI-SRV\\TI101';
+    for (const [who, token, scope] of [['no grant', nobody, ACME], ['read-write of another unit', mallory.token, EVIL], ['read-write of the unit', collector.token, ACME]] as const) {
+      const one = await call(token, 'POST', '/svcapi/tag_mappings', { external, tag: 'SQUAT', ...scope });
+      assert.equal(one.status, 403, `${who} creating: ${one.text}`);
+      const bulk = await call(token, 'POST', '/svcapi/tag_mappings/bulk', [{ external: `${external}-bulk`, tag: 'SQUAT', ...scope }]);
+      assert.equal(bulk.status, 403, `${who} creating in bulk: ${bulk.text}`);
+    }
+    const made = await call(admin, 'POST', '/svcapi/tag_mappings', { external, tag: 'MAP-TI', ...ACME });
+    assert.equal(made.status, 200, made.text);
+    const id = made.body.id as string;
+    assert.equal((await call(collector.token, 'PUT', `/svcapi/tag_mappings/${id}`, { external: 'elsewhere' })).status, 403, 'renaming the spec');
+    assert.equal((await call(mallory.token, 'PUT', `/svcapi/tag_mappings/${id}`, { tag: 'X' })).status, 403, 'another tenant changing it');
+    const changed = await call(collector.token, 'PUT', `/svcapi/tag_mappings/${id}`, { tag: 'MAP-TI-2', external });
+    assert.equal(changed.status, 200, changed.text);
+    assert.equal(changed.body.tag, 'MAP-TI-2');
+    const written = await call(collector.token, 'POST', '/svcapi/write_tag_mapping', { data: { [external]: [[T0, 1.5]] } });
+    assert.equal(written.body?.success, true, written.text);
+  });
 });
