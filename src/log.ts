@@ -11,8 +11,14 @@ import { LogSink } from './log-sink.js';
 
 export type { Logger };
 
-const SECRET_KEYS = ['password', 'new_password', 'token', 'access_token', 'authorization', 'secret', 'secrets_passphrase', 'passphrase'];
-/** Query parameters that are secrets only under exactly this name: InfluxDB 1.x's password (`p`, /ingest/v2). */
+const SECRET_KEYS = ['password', 'new_password', 'token', 'access_token', 'authorization', 'secret', 'secrets_passphrase', 'passphrase', 'apikey', 'api_key', 'apiKey'];
+/**
+ * Query parameter names compared in a compact form: lower case, nothing but letters and digits
+ * (`api_key`, `apiKey`, `API-Key` and `p[]` all compare as `apikey` and `p`). A name that holds
+ * one of these is a secret's.
+ */
+const SECRET_WORDS = ['password', 'token', 'authorization', 'secret', 'passphrase', 'apikey'];
+/** Query parameters that are secrets only under exactly this name: InfluxDB 1.x's password (`p`, /ingest/v2), also as `p[]`, `p[0]`. */
 const SECRET_PARAMETERS = ['p'];
 
 /** Lines are written in batches (log-sink.ts), and by flushLogs() before the process exits. */
@@ -78,11 +84,13 @@ function redactParameter(part: string): string {
   const eq = part.indexOf('=');
   const rawName = eq < 0 ? part : part.slice(0, eq);
   const name = decodeName(rawName);
-  const squeezed = name.replace(/[\s\0-\x1f\x7f]/g, '');
-  if (SECRET_PARAMETERS.includes(squeezed)) return `${rawName}=[redacted]`;
-  if (!SECRET_KEYS.some((key) => squeezed.includes(key))) return part;
-  // A name that is exactly a secret key is kept (however encoded); any other could carry the secret in itself.
-  return SECRET_KEYS.includes(squeezed) ? `${rawName}=[redacted]` : '[redacted]';
+  // Array and object forms (`p[]`, `p[0]`, `auth[token]`) name the same parameter to a server that reads them.
+  const compact = name.replace(/[^a-z0-9]/g, '');
+  const base = name.replace(/\[.*$/s, '').replace(/[^a-z0-9]/g, '');
+  if (SECRET_PARAMETERS.includes(base) || SECRET_PARAMETERS.includes(compact)) return `${rawName}=[redacted]`;
+  if (!SECRET_WORDS.some((word) => compact.includes(word))) return part;
+  // A name that is exactly a secret word is kept (however encoded); any other could carry the secret in itself.
+  return SECRET_WORDS.some((word) => compact === word || compact === `access${word}` || compact === `new${word}`) ? `${rawName}=[redacted]` : '[redacted]';
 }
 
 /** Lower-cased and percent-decoded up to three times, so a name encoded twice is caught as well. */

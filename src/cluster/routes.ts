@@ -109,7 +109,7 @@ export function clusterRoutes(deps: ClusterRouteDeps): Route[] {
       method: 'POST', path: '/svcapi/shadow_write', auth: 'admin', tag, anyNode: true,
       authenticate: nodeOrToken,
       summary: 'Apply a write shipped by the leader (any node), idempotent by X-Historian-Epoch and X-Historian-Seq',
-      description: 'The bodies of /svcapi/write; an admin token or a node credential. 409 when the epoch is older than the newest this node has seen (a former leader); a repeated (epoch, seq) answers as the first time and writes nothing.',
+      description: 'The bodies of /svcapi/write; an admin token or a node credential. 409 when the epoch is older than the newest this node has seen (a former leader); with a token, 400 when it is above the newest term this node knows (0 on a single node): only a node may ship a newer one. A repeated (epoch, seq) answers as the first time and writes nothing.',
       rawBody: { contentTypes: WRITE_TYPES, description: 'points to write', bufferReused: true },
       maxBodyBytes: writer.maxBodyBytes,
       maxBodySetting: 'storage.requestRingBytes',
@@ -118,7 +118,8 @@ export function clusterRoutes(deps: ClusterRouteDeps): Route[] {
         const epoch = header(req, 'x-historian-epoch');
         const seq = header(req, 'x-historian-seq');
         if (seq < 1) throw badRequest('header x-historian-seq counts from 1');
-        cluster.admitEpoch(epoch);
+        if (isNodeCredential(req.headers.authorization)) cluster.admitEpoch(epoch);
+        else cluster.admitTokenEpoch(epoch, 'x-historian-epoch');
         // Its own (epoch, seq) space, apart from the replication log's: a shadow write is applied here only.
         const before = meta.shadowWrites.pointsOf(epoch, seq);
         if (before !== undefined) return { body: { success: true, points: before, duplicate: true } };

@@ -27,7 +27,7 @@ import type { Logger } from '../log.js';
 import type { MetaStore } from '../meta/store.js';
 import type { DeliveryMarking } from '../notifications/api.js';
 import type { PointWriter, RecordedWrite, ReplicationHooks, WriteOptions } from '../storage/api.js';
-import { ServiceError } from '../../shared/errors.js';
+import { ServiceError, badRequest } from '../../shared/errors.js';
 import { PRIVATE_FILE_MODE } from '../../shared/file-modes.js';
 import type { WriteMode } from '../../shared/protocol.js';
 import { Applier, type WriteEntryMeta } from './applier.js';
@@ -184,6 +184,21 @@ export class ClusterService {
     const headers: Record<string, string> = { 'retry-after': '1' };
     if (leader) headers['x-historian-leader'] = leader;
     return new ServiceError('UNAVAILABLE', 'not the leader', { headers, details: { leader } });
+  }
+
+  /**
+   * The fencing check of a shadow write sent with a token rather than a node credential (an
+   * admin's tool): besides admitEpoch's 409, 400 for an epoch above the newest term this node
+   * knows. Only a node of the cluster, holding its secret, may announce a newer leader; else one
+   * admin request with a huge epoch would make every later write of the real leader 409 (on a
+   * single node, whose term is 0, every later shadow write).
+   */
+  admitTokenEpoch(epoch: number, header: string): void {
+    if (epoch > this.highestEpoch) {
+      const where = this.enabled ? "this node's current term (the leader's epoch as shipped to it)" : 'the term of this single node (no cluster)';
+      throw badRequest(`header ${header} ${epoch} is above ${this.highestEpoch}, ${where}; only a node of the cluster (node credential) may ship a newer epoch`);
+    }
+    this.admitEpoch(epoch);
   }
 
   /** The fencing check of a shadow write: 409 for an epoch older than the newest seen; records a newer one. */

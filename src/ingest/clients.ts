@@ -1,7 +1,7 @@
 // Ingest clients: the `ingestconfigs` rows (generic entity CRUD) that name a collector by its
 // `clientId` and give the collection its data goes to (WIRE.md part 2 "Ingest"). Looked up on
-// every request (one indexed-by-nothing scan of a table of a few rows), so an admin's change
-// takes effect on the next request.
+// every request (an index search by clientId, meta/tables/ingest-clients.ts), so an admin's
+// change takes effect on the next request.
 
 import type { IngestClientsTable } from '../meta/tables/ingest-clients.js';
 import { ServiceError, notFound } from '../../shared/errors.js';

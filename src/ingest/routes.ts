@@ -44,7 +44,7 @@ export function ingestRoutes(ingest: IngestService, maxBodyBytes: number): Route
     description:
       '`client_id` names an ingestconfigs row (`clientId`); the collection is its organization/site/unit with its `grid`, else the `tag_group` segment, created on first write. ' +
       'Body: any /svcapi/write body (tag keyed, columnar, msgpack, HSW1) or rows `{ts, values: {tag: number}}` (or an array of them); scope fields in the body override the client\'s. ' +
-      '`Content-Encoding: gzip` accepted. Durability of /svcapi/write_fast. 404 unknown or disabled client; 403 outside your grant; 413 above ingest.maxBodyBytes (sent or decoded); 429 with Retry-After above ingest.rateLimitPerMinute per client.' +
+      '`Content-Encoding: gzip` accepted. Durability of /svcapi/write_fast. 404 unknown or disabled client; 403 outside your grant; 413 above ingest.maxBodyBytes (sent or decoded); 429 with Retry-After above ingest.rateLimitPerMinute per client and caller (charged after the access check).' +
       (backfill ? ' Backfilled points never open or close alarms, and these writes wait behind live ingest.' : ''),
     params: S.object({ client_id: S.string(), tag_group: S.string() }, ['client_id', 'tag_group']),
     rawBody: { contentTypes: BODY_TYPES, description: 'points to write', bufferReused: true },

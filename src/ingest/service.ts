@@ -2,7 +2,7 @@
 // `ingestconfigs` row) and a tag group; its body, in any write format or as rows, InfluxDB
 // line protocol or a Prometheus remote write, goes to that client's collection through the same storage write as
 // /svcapi/write_fast, decoded and access-checked in the storage worker. Here: the client, the
-// per-client rate limit, the counters, and backfill's place behind live ingest.
+// rate limit per client and caller, the counters, and backfill's place behind live ingest.
 
 import type { Accounts, Credentials, PasswordCheck } from '../auth/api.js';
 import type { ServiceClock } from '../clock.js';
@@ -12,9 +12,9 @@ import { SlidingWindowLimiter } from '../http/rate-limit.js';
 import type { IngestClientsTable } from '../meta/tables/ingest-clients.js';
 import type { Collections, PointWriter, WriteOptions, WriteResult } from '../storage/api.js';
 import type { Precision } from '../../native-free-codecs/line-protocol.js';
-import { ServiceError } from '../../shared/errors.js';
+import { ServiceError, forbidden } from '../../shared/errors.js';
 import { LINE_PROTOCOL, PROM_REMOTE_WRITE } from '../../shared/protocol.js';
-import { validateScope } from '../../shared/scope-path.js';
+import { collectionId, validateScope } from '../../shared/scope-path.js';
 import { IngestClients } from './clients.js';
 import { IngestCredentials } from './credentials.js';
 import { IngestStats, type IngestCounters } from './stats.js';
@@ -75,18 +75,26 @@ export class IngestService {
     );
   }
 
-  /** Writes one ingest body; 404 unknown client, 429 over its rate, 403 outside the caller's grant, 413 too large once decoded. */
+  /**
+   * Writes one ingest body; 404 unknown client, 403 when the client's unit is outside the caller's
+   * grant, 429 over the rate, 413 too large once decoded. The rate is charged only after the access
+   * check, and per client and caller: a caller refused here, or one over its own budget, never
+   * uses up the budget of the collector the client belongs to.
+   */
   async write(req: Request, ingest: IngestRequest): Promise<WriteResult> {
     const client = this.clients.resolve(ingest.clientId);
     const grid = client.grid ?? ingest.tagGroup ?? DEFAULT_GRID;
+    // The storage worker's check and message, made here first: a refused caller costs no budget.
+    if (!this.o.collections.reachesUnit(req.grant, client)) throw forbidden(`collection ${collectionId({ ...client, grid })} is outside your access grant`);
     const counters = this.stats.of(client, grid);
     counters.requests++;
     counters.lastSeen = Date.now();
-    if (!this.limiter.take(client.clientId)) {
+    const budget = rateKey(client.clientId, req.user?.sub ?? '');
+    if (!this.limiter.take(budget)) {
       counters.rateLimited++;
       counters.rejectedRequests++;
-      throw new ServiceError('RATE_LIMITED', `ingest client ${JSON.stringify(client.clientId)} is over ingest.rateLimitPerMinute (${this.o.settings.rateLimitPerMinute} requests a minute)`, { headers: {
-        'retry-after': String(this.limiter.retryAfterSeconds(client.clientId)),
+      throw new ServiceError('RATE_LIMITED', `ingest client ${JSON.stringify(client.clientId)} is over ingest.rateLimitPerMinute for you (${this.o.settings.rateLimitPerMinute} requests a minute)`, { headers: {
+        'retry-after': String(this.limiter.retryAfterSeconds(budget)),
       } });
     }
     try {
@@ -167,6 +175,11 @@ function checkRemoteWrite(contentType: string | undefined, encoding: string): vo
   if (type.toLowerCase() !== REMOTE_WRITE_CONTENT_TYPE || (proto !== undefined && proto !== REMOTE_WRITE_1_MESSAGE)) {
     throw new ServiceError('UNSUPPORTED_MEDIA_TYPE', `Content-Type ${JSON.stringify(contentType)} is not supported by remote write: send ${REMOTE_WRITE_CONTENT_TYPE} (remote write 1.0, ${REMOTE_WRITE_1_MESSAGE})`);
   }
+}
+
+/** One rate budget per client and caller (NUL cannot occur in an email or a client id sent in a URL). */
+function rateKey(clientId: string, caller: string): string {
+  return `${clientId}\0${caller}`;
 }
 
 function count(counters: IngestCounters, result: WriteResult): void {

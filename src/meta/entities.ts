@@ -439,16 +439,18 @@ export class EntityStore {
     const unique = rules.uniqueName;
     if (!unique) return;
     const { within } = unique;
-    const setsName = 'name' in split.meta;
+    const field = unique.field ?? 'name';
+    const setsName = field in split.meta;
     const setsParent = within !== null && within in split.columns;
     if (row && !setsName && !setsParent) return;
-    const currentName = row ? parseMeta(row.meta_data).name : undefined;
-    const name = setsName ? split.meta.name : currentName;
+    const currentName = row ? parseMeta(row.meta_data)[field] : undefined;
+    const name = setsName ? split.meta[field] : currentName;
     if (typeof name !== 'string') return; // binds no collection
     const parent = within === null ? null : setsParent ? split.columns[within] : ((row?.[within] as number | null | undefined) ?? null);
     if (row && name === currentName && (within === null || parent === row[within])) return; // unchanged
     // json_valid first: a row whose meta_data SQLite cannot parse must not make this check fail.
-    const conditions = [`(CASE WHEN json_valid(meta_data) THEN json_extract(meta_data, '$.name') END) = ?`];
+    // The path is spliced, not bound, so that an index on this expression serves the check (migration 13).
+    const conditions = [`(CASE WHEN json_valid(meta_data) THEN json_extract(meta_data, '$.${field}') END) = ?`];
     const params: unknown[] = [name];
     if (within !== null) {
       conditions.push(`${ident(within)} IS ?`);

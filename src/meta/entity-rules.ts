@@ -29,7 +29,7 @@ export interface EntityRules {
    * the same `name` under the same parent (`within`, or the whole table when null), or one would
    * reach the other's collections. Checked when a write sets the name or the parent.
    */
-  uniqueName?: { within: string | null; noun: string; parentNoun?: string };
+  uniqueName?: { within: string | null; noun: string; parentNoun?: string; field?: UniqueField };
   /**
    * A row outside the caller's read grant is answered as absent (404, count 0), not 403, so
    * its existence is not disclosed (notifications: "absent or invisible, not distinguished").
@@ -41,6 +41,12 @@ export interface EntityRules {
    */
   maskedFields?: readonly string[];
 }
+
+/**
+ * The meta key a `uniqueName` rule compares (default `name`): spliced into the SQL as a JSON path,
+ * so it is a code constant of this type, never a name from a request.
+ */
+export type UniqueField = 'name' | 'clientId';
 
 /** What a masked field reads as, and what written back keeps the stored secret. */
 export const MASK = '********';
@@ -70,6 +76,15 @@ const ENTITY_RULES: Readonly<Record<string, EntityRules>> = {
   },
   // A non-admin must not widen its own grant.
   userprofiles: { adminOnlyFields: ['accessAllowed'] },
+  // A collector names its ingest client by clientId (ingest/clients.ts) on every request: one row
+  // per name, made and aimed by an admin only, so no tenant can take a name another collector
+  // uses (its collector would get 409) or point a client at another unit. The 409 names the
+  // clientId, never the row or unit that holds it. Looked up through migration 13's index.
+  ingestconfigs: {
+    adminCreatesOnly: true,
+    adminOnlyFields: ['clientId', 'organization', 'site', 'unit'],
+    uniqueName: { within: null, noun: 'an ingest client', field: 'clientId' },
+  },
   notifications: {
     adminCreatesOnly: true,
     invisibleIsAbsent: true,

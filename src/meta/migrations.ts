@@ -223,4 +223,12 @@ export const MIGRATIONS: readonly string[] = [
      created_ms INTEGER NOT NULL,
      updated_ms INTEGER NOT NULL
    );`,
+  // 13: ingest clients by clientId (meta/tables/ingest-clients.ts): every ingest request looks its
+  // client up, and a scan of a large ingestconfigs table slowed every tenant's ingest. Not UNIQUE:
+  // a store from before may hold two rows of one name (ingest answers 409 for it until one goes);
+  // the entity rules refuse a second one from now on. The table is the registry's (schema.ts
+  // makes it after the migrations, adding its columns); made here first on a new store so the
+  // index has a table. The expression is the one the lookups use, word for word.
+  `CREATE TABLE IF NOT EXISTS ingestconfigs (id INTEGER PRIMARY KEY AUTOINCREMENT, meta_data TEXT NOT NULL DEFAULT '{}');
+   CREATE INDEX ingestconfigs_client_id ON ingestconfigs ((CASE WHEN json_valid(meta_data) THEN json_extract(meta_data, '$.clientId') END));`,
 ];

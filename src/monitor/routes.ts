@@ -1,5 +1,6 @@
 // The monitor routes (SPEC "Monitoring", WIRE part 2 "Monitor"). Reads need a token, changes a
-// read-write or admin token (WIRE "Access to monitor and backup routes"); with the setting
+// read-write or admin token (WIRE "Access to monitor and backup routes"), the global on/off
+// switch an admin token; with the setting
 // compat.openMonitorAndBackup they need none and run with an admin's reach, as the legacy build.
 
 import type { GrantedRequest as Request, Route } from '../host/plugin.js';
@@ -27,7 +28,7 @@ export function monitorRoutes(monitor: MonitorService, open: boolean, everything
   const auth: AuthLevel = open ? 'public' : 'jwt';
   const tag = 'Monitoring';
   const base = '/svcapi/monitor';
-  const route = (def: Omit<Route, 'auth' | 'tag'>): Route => ({ auth, tag, ...def });
+  const route = (def: Omit<Route, 'auth' | 'tag'> & { auth?: AuthLevel }): Route => ({ auth, tag, ...def });
 
   return [
     route({
@@ -125,8 +126,11 @@ export function monitorRoutes(monitor: MonitorService, open: boolean, everything
       responses: { 200: { description: 'config', schema: S.object({ enabled: S.boolean() }, ['enabled']) } },
       handler: () => ({ body: monitor.config() }),
     }),
+    // Global: it switches alarms off for every tenant, so only an admin may (a read-write caller
+    // changes only what lies inside its grant). compat.openMonitorAndBackup keeps the legacy hole.
     route({
-      method: 'PUT', path: `${base}/config`, summary: 'Turn the monitor on or off', body: S.object({ enabled: S.boolean() }, ['enabled'], { additionalProperties: false }),
+      auth: open ? 'public' : 'admin',
+      method: 'PUT', path: `${base}/config`, summary: 'Turn the monitor on or off (admin: it affects every tenant)', body: S.object({ enabled: S.boolean() }, ['enabled'], { additionalProperties: false }),
       responses: { 200: { description: 'done', schema: OK } },
       handler: (req) => {
         monitor.setEnabled((req.body as { enabled: boolean }).enabled);

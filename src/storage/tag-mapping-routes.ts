@@ -56,6 +56,14 @@ export function tagMappingRoutes(mappings: TagMappingStore, directory: Collectio
   const checkAccess = (req: Request, list: TagMapping[]) => {
     for (const m of list) if (!directory.reachesUnit(req.grant, m)) throw forbidden(`mapping "${m.external}" points outside your access grant`);
   };
+  /**
+   * External specs are one namespace for every tenant (write_tag_mapping resolves them all), so
+   * only an admin gives one out or renames it: a tenant could otherwise take a spec another
+   * tenant's systems send, and that tenant's mapping would be 409 and its writes 403.
+   */
+  const adminNames = (req: Request) => {
+    if (!req.grant.isAdmin) throw forbidden('only an admin can create a mapping or change its external spec (one namespace for every tenant)');
+  };
 
   return [
     {
@@ -68,7 +76,7 @@ export function tagMappingRoutes(mappings: TagMappingStore, directory: Collectio
       },
     },
     {
-      method: 'POST', path: '/svcapi/tag_mappings', auth: 'jwt', tag, summary: 'Create a mapping (409 DUPLICATE when the external spec is mapped)',
+      method: 'POST', path: '/svcapi/tag_mappings', auth: 'admin', tag, summary: 'Create a mapping (admin; 409 DUPLICATE when the external spec is mapped)',
       body: MAPPING_BODY, responses: { 200: { description: 'mapping', schema: MAPPING } },
       handler: (req) => {
         checkAccess(req, [req.body as TagMapping]);
@@ -76,7 +84,7 @@ export function tagMappingRoutes(mappings: TagMappingStore, directory: Collectio
       },
     },
     {
-      method: 'POST', path: '/svcapi/tag_mappings/bulk', auth: 'jwt', tag, summary: 'Create several mappings (all or nothing)',
+      method: 'POST', path: '/svcapi/tag_mappings/bulk', auth: 'admin', tag, summary: 'Create several mappings (admin; all or nothing)',
       body: { type: 'array', items: MAPPING_BODY }, responses: { 200: { description: 'mappings', schema: S.array(MAPPING) } },
       handler: (req) => {
         checkAccess(req, req.body as TagMapping[]);
@@ -93,10 +101,12 @@ export function tagMappingRoutes(mappings: TagMappingStore, directory: Collectio
       },
     },
     {
-      ...id, method: 'PUT', path: '/svcapi/tag_mappings/{id}', auth: 'jwt', tag, summary: 'Change a mapping (fields merge)',
+      ...id, method: 'PUT', path: '/svcapi/tag_mappings/{id}', auth: 'jwt', tag, summary: 'Change a mapping (fields merge; its external spec: admin)',
       body: MAPPING, responses: { 200: { description: 'mapping', schema: MAPPING }, 404: { description: 'item not found' } },
       handler: (req) => {
         const current = mappings.get(req.params.id);
+        const external = (req.body as { external?: unknown }).external;
+        if (external !== undefined && external !== current.external) adminNames(req);
         checkAccess(req, [current, { ...current, ...(req.body as object) } as TagMapping]);
         return { body: mappings.update(req.params.id, req.body) };
       },
