@@ -259,6 +259,7 @@ export class EntityStore {
 
   /** POST /update: merges `body` into every writable row matching `where`; returns how many. */
   updateWhere(def: EntityDef, grant: AccessGrant, where: Where | undefined, body: unknown): number {
+    this.checkAdminWrites(def, grant);
     const split = splitEntity(def, body);
     if (split.id !== undefined) throw badRequest('id cannot be changed by update-all');
     return this.tx(() => {
@@ -270,6 +271,7 @@ export class EntityStore {
 
   /** DELETE /{id}: 0 when missing, 403 outside the grant; cascades to children. */
   deleteById(def: EntityDef, grant: AccessGrant, rawId: unknown, extra?: Where): number {
+    this.checkAdminWrites(def, grant);
     const id = parseId(def, rawId);
     return this.tx(() => {
       const row = this.rowById(def, id, extra);
@@ -284,6 +286,7 @@ export class EntityStore {
   }
 
   deleteWhere(def: EntityDef, grant: AccessGrant, where: Where | undefined): number {
+    this.checkAdminWrites(def, grant);
     return this.tx(() => {
       const rows = this.selectRows(def, grant, 'write', where, {});
       this.deleteCascade(def, rows);
@@ -297,7 +300,7 @@ export class EntityStore {
     const split = splitEntity(def, injected ? { ...(body as object), ...injected } : body);
     const rules = this.rulesOf(def.table);
     const ctx = writeContext(split, true, this.now());
-    if (rules.adminCreatesOnly && !grant.isAdmin) throw forbidden(`only an admin can create ${def.urlNames[0]}`);
+    if ((rules.adminCreatesOnly || rules.adminWritesOnly) && !grant.isAdmin) throw forbidden(`only an admin can create ${def.urlNames[0]}`);
     this.checkAdminOnlyFields(rules, grant, split, null);
     rules.prepare?.(split, ctx);
     this.checkParents(def, grant, split, null);
@@ -328,6 +331,7 @@ export class EntityStore {
   }
 
   private updateOne(def: EntityDef, grant: AccessGrant, id: number | string, split: SplitEntity, known?: RowRecord): Entity {
+    this.checkAdminWrites(def, grant);
     const row = known ?? this.rowById(def, id);
     if (!row) throw notFound('item not found');
     if (!known && !this.allowed(def, grant, 'write', id)) {
@@ -483,6 +487,11 @@ export class EntityStore {
   /** A row the caller may not even see, of a table whose rules make such rows read as absent. */
   private hidden(def: EntityDef, grant: AccessGrant, id: number | string): boolean {
     return this.rulesOf(def.table).invisibleIsAbsent === true && !this.allowed(def, grant, 'read', id);
+  }
+
+  /** Tables whose rules keep every change for admins (rows all tenants share): 403 for the others. */
+  private checkAdminWrites(def: EntityDef, grant: AccessGrant): void {
+    if (this.rulesOf(def.table).adminWritesOnly && !grant.isAdmin) throw forbidden(`only an admin can change or delete ${def.urlNames[0]}`);
   }
 
   private allowed(def: EntityDef, grant: AccessGrant, access: 'read' | 'write', id: number | string): boolean {

@@ -18,6 +18,8 @@ export interface WriteContext {
 export interface EntityRules {
   /** Only an admin may create rows (everyone else: 403, whatever the route). */
   adminCreatesOnly?: boolean;
+  /** Only an admin may create, change or delete rows (everyone else: 403, whatever the route). */
+  adminWritesOnly?: boolean;
   /** Fields only an admin may set or change. */
   adminOnlyFields?: readonly string[];
   /** Rewrites the request before it is checked and stored (normal forms, fields the service sets). */
@@ -85,6 +87,12 @@ const ENTITY_RULES: Readonly<Record<string, EntityRules>> = {
     adminOnlyFields: ['clientId', 'organization', 'site', 'unit'],
     uniqueName: { within: null, noun: 'an ingest client', field: 'clientId' },
   },
+  // Rows every tenant shares (no path to the hierarchy, so no grant can bound them): read by
+  // every caller, created, changed and deleted by admins only, so no account can change or
+  // delete what all the others use.
+  labels: { adminWritesOnly: true },
+  profiles_lookups: { adminWritesOnly: true },
+  configurations: { adminWritesOnly: true },
   notifications: {
     adminCreatesOnly: true,
     invisibleIsAbsent: true,

@@ -72,7 +72,8 @@ describe('API keys', () => {
   const readAcme = (authorization: string | null, query: Record<string, string> = {}) =>
     withAuth('GET', `/svcapi/fast_query?${qs({ tags: 'TI-1', start: T0 - 1000, end: T0 + 1000, ...ACME, ...query })}`, authorization);
 
-  const canWriteLabel = async (authorization: string) => (await withAuth('POST', '/svcapi/labels', authorization, { name: `label-${++n}` })).status;
+  // A row inside the creators' grant (labels are every tenant's, changed by admins only).
+  const canWriteEquipment = async (authorization: string) => (await withAuth('POST', '/svcapi/equipment', authorization, { name: `pump-${++n}`, unitsId: acmeUnit })).status;
 
   const unitsSeen = async (key: string) => {
     const res = await withAuth('GET', '/svcapi/units', `Bearer ${key}`);
@@ -154,8 +155,8 @@ describe('API keys', () => {
     assert.equal(up.status, 403, up.text);
     assert.match(up.body.error, /role/);
     assert.equal((await readAcme(`Bearer ${key.key}`)).status, 200, 'the key reads');
-    assert.equal(await canWriteLabel(`Bearer ${key.key}`), 403, 'the key writes nothing');
-    assert.equal(await canWriteLabel(`Bearer ${reader.token}`), 403, 'the account itself still writes nothing');
+    assert.equal(await canWriteEquipment(`Bearer ${key.key}`), 403, 'the key writes nothing');
+    assert.equal(await canWriteEquipment(`Bearer ${reader.token}`), 403, 'the account itself still writes nothing');
     assert.deepEqual((await list(reader.token)).map((k) => k.id), [key.id]);
     assert.equal((await svc.request('DELETE', `/svcapi/api_keys/${key.id}`, { token: reader.token })).status, 200);
     assert.deepEqual(await list(reader.token), []);
@@ -253,10 +254,10 @@ describe('API keys', () => {
     const carol = await helpers.account(`carol${++n}@plant.test`, { units: [acmeUnit] });
     const writer = await makeKey(carol.token);
     const reader = await makeKey(carol.token, { role: 'read-only' });
-    assert.equal(await canWriteLabel(`Bearer ${writer.key}`), 200);
-    assert.equal(await canWriteLabel(`Bearer ${reader.key}`), 403, 'a read-only key of a read-write user');
+    assert.equal(await canWriteEquipment(`Bearer ${writer.key}`), 200);
+    assert.equal(await canWriteEquipment(`Bearer ${reader.key}`), 403, 'a read-only key of a read-write user');
     const adminsReader = await makeKey(admin, { role: 'read-only' });
-    assert.equal(await canWriteLabel(`Bearer ${adminsReader.key}`), 403, "a read-only key of an admin");
+    assert.equal(await canWriteEquipment(`Bearer ${adminsReader.key}`), 403, "a read-only key of an admin");
     assert.equal((await withAuth('POST', '/svcapi/admin/user/delete', `Bearer ${adminsReader.key}`, { email: 'nobody@plant.test' })).status, 403, 'and no admin route');
     const adminsAdmin = await makeKey(admin);
     assert.equal(adminsAdmin.role, 'admin');
@@ -264,10 +265,10 @@ describe('API keys', () => {
 
     // Demotion and promotion of the creator: the next request.
     assert.equal((await svc.request('PUT', `/svcapi/users/${carol.id}`, { body: { role: 'read-only' }, token: admin })).status, 200);
-    assert.equal(await canWriteLabel(`Bearer ${writer.key}`), 403, 'creator demoted');
+    assert.equal(await canWriteEquipment(`Bearer ${writer.key}`), 403, 'creator demoted');
     assert.equal((await withAuth('GET', '/svcapi/me', `Bearer ${writer.key}`)).body.role, 'read-only');
     assert.equal((await svc.request('PUT', `/svcapi/users/${carol.id}`, { body: { role: 'admin' }, token: admin })).status, 200);
-    assert.equal(await canWriteLabel(`Bearer ${writer.key}`), 200, 'creator promoted: back to the key\'s own role');
+    assert.equal(await canWriteEquipment(`Bearer ${writer.key}`), 200, 'creator promoted: back to the key\'s own role');
     assert.equal((await withAuth('POST', '/svcapi/admin/user/delete', `Bearer ${writer.key}`, { email: 'nobody@plant.test' })).status, 403, 'a read-write key of an admin is no admin');
     assert.equal((await svc.request('PUT', `/svcapi/users/${carol.id}`, { body: { role: 'read-write' }, token: admin })).status, 200);
 

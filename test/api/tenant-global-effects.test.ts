@@ -72,6 +72,40 @@ describe('global effects across tenants', () => {
     assert.equal(own.status, 200, own.text);
   });
 
+  test('rows every tenant shares (labels, profiles-lookups, configurations): read by all, created, changed and deleted by an admin only', async () => {
+    const shared: Array<[string, Record<string, unknown>]> = [
+      ['labels', { name: 'shared-label' }],
+      ['profiles-lookups', { name: 'shared-lookup' }],
+      ['configurations', { id: 'plant-wide', value: 'kept' }],
+    ];
+    for (const [url, row] of shared) {
+      const made = await call(admin, 'POST', `/svcapi/${url}`, row);
+      assert.equal(made.status, 200, `admin creates ${url}: ${made.text}`);
+      const id = encodeURIComponent(String(made.body.id));
+      for (const [who, token] of [['no grant', nobody], ['read-write of another unit', mallory.token], ['read-write of the unit', collector.token]] as const) {
+        const attempts: Array<[string, string, unknown?]> = [
+          ['POST', `/svcapi/${url}`, url === 'configurations' ? { id: `${who}-row` } : { name: `${who}-row` }],
+          ['PATCH', `/svcapi/${url}`, { id: made.body.id, note: 'changed' }],
+          ['PUT', `/svcapi/${url}/${id}`, { ...row, note: 'replaced' }],
+          ['POST', `/svcapi/${url}/update?where=${enc(JSON.stringify({}))}`, { note: 'everyone' }],
+          ['DELETE', `/svcapi/${url}/${id}`],
+          ['DELETE', `/svcapi/${url}?where=${enc(JSON.stringify({}))}`],
+        ];
+        for (const [method, path, body] of attempts) {
+          const res = await call(token, method, path, body);
+          assert.equal(res.status, 403, `${who}: ${method} ${path}: ${res.status} ${res.text}`);
+          assert.match(res.text, /only an admin/, `${who}: ${method} ${path} says why`);
+        }
+        const read = await call(token, 'GET', `/svcapi/${url}/${id}`);
+        assert.equal(read.status, 200, `${who} reads ${url}: ${read.text}`);
+      }
+      const list = await call(admin, 'GET', `/svcapi/${url}`);
+      assert.equal(list.body.length, 1, `${url}: nothing created by the refused calls: ${list.text}`);
+      assert.equal(list.body[0].note, undefined, `${url}: nothing changed by the refused calls`);
+      assert.equal((await call(admin, 'DELETE', `/svcapi/${url}/${id}`)).status, 200, `admin deletes ${url}`);
+    }
+  });
+
   test("ingest: callers refused by the access check never use up the collector's rate budget", async () => {
     const lineProtocol = (token: string) =>
       svc.request('POST', `/ingest/v2/write?db=${CLIENT}&precision=ms`, { token, rawBody: `m v=1 ${T0}`, headers: { 'content-type': 'text/plain' } });
