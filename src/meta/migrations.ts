@@ -223,4 +223,11 @@ export const MIGRATIONS: readonly string[] = [
      created_ms INTEGER NOT NULL,
      updated_ms INTEGER NOT NULL
    );`,
+  // 13: who uploaded each blob key and attachment (the token's subject), for blob.quotaBytesPerUser
+  // and so only the uploader (or an admin) replaces or deletes a key. Rows from before have no
+  // owner: only an admin changes those.
+  `ALTER TABLE blob_keys ADD COLUMN owner TEXT;
+   ALTER TABLE attachments ADD COLUMN owner TEXT;
+   CREATE INDEX blob_keys_owner ON blob_keys (owner);
+   CREATE INDEX attachments_owner ON attachments (owner);`,
 ];

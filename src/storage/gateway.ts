@@ -110,7 +110,8 @@ export class ShardGateway implements PointWriter, MonitorSampler, LiveFeed {
   }
 
   private async writeNow(grant: AccessGrant, body: Uint8Array, contentType: string, mode: WriteMode, options: WriteOptions): Promise<WriteResult> {
-    this.disk.check();
+    // The body's size is reserved against the floor until statfs sees what it became on disk.
+    this.disk.check(body.byteLength);
     const { defaultScope, replicated: _replicated, awaitReplica: _awaitReplica, route: _route, ...extra } = options;
     // Bodies only the worker can read (compressed, line protocol) have no scope to peek at.
     const peeked = options.contentEncoding || options.lineProtocol ? {} : peekScope(body, contentType);
