@@ -73,7 +73,7 @@ export interface BlobServiceOptions {
   entities: EntityStore;
   log: Logger;
   now: () => number;
-  /** The data volume's free-disk floor (storage.minFreeBytes): every batch of an upload is reserved against it. */
+  /** The data volume's free-disk floor (storage.minFreeBytes): every chunk of an upload is reserved against it. */
   disk: DiskFloor;
   /** Bytes of keys and attachments one account may keep (blob.quotaBytesPerUser); 0 for no limit. Admins have none. */
   quotaBytesPerUser: number;
@@ -306,12 +306,12 @@ export class BlobService {
     const others = () => this.receiving.get(grant.subject) ?? 0;
     if (declaredBytes !== undefined) {
       this.requireQuota(grant, replacing, declaredBytes, others(), used);
-      this.o.disk.check(0);
+      this.o.disk.reserve(0);
     }
     let mine = 0;
     const admit = (bytes: number) => {
-      this.o.disk.check(bytes);
       if (quotaApplies) this.requireQuota(grant, replacing, mine + bytes, others() - mine, used);
+      this.o.disk.reserve(bytes);
       mine += bytes;
       this.receiving.set(grant.subject, others() + bytes);
     };
@@ -320,6 +320,8 @@ export class BlobService {
     } catch (err) {
       throw diskFullError(err) ?? err;
     } finally {
+      // Written and fsynced, or removed: statfs has them now.
+      this.o.disk.release(mine);
       const left = (this.receiving.get(grant.subject) ?? 0) - mine;
       if (left > 0) this.receiving.set(grant.subject, left);
       else this.receiving.delete(grant.subject);

@@ -156,8 +156,10 @@ export interface ReplicationHooks {
  * (blob uploads): one guard, so the bytes each accepts count against the same floor.
  */
 export interface DiskFloor {
-  /** Throws 507 when `bytes` more would take the volume under the floor; otherwise reserves them. */
-  check(bytes: number): void;
+  /** Throws 507 when `bytes` more would take the volume under the floor; otherwise holds them back until release. */
+  reserve(bytes: number): void;
+  /** Gives back reserved bytes once they are on disk (or will not be written). */
+  release(bytes: number): void;
 }
 
 export const COLLECTIONS = capability<Collections>('storage.collections');

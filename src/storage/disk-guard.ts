@@ -8,7 +8,9 @@
 // was accepted since, less its own size, would go under the floor. A burst inside one second thus
 // stops at the floor instead of running into ENOSPC. Bytes accepted in the second before a read
 // still count after it: a storage worker may hold them in its buffer (storage.flushIntervalMs)
-// until after that read.
+// until after that read. A writer that knows when its bytes are on disk (a blob upload, fsynced)
+// holds them instead (reserve) and gives them back once they are (release), which reads statfs
+// again, so they are counted neither twice nor not at all.
 
 import fs from 'node:fs';
 import type { Logger } from '../log.js';
@@ -23,6 +25,8 @@ export class DiskGuard {
   /** Bytes accepted since the last statfs, and in the period before it. */
   private reservedNow = 0;
   private reservedBefore = 0;
+  /** Bytes held by writers that release them themselves (reserve/release). */
+  private held = 0;
   /** Why the free space could not be read at the last check, or null. */
   private unknown: string | null = null;
 
@@ -37,14 +41,30 @@ export class DiskGuard {
    * floor; otherwise counts `bytes` as taken until the free space has been read twice more.
    */
   check(bytes = 0): void {
+    this.refuseBeyond(bytes);
+    this.reservedNow += bytes;
+  }
+
+  /** As check, but the bytes stay taken until release (not only until the next reads of statfs). */
+  reserve(bytes: number): void {
+    this.refuseBeyond(bytes);
+    this.held += bytes;
+  }
+
+  /** Gives back bytes of reserve once they are on disk (or were never written), and reads statfs again. */
+  release(bytes: number): void {
+    this.held = Math.max(0, this.held - bytes);
+    this.read();
+  }
+
+  private refuseBeyond(bytes: number): void {
     this.refresh();
     if (this.unknown !== null) {
       throw new ServiceError('INSUFFICIENT_STORAGE', 'the free space of the data volume cannot be read; writes are refused until it can (storage.minFreeBytes), reads go on');
     }
-    if (this.free - this.reservedNow - this.reservedBefore - bytes < this.minFreeBytes) {
+    if (this.free - this.reservedNow - this.reservedBefore - this.held - bytes < this.minFreeBytes) {
       throw new ServiceError('INSUFFICIENT_STORAGE', `free disk space is below storage.minFreeBytes (${this.minFreeBytes} bytes); writes are refused, reads go on`);
     }
-    this.reservedNow += bytes;
   }
 
   /** Free bytes on the data volume now (for GET /metrics), or null when they cannot be read. */
@@ -73,6 +93,10 @@ export class DiskGuard {
     this.checkedAt = now;
     this.reservedBefore = this.reservedNow;
     this.reservedNow = 0;
+    this.read();
+  }
+
+  private read(): void {
     try {
       const stats = fs.statfsSync(this.dataDir);
       this.free = stats.bavail * stats.bsize;

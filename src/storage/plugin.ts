@@ -84,7 +84,7 @@ export const storagePlugin = definePlugin({
         provide(MONITOR_SAMPLER, gateway),
         provide(LIVE_FEED, gateway),
         provide(STORE_MAINTENANCE, maintenance),
-        provide(DISK_FLOOR, { check: (bytes) => disk.check(bytes) }),
+        provide(DISK_FLOOR, { reserve: (bytes) => disk.reserve(bytes), release: (bytes) => disk.release(bytes) }),
         provide(REPLICATION_HOOKS, {
           recordWrites: (record) => gateway.recordWrites(record),
           collectionChanged: directory.changed,
