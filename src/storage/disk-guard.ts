@@ -3,30 +3,38 @@
 // uploads. A volume whose free space cannot be read counts as full: writing blind onto it is how
 // a disk fills up.
 //
-// statfs runs at most once a second (a request never pays a syscall), so between two reads the
-// bytes accepted are reserved here: a write is refused when the free space last read, less what
-// was accepted since, less its own size, would go under the floor. A burst inside one second thus
-// stops at the floor instead of running into ENOSPC. Bytes accepted in the second before a read
-// still count after it: a storage worker may hold them in its buffer (storage.flushIntervalMs)
-// until after that read. A writer that knows when its bytes are on disk (a blob upload, fsynced)
-// holds them instead (reserve) and gives them back once they are (release), which reads statfs
-// again, so they are counted neither twice nor not at all.
+// statfs runs at most once a second (a request never pays a syscall), so the bytes of writes
+// accepted in between are accounted for here: a write is refused when the free space last read,
+// less what is accounted for, less its own size, would go under the floor. A burst inside one
+// second thus stops at the floor instead of running into ENOSPC. Accounted for are:
+// - bytes held (reserve) by writes under way, until they end;
+// - bytes of writes that ended on disk (`sync` writes), until the next read of statfs sees them;
+// - bytes of writes that ended in a storage worker's buffer (`fast`, `buffered`), until the read
+//   after that: the worker writes them within storage.flushIntervalMs, maybe after the next read.
+// A blob upload, fsynced when it ends, gives its bytes back with release, which reads statfs at
+// once (one read per upload, not per request). A refusal is confirmed by a fresh read (at most
+// ten a second), so bytes counted both in statfs and here do not refuse writes that fit.
 
 import fs from 'node:fs';
 import type { Logger } from '../log.js';
 import { ServiceError } from '../../shared/errors.js';
 
 const REFRESH_MS = 1000;
+/** How old the last read may be for a refusal to stand without reading again. */
+const CONFIRM_MS = 100;
 
 export class DiskGuard {
   private checkedAt = 0;
+  private readAt = 0;
   /** Free bytes at the last statfs. */
   private free = 0;
-  /** Bytes accepted since the last statfs, and in the period before it. */
-  private reservedNow = 0;
-  private reservedBefore = 0;
-  /** Bytes held by writers that release them themselves (reserve/release). */
+  /** Bytes of writes under way. */
   private held = 0;
+  /** Bytes written since the last statfs. */
+  private onDisk = 0;
+  /** Bytes left in worker buffers since the last statfs, and in the period before it. */
+  private bufferedNow = 0;
+  private bufferedBefore = 0;
   /** Why the free space could not be read at the last check, or null. */
   private unknown: string | null = null;
 
@@ -36,35 +44,28 @@ export class DiskGuard {
     private readonly log: Logger,
   ) {}
 
-  /**
-   * Throws 507 while writes must be refused, or when `bytes` more would take the volume under the
-   * floor; otherwise counts `bytes` as taken until the free space has been read twice more.
-   */
-  check(bytes = 0): void {
-    this.refuseBeyond(bytes);
-    this.reservedNow += bytes;
+  /** Throws 507 while writes must be refused (collection creates and updates: a few bytes). */
+  check(): void {
+    this.refuseBeyond(0);
   }
 
-  /** As check, but the bytes stay taken until release (not only until the next reads of statfs). */
+  /** Throws 507 when `bytes` more would take the volume under the floor; otherwise holds them until written or release. */
   reserve(bytes: number): void {
     this.refuseBeyond(bytes);
     this.held += bytes;
   }
 
-  /** Gives back bytes of reserve once they are on disk (or were never written), and reads statfs again. */
+  /** A write of `bytes` reserved before has ended: on disk (`onDisk`), or in a worker's buffer. */
+  written(bytes: number, onDisk: boolean): void {
+    this.held = Math.max(0, this.held - bytes);
+    if (onDisk) this.onDisk += bytes;
+    else this.bufferedNow += bytes;
+  }
+
+  /** Gives back reserved bytes that are on disk now (fsynced) or will never be written, and reads statfs again. */
   release(bytes: number): void {
     this.held = Math.max(0, this.held - bytes);
     this.read();
-  }
-
-  private refuseBeyond(bytes: number): void {
-    this.refresh();
-    if (this.unknown !== null) {
-      throw new ServiceError('INSUFFICIENT_STORAGE', 'the free space of the data volume cannot be read; writes are refused until it can (storage.minFreeBytes), reads go on');
-    }
-    if (this.free - this.reservedNow - this.reservedBefore - this.held - bytes < this.minFreeBytes) {
-      throw new ServiceError('INSUFFICIENT_STORAGE', `free disk space is below storage.minFreeBytes (${this.minFreeBytes} bytes); writes are refused, reads go on`);
-    }
   }
 
   /** Free bytes on the data volume now (for GET /metrics), or null when they cannot be read. */
@@ -87,19 +88,36 @@ export class DiskGuard {
     }
   }
 
-  private refresh(): void {
+  private refuseBeyond(bytes: number): void {
     const now = Date.now();
-    if (now - this.checkedAt <= REFRESH_MS) return;
-    this.checkedAt = now;
-    this.reservedBefore = this.reservedNow;
-    this.reservedNow = 0;
-    this.read();
+    if (now - this.checkedAt > REFRESH_MS) {
+      this.checkedAt = now;
+      this.bufferedBefore = this.bufferedNow;
+      this.bufferedNow = 0;
+      this.read();
+    }
+    if (this.unknown === null && this.fits(bytes)) return;
+    if (this.unknown === null && Date.now() - this.readAt > CONFIRM_MS) {
+      this.read();
+      if (this.unknown === null && this.fits(bytes)) return;
+    }
+    if (this.unknown !== null) {
+      throw new ServiceError('INSUFFICIENT_STORAGE', 'the free space of the data volume cannot be read; writes are refused until it can (storage.minFreeBytes), reads go on');
+    }
+    throw new ServiceError('INSUFFICIENT_STORAGE', `free disk space is below storage.minFreeBytes (${this.minFreeBytes} bytes); writes are refused, reads go on`);
   }
 
+  private fits(bytes: number): boolean {
+    return this.free - this.held - this.onDisk - this.bufferedNow - this.bufferedBefore - bytes >= this.minFreeBytes;
+  }
+
+  /** Reads statfs: what was written before now is in it. */
   private read(): void {
+    this.readAt = Date.now();
     try {
       const stats = fs.statfsSync(this.dataDir);
       this.free = stats.bavail * stats.bsize;
+      this.onDisk = 0;
       this.unknown = null;
     } catch (err) {
       if (this.unknown === null) this.log.error({ err: String(err), dataDir: this.dataDir }, 'cannot read the free space of the data volume; refusing writes until it can be read');

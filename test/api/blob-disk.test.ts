@@ -149,8 +149,10 @@ describe('blobs on a small volume', () => {
     svc = await startService({ dataDir: volume.dir, config: CONFIG });
     admin = await svc.adminToken();
     const health = await svc.get('/svcapi/health', admin);
-    assert.notEqual(health.body.status, 'ok', health.text);
-    assert.match(health.text, /minFreeBytes|full/);
+    assert.equal(health.body.acceptsWrites, false, health.text);
+    assert.equal(health.body.subsystems.storage.status, 'degraded', health.text);
+    assert.match(health.body.subsystems.storage.reason, /storage\.minFreeBytes/);
+    assert.equal(health.body.subsystems.blobs.status, 'ok', health.text);
     // Reads: a blob stored before.
     const list = await svc.get('/svcapi/blob?prefix=fill/', admin);
     assert.equal(list.status, 200, list.text);
