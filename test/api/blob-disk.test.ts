@@ -6,6 +6,7 @@
 
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
+import { BACKUP, runBackup, sha256, type FileInfo } from './backup-support.js';
 import { blobFiles, generated, upload } from './blob-support.js';
 import { startService, type TestService } from './harness.js';
 import { mountTmpfs, type Volume } from '../support/tmpfs.js';
@@ -142,7 +143,8 @@ describe('blobs on a small volume', () => {
     await waitFor(() => blobFiles(svc.dataDir).temporary.length === 0, 'uploads that hit ENOSPC leave no temporary file');
   });
 
-  test('restarted on a full volume the service starts read-only: health says why, reads and deletes work, writes are 507', async () => {
+  test('restarted on a full volume the service starts read-only: health says why, reads, backup downloads and deletes work, writes are 507', async () => {
+    await runBackup(svc, admin, 'sqlite');
     await svc.stop('SIGTERM');
     volume.fill(0, 'filler-full');
     assert.ok(volume.free() < 64 * 1024, `the volume is full (${volume.free()} bytes free)`);
@@ -160,6 +162,11 @@ describe('blobs on a small volume', () => {
     const first = list.body.items[0].key as string;
     const got = await svc.get(`/svcapi/blob/${first}`, admin);
     assert.equal(got.status, 200);
+    const backups = (await svc.get(`${BACKUP}/list`, admin)).body.sqlite_backups as FileInfo[];
+    assert.equal(backups.length, 1);
+    const backup = await svc.get(`${BACKUP}/download/${backups[0]!.file_name}`, admin);
+    assert.equal(backup.status, 200, backup.text);
+    assert.equal(sha256(backup.bytes), backups[0]!.sha256);
     // Writes are 507 (a blob, points).
     const putRes = await svc.request('PUT', '/svcapi/blob/more.bin', { rawBody: 'x', token: admin });
     assert.equal(putRes.status, 507, putRes.text);
