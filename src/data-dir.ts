@@ -102,11 +102,11 @@ const MIN_START_FREE_BYTES = 16 * 1024 * 1024;
 
 /**
  * Space kept back for a start on a full volume: SQLite needs a few pages to open the metadata
- * store (its -shm and -wal files), the storage workers to recover. Made at a start with room to
- * spare, given back by a start that finds the volume full.
+ * store (its -shm and -wal files), the storage workers to recover (about 40 KiB in a test).
+ * Made at a start with room to spare, given back by a start that finds the volume full.
  */
 export const RESERVE_FILE = 'disk-reserve.bin';
-const RESERVE_BYTES = 8 * 1024 * 1024;
+const RESERVE_BYTES = 4 * 1024 * 1024;
 
 const freeOf = (dir: string): number => {
   const volume = fs.statfsSync(dir);

@@ -143,13 +143,14 @@ describe('blobs on a small volume', () => {
     await waitFor(() => blobFiles(svc.dataDir).temporary.length === 0, 'uploads that hit ENOSPC leave no temporary file');
   });
 
-  test('restarted on a full volume the service starts read-only: health says why, reads, backup downloads and deletes work, writes are 507', async () => {
+  test('restarted on a full volume the service starts read-only: health says why, reads, backup downloads and deletes work, writes are 507', async (t) => {
     await runBackup(svc, admin, 'sqlite');
     await svc.stop('SIGTERM');
     volume.fill(0, 'filler-full');
     assert.ok(volume.free() < 64 * 1024, `the volume is full (${volume.free()} bytes free)`);
     svc = await startService({ dataDir: volume.dir, config: CONFIG });
     admin = await svc.adminToken();
+    t.diagnostic(`free after a start on the full volume: ${volume.free()} bytes`);
     const health = await svc.get('/svcapi/health', admin);
     assert.equal(health.body.acceptsWrites, false, health.text);
     assert.equal(health.body.subsystems.storage.status, 'degraded', health.text);
