@@ -105,7 +105,7 @@ const MIN_START_FREE_BYTES = 16 * 1024 * 1024;
  * store (its -shm and -wal files), the storage workers to recover (about 40 KiB in a test).
  * Made at a start with room to spare, given back by a start that finds the volume full.
  */
-export const RESERVE_FILE = 'disk-reserve.bin';
+const RESERVE_FILE = 'disk-reserve.bin';
 const RESERVE_BYTES = 4 * 1024 * 1024;
 
 const freeOf = (dir: string): number => {
