@@ -87,6 +87,18 @@ function isSystemError(err: unknown): err is NodeJS.ErrnoException {
 }
 
 /**
+ * A full volume or used-up quota as a 507 naming it, from a file system call (ENOSPC, EDQUOT) or
+ * SQLite (SQLITE_FULL); null for any other error.
+ */
+export function diskFullError(err: unknown): ServiceError | null {
+  const code = (err as { code?: unknown } | null)?.code;
+  if (code === 'ENOSPC' || code === 'EDQUOT' || code === 'SQLITE_FULL') {
+    return new ServiceError('INSUFFICIENT_STORAGE', `no space left on the data volume (${code}); nothing of this request was kept, reads go on`, { cause: err });
+  }
+  return null;
+}
+
+/**
  * Maps what a storage call threw onto a ServiceError: a full disk or quota is
  * INSUFFICIENT_STORAGE, any other file-system failure INTERNAL (the system error stays as the
  * cause, for the log). Anything else (a caller's sink that threw, a bug) is returned unchanged

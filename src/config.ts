@@ -80,6 +80,8 @@ export interface Config {
   readonly blob: {
     /** Largest blob or attachment upload (bytes). */
     readonly maxBytes: number;
+    /** Bytes of blobs and attachments one account may keep (admins: no limit); 0 for no limit. */
+    readonly quotaBytesPerUser: number;
   };
   readonly ws: {
     readonly batchMs: number;

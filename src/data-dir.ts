@@ -18,7 +18,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import type { Logger } from './log.js';
-import { PRIVATE_DIR_MODE } from '../shared/file-modes.js';
+import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from '../shared/file-modes.js';
 import { StartupError } from './startup.js';
 
 /** Strips group and other bits from every file the process creates from now on. */
@@ -35,7 +35,7 @@ type WarnLogger = Pick<Logger, 'warn'>;
  */
 export function claimDataDir(dataDir: string, log: WarnLogger): DataDirLock {
   process.umask(PROCESS_UMASK);
-  checkDataDir(dataDir);
+  checkDataDir(dataDir, log);
   const lock = lockDataDir(dataDir);
   try {
     tightenDataDir(dataDir, log);
@@ -100,6 +100,39 @@ function tightenTree(entry: string, tighten: (entry: string, stat: fs.Stats) => 
 /** Less free space than this and the service cannot even open its metadata. */
 const MIN_START_FREE_BYTES = 16 * 1024 * 1024;
 
+/**
+ * Space kept back for a start on a full volume: SQLite needs a few pages to open the metadata
+ * store (its -shm and -wal files), the storage workers to recover (about 40 KiB in a test).
+ * Made at a start with room to spare, given back by a start that finds the volume full.
+ */
+const RESERVE_FILE = 'disk-reserve.bin';
+const RESERVE_BYTES = 4 * 1024 * 1024;
+
+const freeOf = (dir: string): number => {
+  const volume = fs.statfsSync(dir);
+  return volume.bavail * volume.bsize;
+};
+
+/** Makes the reserve file when the volume has room for it and a start besides; nothing when it cannot. */
+function keepReserve(dataDir: string, log: WarnLogger): void {
+  const file = path.join(dataDir, RESERVE_FILE);
+  if (fs.existsSync(file) || freeOf(dataDir) < MIN_START_FREE_BYTES + RESERVE_BYTES) return;
+  try {
+    // Written, not sparse: a sparse file would hold back nothing.
+    const block = Buffer.alloc(1024 * 1024);
+    const fd = fs.openSync(file, 'wx', PRIVATE_FILE_MODE);
+    try {
+      for (let written = 0; written < RESERVE_BYTES; written += block.length) fs.writeSync(fd, block);
+      fs.fsyncSync(fd);
+    } finally {
+      fs.closeSync(fd);
+    }
+  } catch (err) {
+    fs.rmSync(file, { force: true });
+    log.warn({ dataDir, err: String(err) }, 'could not make the disk reserve file');
+  }
+}
+
 const REASONS: Record<string, string> = {
   EROFS: 'it is on a read-only file system',
   EACCES: 'permission denied',
@@ -115,8 +148,13 @@ function reason(err: unknown): string {
   return REASONS[code] ?? ((err as Error)?.message || String(err));
 }
 
-/** The data dir exists (or is made), is a folder, can be written, and its volume is not full. */
-function checkDataDir(dataDir: string): void {
+/**
+ * The data dir exists (or is made), is a folder, can be written, and its volume is not full. A
+ * full volume under a data dir that already holds a metadata store is no reason to refuse a
+ * start: the service then starts read-only (reads, downloads and deletes work; the disk guard
+ * answers writes 507 and /svcapi/health says why), which is how an operator makes room.
+ */
+function checkDataDir(dataDir: string, log: WarnLogger): void {
   let stat: fs.Stats | null = null;
   try {
     stat = fs.statSync(dataDir);
@@ -131,16 +169,28 @@ function checkDataDir(dataDir: string): void {
       throw new StartupError(`cannot create the data dir ${dataDir}: ${reason(err)}`);
     }
   }
+  const existing = fs.existsSync(path.join(dataDir, 'metadata.sqlite'));
+  const reserve = path.join(dataDir, RESERVE_FILE);
+  if (existing && fs.existsSync(reserve) && freeOf(dataDir) < MIN_START_FREE_BYTES) {
+    fs.rmSync(reserve);
+    log.warn({ dataDir, file: reserve, bytes: RESERVE_BYTES }, 'the volume of the data dir is full: gave back the disk reserve so the service can open its stores');
+  }
   const probe = path.join(dataDir, `.write-test-${process.pid}`);
   try {
     fs.writeFileSync(probe, 'ok');
     fs.rmSync(probe);
   } catch (err) {
-    throw new StartupError(`cannot write in the data dir ${dataDir}: ${reason(err)}`);
+    fs.rmSync(probe, { force: true });
+    const code = (err as NodeJS.ErrnoException).code;
+    if (!existing || (code !== 'ENOSPC' && code !== 'EDQUOT')) throw new StartupError(`cannot write in the data dir ${dataDir}: ${reason(err)}`);
   }
-  const volume = fs.statfsSync(dataDir);
-  const free = volume.bavail * volume.bsize;
-  if (free < MIN_START_FREE_BYTES) throw new StartupError(`the volume of the data dir ${dataDir} is full (${free} bytes free)`);
+  const free = freeOf(dataDir);
+  if (free >= MIN_START_FREE_BYTES) {
+    keepReserve(dataDir, log);
+    return;
+  }
+  if (!existing) throw new StartupError(`the volume of the data dir ${dataDir} is full (${free} bytes free)`);
+  log.warn({ dataDir, freeBytes: free }, 'the volume of the data dir is full: starting read-only (writes answer 507 until there is room above storage.minFreeBytes; deleting blobs or old data makes room)');
 }
 
 export interface DataDirLock {
@@ -217,6 +267,8 @@ function lockDataDir(dataDir: string): DataDirLock {
   const db = new Database(lockFile, { timeout: 0 });
   try {
     db.pragma('locking_mode = EXCLUSIVE');
+    // The transaction writes nothing: with no journal file it needs no byte of a full volume.
+    db.pragma('journal_mode = MEMORY');
     db.exec('BEGIN EXCLUSIVE');
   } catch (err) {
     db.close();
@@ -229,7 +281,13 @@ function lockDataDir(dataDir: string): DataDirLock {
     }
     throw new StartupError(`the data dir ${dataDir} is in use by ${holder}; two processes must never serve one data dir`);
   }
-  fs.writeFileSync(pidFile, String(process.pid));
+  try {
+    fs.writeFileSync(pidFile, String(process.pid));
+  } catch (err) {
+    // Only for the message a second start prints; a full volume must not stop this one.
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code !== 'ENOSPC' && code !== 'EDQUOT') throw err;
+  }
   return {
     release() {
       try {

@@ -11,7 +11,7 @@
 
 import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
-import { ServiceError, notFound } from '../../shared/errors.js';
+import { diskFullError, ServiceError, notFound } from '../../shared/errors.js';
 import type { RequestBody, ResponseStream } from '../http/route.js';
 import type { Logger } from '../log.js';
 import type { AccessGrant } from '../meta/access-grant.js';
@@ -20,6 +20,7 @@ import type { EntityHooks, EntityStore } from '../meta/entities.js';
 import type { EntityDef } from '../meta/registry.js';
 import { parseId } from '../meta/wire.js';
 import type { Health } from '../host/plugin.js';
+import type { DiskFloor } from '../storage/api.js';
 import { ContentStore, type Received } from './content-store.js';
 
 export interface BlobRecord {
@@ -72,6 +73,10 @@ export interface BlobServiceOptions {
   entities: EntityStore;
   log: Logger;
   now: () => number;
+  /** The data volume's free-disk floor (storage.minFreeBytes): every chunk of an upload is reserved against it. */
+  disk: DiskFloor;
+  /** Bytes of keys and attachments one account may keep (blob.quotaBytesPerUser); 0 for no limit. Admins have none. */
+  quotaBytesPerUser: number;
 }
 
 export class BlobService {
@@ -83,6 +88,8 @@ export class BlobService {
   /** Backups under way that hold removals (BlobContents.hold), and the contents whose removal waits for them. */
   private holds = 0;
   private readonly removalsHeld = new Set<string>();
+  /** Bytes of uploads under way, by account, so concurrent uploads cannot each fit the quota alone. */
+  private readonly receiving = new Map<string, number>();
 
   constructor(private readonly o: BlobServiceOptions) {
     this.rows = o.tables;
@@ -114,21 +121,30 @@ export class BlobService {
     return this.rows.blobsWithPrefix(prefix, limit);
   }
 
-  /** Stores `body` under `key`; `created` is false when it replaced an earlier blob. */
-  async put(key: string, contentType: string, body: RequestBody): Promise<{ created: boolean; record: BlobRecord }> {
-    const received = await this.files.receive(body);
+  /**
+   * Stores `body` under `key`; `created` is false when it replaced an earlier blob. 403 when the
+   * key is someone else's; 507 past the disk floor or the caller's quota (`declaredBytes`, the
+   * request's Content-Length when it has one, is refused before any byte is read).
+   */
+  async put(grant: AccessGrant, key: string, contentType: string, body: RequestBody, declaredBytes?: number): Promise<{ created: boolean; record: BlobRecord }> {
+    this.requireKeyOwner(grant, key);
+    const received = await this.receive(grant, key, body, declaredBytes);
     const now = this.o.now();
     return this.commit(received, () => {
+      // The key may have been made by someone else, or the quota used up, while the bytes arrived.
+      this.requireKeyOwner(grant, key);
+      this.requireQuota(grant, key, received.size, 0);
       const old = this.rows.contentOfKey(key);
-      this.rows.putBlob(key, received.sha256, contentType, now);
+      this.rows.putBlob(key, received.sha256, contentType, now, grant.subject);
       return { result: { created: old === undefined, record: this.get(key)! }, released: old === undefined ? [] : [old] };
     });
   }
 
-  /** False when there was no such key. */
-  delete(key: string): boolean {
+  /** False when there was no such key; 403 when it is someone else's. */
+  delete(grant: AccessGrant, key: string): boolean {
     const old = this.rows.contentOfKey(key);
     if (old === undefined) return false;
+    this.requireKeyOwner(grant, key);
     this.rows.transaction(() => {
       this.rows.deleteBlob(key);
       this.rows.collect(old);
@@ -158,13 +174,14 @@ export class BlobService {
     }
     const entityId = String(parseId(def, rawEntityId, 'entityId'));
     this.requireWritable(def, grant, entityId);
-    const received = await this.files.receive(body);
+    const received = await this.receive(grant, null, body);
     const id = randomUUID();
     const now = this.o.now();
     return this.commit(received, () => {
       // The row may have gone (or left the grant) while the bytes arrived.
       this.requireWritable(def, grant, entityId);
-      this.rows.addAttachment(id, def.table, entityId, name, received.sha256, contentType, now);
+      this.requireQuota(grant, null, received.size, 0);
+      this.rows.addAttachment(id, def.table, entityId, name, received.sha256, contentType, now, grant.subject);
       return { result: this.attachment(id)!, released: [] };
     });
   }
@@ -256,6 +273,61 @@ export class BlobService {
 
   // ---- internals --------------------------------------------------------------
 
+  /** 403 unless the key is new, the caller's own, or the caller is an admin. */
+  private requireKeyOwner(grant: AccessGrant, key: string): void {
+    if (grant.isAdmin) return;
+    const owner = this.rows.ownerOf(key);
+    if (owner === undefined || owner === grant.subject) return;
+    throw new ServiceError('FORBIDDEN', `blob ${key} belongs to another account; only its uploader or an admin may replace or delete it`);
+  }
+
+  /**
+   * 507 when `incoming` more bytes would take the caller past blob.quotaBytesPerUser, counting
+   * `used` (what it keeps, from bytesOwnedBy when not given) and its other uploads under way.
+   */
+  private requireQuota(grant: AccessGrant, replacing: string | null, incoming: number, pending: number, used?: number): void {
+    const quota = this.o.quotaBytesPerUser;
+    if (quota <= 0 || grant.isAdmin) return;
+    // A replaced key's bytes go with the replace, so they do not count.
+    const kept = used ?? this.rows.bytesOwnedBy(grant.subject, replacing ?? '');
+    if (kept + pending + incoming > quota) {
+      throw new ServiceError('INSUFFICIENT_STORAGE', `the upload would take your blobs and attachments past blob.quotaBytesPerUser (${quota} bytes; ${kept} kept); delete some first`);
+    }
+  }
+
+  /**
+   * Receives an upload into a temporary file, reserving each chunk against the disk floor and
+   * the caller's quota before it is written: a refusal removes what was written and throws 507,
+   * as does a full volume (ENOSPC). The commit checks the quota again, exactly.
+   */
+  private async receive(grant: AccessGrant, replacing: string | null, body: RequestBody, declaredBytes?: number): Promise<Received> {
+    const quotaApplies = this.o.quotaBytesPerUser > 0 && !grant.isAdmin;
+    const used = quotaApplies ? this.rows.bytesOwnedBy(grant.subject, replacing ?? '') : 0;
+    const others = () => this.receiving.get(grant.subject) ?? 0;
+    if (declaredBytes !== undefined) {
+      this.requireQuota(grant, replacing, declaredBytes, others(), used);
+      this.o.disk.reserve(0);
+    }
+    let mine = 0;
+    const admit = (bytes: number) => {
+      if (quotaApplies) this.requireQuota(grant, replacing, mine + bytes, others() - mine, used);
+      this.o.disk.reserve(bytes);
+      mine += bytes;
+      this.receiving.set(grant.subject, others() + bytes);
+    };
+    try {
+      return await this.files.receive(body, admit);
+    } catch (err) {
+      throw diskFullError(err) ?? err;
+    } finally {
+      // Written and fsynced, or removed: statfs has them now.
+      this.o.disk.release(mine);
+      const left = (this.receiving.get(grant.subject) ?? 0) - mine;
+      if (left > 0) this.receiving.set(grant.subject, left);
+      else this.receiving.delete(grant.subject);
+    }
+  }
+
   private attachment(id: string): AttachmentRecord | undefined {
     const row = this.rows.attachment(id);
     return row ? this.toRecord(row) : undefined;
@@ -290,7 +362,7 @@ export class BlobService {
       this.files.place(received);
     } catch (err) {
       this.files.discard(received);
-      throw err;
+      throw diskFullError(err) ?? err;
     }
     let outcome: { result: T; released: string[] };
     try {
@@ -301,9 +373,14 @@ export class BlobService {
         return done;
       });
     } catch (err) {
-      this.rows.transaction(() => this.rows.collect(received.sha256));
-      this.removeUnreferencedFile(received.sha256);
-      throw err;
+      try {
+        this.rows.transaction(() => this.rows.collect(received.sha256));
+        this.removeUnreferencedFile(received.sha256);
+      } catch (cleanup) {
+        // A full volume can refuse this too: the file is swept at the next start.
+        this.o.log.warn({ sha256: received.sha256, err: String(cleanup) }, 'could not remove an upload whose rows were not written');
+      }
+      throw diskFullError(err) ?? err;
     }
     for (const sha of outcome.released) this.removeUnreferencedFile(sha);
     return outcome.result;

@@ -56,11 +56,18 @@ export class ContentStore {
    * Writes `body` to a new temporary file as it arrives, hashing it, and fsyncs it. Each write
    * is awaited before more is taken from `body`, so a body that arrives faster than the disk
    * takes it waits in its source (which pauses the socket), not here. Whatever fails (the body's
-   * own 413, the client going away, the disk), the temporary file is removed and the error thrown.
+   * own 413, the client going away, the disk, `admit` refusing a chunk), the temporary file is
+   * removed and the error thrown. `admit` sees each chunk's size before it is kept.
    */
-  async receive(body: AsyncIterable<Uint8Array>): Promise<Received> {
+  async receive(body: AsyncIterable<Uint8Array>, admit: (bytes: number) => void = () => {}): Promise<Received> {
     const tmpPath = path.join(this.tmpDir, `${crypto.randomBytes(12).toString('hex')}.part`);
-    const file = await fs.promises.open(tmpPath, 'wx', PRIVATE_FILE_MODE);
+    let file: fs.promises.FileHandle;
+    try {
+      file = await fs.promises.open(tmpPath, 'wx', PRIVATE_FILE_MODE);
+    } catch (err) {
+      await fs.promises.rm(tmpPath, { force: true });
+      throw err;
+    }
     const hash = crypto.createHash('sha256');
     let size = 0;
     let batch: Uint8Array[] = [];
@@ -74,6 +81,7 @@ export class ContentStore {
     };
     try {
       for await (const chunk of body) {
+        admit(chunk.byteLength);
         hash.update(chunk);
         size += chunk.byteLength;
         batch.push(chunk);

@@ -32,10 +32,22 @@ const DOWNLOAD_RESPONSES = {
   416: { description: 'no byte satisfies the range' },
 };
 
+/**
+ * Uploaded bytes are anyone's HTML or script: a browser must save them, never render them on the
+ * service's origin (stored XSS), nor guess another type, and a sandboxed page could run nothing.
+ */
+function servedAsFile(fileName?: string): Record<string, string> {
+  return {
+    'content-disposition': fileName === undefined ? 'attachment' : `attachment; filename*=UTF-8''${encodeURIComponent(fileName)}`,
+    'x-content-type-options': 'nosniff',
+    'content-security-policy': "default-src 'none'; sandbox",
+  };
+}
+
 /** The bytes of a content as a reply: whole, one range of it (206), or 304 when the client has it. */
-function download(req: Request, blobs: BlobService, content: { sha256: string; size: number; contentType: string }): Reply {
+function download(req: Request, blobs: BlobService, content: { sha256: string; size: number; contentType: string; fileName?: string }): Reply {
   return downloadReply(req.headers, {
-    size: content.size, contentType: content.contentType, etag: `"${content.sha256}"`,
+    size: content.size, contentType: content.contentType, etag: `"${content.sha256}"`, headers: servedAsFile(content.fileName),
     stream: (start, end, out) => blobs.streamContent(content.sha256, start, end, out),
   });
 }
@@ -74,14 +86,18 @@ export function blobRoutes(blobs: BlobService, registry: Registry, maxBytes: num
     {
       method: 'PUT', path: '/svcapi/blob/{key+}', auth: 'jwt', tag,
       summary: 'Store the body under a key (streamed to disk; identical content is kept once)',
-      description: 'The body is the content, of any type (its `Content-Type` is kept and served back), up to `blob.maxBytes`. 201 for a new key, 200 when it replaced a blob.',
+      description: 'The body is the content, of any type (its `Content-Type` is kept and served back, as a download), up to `blob.maxBytes`. 201 for a new key, 200 when it replaced a blob. Only the uploader of a key (or an admin) may replace it (403). 507 below the free-disk floor (`storage.minFreeBytes`) or past `blob.quotaBytesPerUser`.',
       params: KEY_PARAMS,
       streamBody: { description: 'the content, any type' },
       ...limits,
-      responses: { 200: { description: 'replaced', schema: BLOB }, 201: { description: 'created', schema: BLOB } },
+      responses: {
+        200: { description: 'replaced', schema: BLOB }, 201: { description: 'created', schema: BLOB },
+        403: { description: 'the key belongs to another account' }, 507: { description: 'free-disk floor or blob.quotaBytesPerUser reached' },
+      },
       handler: async (req) => {
         const key = keyOf(req);
-        const { created, record } = await blobs.put(key, contentTypeOf(req.headers['content-type']), req.bodyStream!);
+        const declared = req.headers['content-length'] === undefined ? undefined : Number(req.headers['content-length']);
+        const { created, record } = await blobs.put(req.grant, key, contentTypeOf(req.headers['content-type']), req.bodyStream!, Number.isSafeInteger(declared) ? declared : undefined);
         return { status: created ? 201 : 200, body: record };
       },
     },
@@ -100,9 +116,9 @@ export function blobRoutes(blobs: BlobService, registry: Registry, maxBytes: num
       method: 'DELETE', path: '/svcapi/blob/{key+}', auth: 'jwt', tag,
       summary: 'Delete a blob',
       params: KEY_PARAMS,
-      responses: { 204: { description: 'deleted' }, 404: { description: 'absent' } },
+      responses: { 204: { description: 'deleted' }, 403: { description: 'the key belongs to another account' }, 404: { description: 'absent' } },
       handler: (req) => {
-        if (!blobs.delete(keyOf(req))) throw notFound(`no blob ${req.params.key}`);
+        if (!blobs.delete(req.grant, keyOf(req))) throw notFound(`no blob ${req.params.key}`);
         return { status: 204 };
       },
     },
@@ -144,7 +160,7 @@ export function blobRoutes(blobs: BlobService, registry: Registry, maxBytes: num
       responses: DOWNLOAD_RESPONSES,
       handler: (req) => {
         const record = blobs.readableAttachment(req.grant, req.params.id);
-        return download(req, blobs, { sha256: record.sha256, size: record.size_bytes, contentType: record.content_type });
+        return download(req, blobs, { sha256: record.sha256, size: record.size_bytes, contentType: record.content_type, fileName: record.name });
       },
     },
     {

@@ -4,7 +4,7 @@
 // it; the InfluxDB 2 write path (/ingest/v2/api/v2/…) answers in InfluxDB 2's own
 // `{code, message}`.
 
-import { ServiceError } from '../../shared/errors.js';
+import { diskFullError, ServiceError } from '../../shared/errors.js';
 import { redactApiKeys } from '../log.js';
 
 /**
@@ -39,6 +39,9 @@ export function toErrorReply(err: unknown, shape: ErrorShape): { status: number;
   if (err instanceof ServiceError) {
     return { status: err.status, body: JSON.stringify({ ...errorBody(shape, err.message, err.status), ...err.details }), headers: err.headers };
   }
+  // A full volume is the operator's to fix, never a bug: 507 wherever it surfaces.
+  const full = diskFullError(err);
+  if (full) return toErrorReply(full, shape);
   return { status: 500, body: JSON.stringify(errorBody(shape, 'internal error', 500)) };
 }
 

@@ -231,4 +231,11 @@ export const MIGRATIONS: readonly string[] = [
   // index has a table. The expression is the one the lookups use, word for word.
   `CREATE TABLE IF NOT EXISTS ingestconfigs (id INTEGER PRIMARY KEY AUTOINCREMENT, meta_data TEXT NOT NULL DEFAULT '{}');
    CREATE INDEX ingestconfigs_client_id ON ingestconfigs ((CASE WHEN json_valid(meta_data) THEN json_extract(meta_data, '$.clientId') END));`,
+  // 14: who uploaded each blob key and attachment (the token's subject), for blob.quotaBytesPerUser
+  // and so only the uploader (or an admin) replaces or deletes a key. Rows from before have no
+  // owner: only an admin changes those.
+  `ALTER TABLE blob_keys ADD COLUMN owner TEXT;
+   ALTER TABLE attachments ADD COLUMN owner TEXT;
+   CREATE INDEX blob_keys_owner ON blob_keys (owner);
+   CREATE INDEX attachments_owner ON attachments (owner);`,
 ];

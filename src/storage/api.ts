@@ -156,6 +156,17 @@ export interface ReplicationHooks {
   applyCollectionChange(change: CollectionChange, grant: AccessGrant): Promise<void>;
 }
 
+/**
+ * The free-disk floor of the data volume (storage.minFreeBytes), for whatever else writes there
+ * (blob uploads): one guard, so the bytes each accepts count against the same floor.
+ */
+export interface DiskFloor {
+  /** Throws 507 when `bytes` more would take the volume under the floor; otherwise holds them back until release. */
+  reserve(bytes: number): void;
+  /** Gives back reserved bytes once they are on disk (or will not be written). */
+  release(bytes: number): void;
+}
+
 export const COLLECTIONS = capability<Collections>('storage.collections');
 export const POINT_WRITER = capability<PointWriter>('storage.point-writer');
 export const POINT_READER = capability<PointReader>('storage.point-reader');
@@ -163,3 +174,4 @@ export const MONITOR_SAMPLER = capability<MonitorSampler>('storage.monitor-sampl
 export const LIVE_FEED = capability<LiveFeed>('storage.live-feed');
 export const STORE_MAINTENANCE = capability<StoreMaintenance>('storage.maintenance');
 export const REPLICATION_HOOKS = capability<ReplicationHooks>('storage.replication-hooks');
+export const DISK_FLOOR = capability<DiskFloor>('storage.disk-floor');

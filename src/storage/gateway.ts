@@ -88,6 +88,16 @@ export class ShardGateway implements PointWriter, MonitorSampler, LiveFeed {
 
   async write(grant: AccessGrant, body: Uint8Array, contentType: string, mode: WriteMode, signal: AbortSignal, options: WriteOptions = {}): Promise<WriteResult> {
     this.gate.refuseWhileRestoring();
+    // The body's size is held against the free-disk floor until it is on disk (disk-guard.ts).
+    this.disk.reserve(body.byteLength);
+    try {
+      return await this.writeReserved(grant, body, contentType, mode, signal, options);
+    } finally {
+      this.disk.written(body.byteLength, mode !== 'buffered');
+    }
+  }
+
+  private async writeReserved(grant: AccessGrant, body: Uint8Array, contentType: string, mode: WriteMode, signal: AbortSignal, options: WriteOptions): Promise<WriteResult> {
     await this.gate.enter();
     // Recorded (the body copied) before it is stored; the pooled body buffer goes back only later.
     const recorded = options.replicated || this.recorders.length === 0 ? NOT_RECORDED : this.recorders.map((record) => record(body, contentType, mode, options));
@@ -112,7 +122,6 @@ export class ShardGateway implements PointWriter, MonitorSampler, LiveFeed {
   }
 
   private async writeNow(grant: AccessGrant, body: Uint8Array, contentType: string, mode: WriteMode, options: WriteOptions): Promise<WriteResult> {
-    this.disk.check();
     const { defaultScope, replicated: _replicated, awaitReplica: _awaitReplica, route: _route, ...extra } = options;
     // Bodies only the worker can read (compressed, line protocol) have no scope to peek at.
     const peeked = options.contentEncoding || options.lineProtocol ? {} : peekScope(body, contentType);

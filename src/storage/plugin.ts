@@ -7,7 +7,7 @@ import { definePlugin, provide } from '../host/plugin.js';
 import { PROCESS_LOG } from '../jobs/api.js';
 import { Signal } from '../signal.js';
 import { CollectionAccess } from './access.js';
-import { COLLECTIONS, LIVE_FEED, MONITOR_SAMPLER, POINT_READER, POINT_WRITER, REPLICATION_HOOKS, STORE_MAINTENANCE } from './api.js';
+import { COLLECTIONS, DISK_FLOOR, LIVE_FEED, MONITOR_SAMPLER, POINT_READER, POINT_WRITER, REPLICATION_HOOKS, STORE_MAINTENANCE } from './api.js';
 import { CollectionCatalog } from './catalog.js';
 import { collectionRoutes } from './collection-routes.js';
 import { CollectionDirectory } from './directory.js';
@@ -27,7 +27,7 @@ export const storagePlugin = definePlugin({
   name: 'storage',
   settings: (config) => ({ ...config.storage, dataDir: config.dataDir, logLevel: config.log.level, logFormat: config.log.format, logToStderr: config.log.toStderr === true, crashRoute: config.debug.crashRoute }),
   needs: { jobs: PROCESS_LOG },
-  provides: [COLLECTIONS, POINT_WRITER, POINT_READER, MONITOR_SAMPLER, LIVE_FEED, STORE_MAINTENANCE, REPLICATION_HOOKS],
+  provides: [COLLECTIONS, POINT_WRITER, POINT_READER, MONITOR_SAMPLER, LIVE_FEED, STORE_MAINTENANCE, REPLICATION_HOOKS, DISK_FLOOR],
   create({ settings, needs, meta, clock, log }) {
     const workerRestarted = new Signal<[shardIndex: number]>();
     const shards = new ShardPool({
@@ -84,6 +84,7 @@ export const storagePlugin = definePlugin({
         provide(MONITOR_SAMPLER, gateway),
         provide(LIVE_FEED, gateway),
         provide(STORE_MAINTENANCE, maintenance),
+        provide(DISK_FLOOR, { reserve: (bytes) => disk.reserve(bytes), release: (bytes) => disk.release(bytes) }),
         provide(REPLICATION_HOOKS, {
           recordWrites: (record) => gateway.recordWrites(record),
           collectionChanged: directory.changed,

@@ -53,6 +53,10 @@ describe('attachments', () => {
     assert.equal(content.status, 200);
     assert.equal(content.headers['content-type'], 'application/pdf');
     assert.equal(content.headers.etag, `"${record.sha256}"`);
+    // Served as a download under its name, never rendered on the service's origin.
+    assert.equal(content.headers['content-disposition'], "attachment; filename*=UTF-8''wiring%20diagram.pdf");
+    assert.equal(content.headers['x-content-type-options'], 'nosniff');
+    assert.equal(content.headers['content-security-policy'], "default-src 'none'; sandbox");
     assert.ok(content.bytes.equals(bytes), 'byte-exact');
     const streamed = await download(svc, `/svcapi/attachments/${record.id}/content`, { token: admin });
     assert.equal(streamed.sha256, record.sha256);

@@ -3,6 +3,7 @@
 //   blob_contents (sha256, size_bytes, created_ms)    one row per content file
 //   blob_keys     (key, sha256, content_type, created_ms)
 //   attachments   (id, entity, entity_id, name, sha256, content_type, created_ms)
+//   owner columns of both (migration 14): the uploader's token subject, null before it
 
 import type { Db } from '../database.js';
 
@@ -42,19 +43,26 @@ export class BlobTables {
   private readonly collectContent;
   private readonly contentKnown;
   private readonly unreferenced;
+  private readonly ownerOfKey;
+  private readonly keyBytesOf;
+  private readonly attachmentBytesOf;
 
   constructor(private readonly db: Db) {
     const blob = 'SELECT k.key, c.size_bytes, k.content_type, k.sha256, k.created_ms FROM blob_keys k JOIN blob_contents c ON c.sha256 = k.sha256';
     this.blobByKey = db.prepare<[string], BlobRow>(`${blob} WHERE k.key = ?`);
     this.blobsFrom = db.prepare<[string, string, number], BlobRow>(`${blob} WHERE k.key >= ? AND k.key < ? ORDER BY k.key LIMIT ?`);
     this.shaOfKey = db.prepare<[string], string>('SELECT sha256 FROM blob_keys WHERE key = ?').pluck();
-    this.putKey = db.prepare<[string, string, string, number]>(
-      'INSERT INTO blob_keys (key, sha256, content_type, created_ms) VALUES (?, ?, ?, ?) ON CONFLICT (key) DO UPDATE SET sha256 = excluded.sha256, content_type = excluded.content_type, created_ms = excluded.created_ms',
+    // A replaced key keeps its owner (an admin replacing it does not take it over).
+    this.putKey = db.prepare<[string, string, string, number, string]>(
+      'INSERT INTO blob_keys (key, sha256, content_type, created_ms, owner) VALUES (?, ?, ?, ?, ?) ON CONFLICT (key) DO UPDATE SET sha256 = excluded.sha256, content_type = excluded.content_type, created_ms = excluded.created_ms',
     );
+    this.ownerOfKey = db.prepare<[string], { owner: string | null }>('SELECT owner FROM blob_keys WHERE key = ?');
+    this.keyBytesOf = db.prepare<[string, string], number>('SELECT COALESCE(SUM(c.size_bytes), 0) FROM blob_keys k JOIN blob_contents c ON c.sha256 = k.sha256 WHERE k.owner = ? AND k.key != ?').pluck();
+    this.attachmentBytesOf = db.prepare<[string], number>('SELECT COALESCE(SUM(c.size_bytes), 0) FROM attachments a JOIN blob_contents c ON c.sha256 = a.sha256 WHERE a.owner = ?').pluck();
     this.deleteKey = db.prepare<[string]>('DELETE FROM blob_keys WHERE key = ?');
-    const attachment = 'SELECT a.*, c.size_bytes FROM attachments a JOIN blob_contents c ON c.sha256 = a.sha256';
-    this.insertAttachment = db.prepare<[string, string, string, string, string, string, number]>(
-      'INSERT INTO attachments (id, entity, entity_id, name, sha256, content_type, created_ms) VALUES (?, ?, ?, ?, ?, ?, ?)',
+    const attachment = 'SELECT a.id, a.entity, a.entity_id, a.name, a.sha256, a.content_type, a.created_ms, c.size_bytes FROM attachments a JOIN blob_contents c ON c.sha256 = a.sha256';
+    this.insertAttachment = db.prepare<[string, string, string, string, string, string, number, string]>(
+      'INSERT INTO attachments (id, entity, entity_id, name, sha256, content_type, created_ms, owner) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
     );
     this.attachmentsOf = db.prepare<[string, string], AttachmentRow>(`${attachment} WHERE a.entity = ? AND a.entity_id = ? ORDER BY a.created_ms, a.id`);
     this.attachmentById = db.prepare<[string], AttachmentRow>(`${attachment} WHERE a.id = ?`);
@@ -92,16 +100,27 @@ export class BlobTables {
     return this.shaOfKey.get(key);
   }
 
-  putBlob(key: string, sha256: string, contentType: string, now: number): void {
-    this.putKey.run(key, sha256, contentType, now);
+  /** `owner` is kept only for a new key. */
+  putBlob(key: string, sha256: string, contentType: string, now: number, owner: string): void {
+    this.putKey.run(key, sha256, contentType, now, owner);
+  }
+
+  /** The owner of a key: undefined when there is no such key, null when it predates owners. */
+  ownerOf(key: string): string | null | undefined {
+    return this.ownerOfKey.get(key)?.owner;
+  }
+
+  /** Bytes of the keys and attachments `owner` uploaded, leaving out key `except` (the one being replaced). */
+  bytesOwnedBy(owner: string, except: string): number {
+    return this.keyBytesOf.get(owner, except)! + this.attachmentBytesOf.get(owner)!;
   }
 
   deleteBlob(key: string): void {
     this.deleteKey.run(key);
   }
 
-  addAttachment(id: string, table: string, entityId: string, name: string, sha256: string, contentType: string, now: number): void {
-    this.insertAttachment.run(id, table, entityId, name, sha256, contentType, now);
+  addAttachment(id: string, table: string, entityId: string, name: string, sha256: string, contentType: string, now: number, owner: string): void {
+    this.insertAttachment.run(id, table, entityId, name, sha256, contentType, now, owner);
   }
 
   attachmentsOfRow(table: string, entityId: string): AttachmentRow[] {
