@@ -55,7 +55,7 @@ export interface TimeseriesArchiveOptions {
   contents: BlobContents;
   /** The largest restore (bytes the tar claims to hold): backup.maxRestoreBytes. */
   maxRestoreBytes: number;
-  /** A pause between the steps of a restore's swap (debug.restoreStepDelayMs; tests kill the service in it). */
+  /** A pause between the steps of a restore (debug.restoreStepDelayMs; tests kill or probe the service in it). */
   stepDelay(): Promise<void>;
   now(): number;
 }
@@ -144,6 +144,8 @@ export class TimeseriesArchives {
     let markerWritten = false;
     try {
       const manifest = await this.unpackVerified(file, staging, job);
+      job.progress(0.75, 'verified');
+      await this.o.stepDelay();
       const blobs = manifest.files.filter((f) => isBlobPath(f.path)).length;
       const added = this.o.contents.adopt(staging);
       writeMarker(dataDir, marker);

@@ -85,7 +85,7 @@ export class ShardGateway implements PointWriter, MonitorSampler, LiveFeed {
   // ---- writes --------------------------------------------------------------
 
   async write(grant: AccessGrant, body: Uint8Array, contentType: string, mode: WriteMode, signal: AbortSignal, options: WriteOptions = {}): Promise<WriteResult> {
-    this.gate.refuseWhileRestoring();
+    this.gate.refuseChanges();
     await this.gate.enter();
     // Recorded (the body copied) before it is stored; the pooled body buffer goes back only later.
     const recorded = options.replicated || this.recorders.length === 0 ? NOT_RECORDED : this.recorders.map((record) => record(body, contentType, mode, options));
@@ -299,7 +299,7 @@ export class ShardGateway implements PointWriter, MonitorSampler, LiveFeed {
    * null, of every collection for an admin and of the caller's own collections for others.
    */
   async seal(grant: AccessGrant, collectionId: string | null): Promise<number> {
-    this.gate.refuseWhileRestoring();
+    this.gate.refuseChanges();
     let replies: number[];
     if (collectionId !== null) {
       this.directory.get(grant, collectionId);
