@@ -33,6 +33,7 @@ import { PRIVATE_FILE_MODE } from '../../shared/file-modes.js';
 import { fsyncDir } from '../../shared/fsync-dir.js';
 import { BackupConfigStore, type BackupConfig } from './config.js';
 import { anyBackupPath, applyRetention, backupPath, listBackups, newBackupName, readSidecar, sha256Of, writeSidecar, type BackupFileInfo, type BackupKind } from './files.js';
+import { forgetPartial, notePartial, removeLeftovers } from './leftovers.js';
 import { checkPassphrase, cleanSecretLeftovers, openSecrets, sealSecrets, StagedSecrets } from './secrets.js';
 import { failedVerification, fsyncFile, TimeseriesArchives } from './timeseries.js';
 
@@ -100,10 +101,7 @@ export class BackupService {
   // ---- lifecycle ------------------------------------------------------------
 
   start(): void {
-    // Staging folders of backups a crash interrupted (a restore's are its marker's business).
-    for (const name of fs.readdirSync(this.o.settings.dataDir)) {
-      if (name.startsWith('backup-staging-') || name.startsWith('restore-sqlite-')) fs.rmSync(path.join(this.o.settings.dataDir, name), { recursive: true, force: true });
-    }
+    removeLeftovers(this.o.settings.dataDir, this.o.log);
     cleanSecretLeftovers(this.o.settings.dataDir, this.o.log);
     this.schedule();
   }
@@ -257,6 +255,7 @@ export class BackupService {
     const createdMs = this.o.clock.now();
     const name = newBackupName(dir, 'sqlite', createdMs);
     const partial = path.join(dir, `${name}.partial`);
+    notePartial(this.o.settings.dataDir, partial);
     try {
       job.progress(0, `sqlite: copying the metadata store to ${name}`);
       await this.o.store.backupTo(partial, (done) => job.progress(share * done));
@@ -281,6 +280,8 @@ export class BackupService {
     } catch (err) {
       fs.rmSync(partial, { force: true });
       throw err;
+    } finally {
+      forgetPartial(this.o.settings.dataDir, partial);
     }
   }
 
