@@ -104,6 +104,7 @@ describe('leftovers of backups and restores killed mid-way', () => {
   });
 
   test('kill -9 while a time-series restore unpacks and verifies: restore-staging-<job> is removed at start, logged; the store is the old one; restores work after', async () => {
+    await runBackup(svc, admin, 'timeseries');
     const { timeseries } = await newestBackups(svc, admin, ['timeseries']);
     // The live store differs from the backup, so a restore that went through would show.
     await writeSeries(svc, admin, S, { 'V-0': [[T0, -1.25]] });
