@@ -20,6 +20,7 @@ describe('a time-series restore holds up only changes to the time series', () =>
   let admin: string;
   const S1 = scopeOf('acme', 'north', 'gate', 'one');
   const S2 = scopeOf('acme', 'north', 'gate', 'two');
+  let unitId: string;
 
   before(async () => {
     svc = await startService({ config: { storage: { shards: 2, flushIntervalMs: 200 }, debug: { restoreStepDelayMs: 5000 } } });
@@ -27,6 +28,15 @@ describe('a time-series restore holds up only changes to the time series', () =>
     await svc.newUser(OPERATOR, PASSWORD);
     await createCollection(svc, admin, S1);
     await writeSeries(svc, admin, S1, makeSeries('G', 2, 200, T0, 60_000, 3));
+    // The unit row S1 is bound to by names: renaming it moves the collection's folders.
+    const made = async (kind: string, body: object) => {
+      const res = await svc.post(`/svcapi/${kind}`, body, admin);
+      assert.equal(res.status, 200, `${kind}: ${res.text}`);
+      return res.body.id as string;
+    };
+    const org = await made('orgs', { name: S1.organization });
+    const site = await made('sites', { name: S1.site, orgsId: org });
+    unitId = await made('units', { name: S1.unit, siteId: site });
   });
   after(() => svc?.dispose());
 
@@ -56,6 +66,7 @@ describe('a time-series restore holds up only changes to the time series', () =>
         ['POST /svcapi/write', await svc.post('/svcapi/write', { ...S1, tags: { 'G-0': [[T0 + 6 * DAY, 1]] } }, admin), 503],
         ['POST /svcapi/write_fast', await svc.post('/svcapi/write_fast', { ...S1, tags: { 'G-0': [[T0 + 6 * DAY, 1]] } }, admin), 503],
         ['POST /svcapi/create_collection', await svc.post('/svcapi/create_collection', S2, admin), 503],
+        ['PUT /svcapi/units/{id} renaming the unit of a collection', await svc.request('PUT', `/svcapi/units/${unitId}`, { body: { name: 'gate-renamed' }, token: admin }), 503],
       ];
       if (phase === 'verified') {
         const query = `/svcapi/fast_query?tags=G-0&start=${T0}&end=${T0 + 10 * DAY}&${Object.entries(S1).map(([k, v]) => `${k}=${enc(v)}`).join('&')}`;
@@ -87,6 +98,7 @@ describe('a time-series restore holds up only changes to the time series', () =>
     const labels = ((await svc.get('/svcapi/labels', admin)).body as Array<{ name: string }>).map((l) => l.name);
     for (let i = 1; i <= label; i++) assert.ok(labels.some((n) => n.endsWith(`-${i}`)), `the label made during the restore is kept: ${labels}`);
     assert.equal((await svc.post('/svcapi/write', { ...S1, tags: { 'G-0': [[T0 + 6 * DAY, 2]] } }, admin)).body?.success, true, 'writes work after the restore');
+    assert.equal((await svc.get(`/svcapi/units/${unitId}`, admin)).body.name, S1.unit, 'the refused rename changed nothing');
     await createCollection(svc, admin, S2);
     assert.equal((await svc.post('/svcapi/login', { email: OPERATOR, password: PASSWORD })).status, 200);
     assert.equal((await svc.get(`${BACKUP}/status`, admin)).body.running, false);
