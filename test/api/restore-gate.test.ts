@@ -105,6 +105,38 @@ describe('a time-series restore holds up only changes to the time series', () =>
   });
 });
 
+describe('a metadata restore', () => {
+  let svc: TestService;
+  let admin: string;
+
+  before(async () => {
+    svc = await startService({ config: { debug: { restoreStepDelayMs: 5000 } } });
+    admin = await svc.adminToken();
+    await svc.newUser(OPERATOR, PASSWORD);
+  });
+  after(() => svc?.dispose());
+
+  test('during it: login 200 (it only reads accounts); metadata changes 503 with Retry-After; afterwards both work', async (t) => {
+    await runBackup(svc, admin, 'sqlite');
+    const { sqlite } = await newestBackups(svc, admin, ['sqlite']);
+    const restoring = restore(svc, admin, 'sqlite', sqlite.file_name);
+    const job = await waitForRunningJob(svc, admin, 'restore', 'swapping');
+    const login = await svc.post('/svcapi/login', { email: OPERATOR, password: PASSWORD });
+    const label = await svc.post('/svcapi/labels', { name: 'during-sqlite-restore' }, admin);
+    const stillRunning = (await svc.get(`/svcapi/process-log/${enc(job.id)}`, admin)).body.status === 'running';
+    assert.equal(login.status, 200, `login during a metadata restore: ${login.status} ${login.text}`);
+    if (stillRunning) {
+      assert.equal(label.status, 503, `a metadata change during a metadata restore: ${label.text}`);
+      assert.equal(label.headers['retry-after'], '5');
+      assert.match(String(label.body?.error), /restore of the metadata store is running/);
+    } else t.diagnostic('the restore ended during the checks: the 503 not asserted');
+    const done = await restoring;
+    assert.equal(done.status, 200, done.text);
+    assert.equal((await svc.post('/svcapi/labels', { name: 'after-sqlite-restore' }, admin)).status, 200);
+    assert.equal((await svc.post('/svcapi/login', { email: OPERATOR, password: PASSWORD })).status, 200);
+  });
+});
+
 /** Waits until the job shows `message` (true), or has gone past it or finished (false). */
 async function waitForPhase(svc: TestService, admin: string, jobId: string, message: string): Promise<boolean> {
   const order = ['verifying', 'unpacking', 'verifying checksums', 'verified', 'swapping'];
