@@ -106,7 +106,8 @@ export function authRoutes(deps: AuthRouteDeps): Route[] {
       },
     },
     {
-      method: 'POST', path: '/svcapi/login', auth: 'public', tag: 'Authentication', anyNode: true,
+      // It only reads accounts (its limits are in memory): served during a metadata restore too.
+      method: 'POST', path: '/svcapi/login', auth: 'public', tag: 'Authentication', anyNode: true, maintenanceExempt: true,
       summary: 'Exchange email and password for an access token',
       description:
         `401 "${INVALID_CREDENTIALS}" on a wrong email or password; 400 for an email that is not a valid address; ` +

@@ -1,5 +1,6 @@
 // Backups and restores of the metadata store and the time series, their schedule, and the
-// admin routes; while a restore runs, other mutating requests answer 503 (its request gate).
+// admin routes. While a metadata restore runs, other mutating requests answer 503 (its request
+// gate); while a time-series restore runs, only changes to the time series do (the storage gate).
 
 import { BLOB_CONTENTS } from '../files/api.js';
 import { definePlugin, provide } from '../host/plugin.js';
@@ -34,7 +35,7 @@ export const backupPlugin = definePlugin({
     return {
       provide: [provide(TIMESERIES_SNAPSHOTS, backups)],
       routes: backupRoutes(backups, settings.openRoutes),
-      // A restore replaces a store under everyone's feet: other changes wait for it.
+      // A metadata restore replaces the store under everyone's feet: other changes wait for it.
       admit(route) {
         if (!mutates(route) || route.maintenanceExempt) return null;
         const restoring = backups.maintenanceReason();

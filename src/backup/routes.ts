@@ -126,7 +126,7 @@ export function backupRoutes(backups: BackupService, open: boolean): Route[] {
     {
       ...base, method: 'POST', path: '/api/admin/backup/restore/timeseries',
       summary: 'Replace the time-series store by a timeseries backup; answers when done',
-      description: 'Unpacked and verified against its manifest first: a file that fails is 400 and nothing changes. Writes and queries answer 503 during the swap; a crash mid-restore is finished or undone at the next start. The blob and attachment content files it carries are added to the live ones.',
+      description: 'Unpacked and verified against its manifest first: a file that fails is 400 and nothing changes. From its first check to its end, changes to the time series (writes, seals, collection changes, org/site/unit moves and deletes that move collection folders) answer 503 with Retry-After; queries do only during the swap; logins and metadata go on. A crash mid-restore is finished or undone at the next start. The blob and attachment content files it carries are added to the live ones.',
       body: fileBody,
       responses: { 200: { description: 'restored', schema: RESTORED }, 400: { description: 'bad name or failed verification' }, 404: { description: 'no such backup' }, 409: { description: 'busy' } },
       handler: async (req) => {

@@ -33,6 +33,7 @@ import { PRIVATE_FILE_MODE } from '../../shared/file-modes.js';
 import { fsyncDir } from '../../shared/fsync-dir.js';
 import { BackupConfigStore, type BackupConfig } from './config.js';
 import { anyBackupPath, applyRetention, backupPath, listBackups, newBackupName, readSidecar, sha256Of, writeSidecar, type BackupFileInfo, type BackupKind } from './files.js';
+import { forgetPartial, notePartial, removeLeftovers } from './leftovers.js';
 import { checkPassphrase, cleanSecretLeftovers, openSecrets, sealSecrets, StagedSecrets } from './secrets.js';
 import { failedVerification, fsyncFile, TimeseriesArchives } from './timeseries.js';
 
@@ -74,8 +75,8 @@ const OVERDUE_DELAY_MS = 60_000;
 export class BackupService {
   readonly config: BackupConfigStore;
   private state: BackupState;
-  /** The backup or restore under way. */
-  private busy: { what: 'backup' | 'restore'; jobId: string } | null = null;
+  /** The backup or restore under way (a restore's `store` is the one it replaces). */
+  private busy: { what: 'backup' | 'restore'; jobId: string; store?: BackupKind } | null = null;
   private timer: NodeJS.Timeout | null = null;
   private nextBackupMs: number | null = null;
   private stopped = false;
@@ -100,10 +101,7 @@ export class BackupService {
   // ---- lifecycle ------------------------------------------------------------
 
   start(): void {
-    // Staging folders of backups a crash interrupted (a restore's are its marker's business).
-    for (const name of fs.readdirSync(this.o.settings.dataDir)) {
-      if (name.startsWith('backup-staging-') || name.startsWith('restore-sqlite-')) fs.rmSync(path.join(this.o.settings.dataDir, name), { recursive: true, force: true });
-    }
+    removeLeftovers(this.o.settings.dataDir, this.o.log);
     cleanSecretLeftovers(this.o.settings.dataDir, this.o.log);
     this.schedule();
   }
@@ -120,9 +118,13 @@ export class BackupService {
     return { status: 'ok' };
   }
 
-  /** Why mutating requests must wait now (a restore is replacing a store), or null. */
+  /**
+   * Why mutating requests must wait now (a restore is replacing the metadata store), or null. A
+   * time-series restore holds up only changes to the time series (the storage gate answers
+   * those, StoreMaintenance.beginRestore): logins and metadata go on.
+   */
   maintenanceReason(): string | null {
-    return this.busy?.what === 'restore' ? 'a restore is running; retry when it has finished' : null;
+    return this.busy?.what === 'restore' && this.busy.store === 'sqlite' ? 'a restore of the metadata store is running; retry when it has finished' : null;
   }
 
   // ---- status, config, list -------------------------------------------------
@@ -183,10 +185,10 @@ export class BackupService {
     return job.id;
   }
 
-  private claim(what: 'backup' | 'restore', message: string): Job {
+  private claim(what: 'backup' | 'restore', message: string, store?: BackupKind): Job {
     if (this.busy) throw conflict(`a ${this.busy.what} is already running (job ${this.busy.jobId}); retry when it has finished`);
     const job = this.o.jobs.begin(what, message);
-    this.busy = { what, jobId: job.id };
+    this.busy = { what, jobId: job.id, store };
     return job;
   }
 
@@ -253,6 +255,7 @@ export class BackupService {
     const createdMs = this.o.clock.now();
     const name = newBackupName(dir, 'sqlite', createdMs);
     const partial = path.join(dir, `${name}.partial`);
+    notePartial(this.o.settings.dataDir, partial);
     try {
       job.progress(0, `sqlite: copying the metadata store to ${name}`);
       await this.o.store.backupTo(partial, (done) => job.progress(share * done));
@@ -277,6 +280,8 @@ export class BackupService {
     } catch (err) {
       fs.rmSync(partial, { force: true });
       throw err;
+    } finally {
+      forgetPartial(this.o.settings.dataDir, partial);
     }
   }
 
@@ -290,7 +295,7 @@ export class BackupService {
   async restoreSqlite(fileName: unknown, by: string, secretsPassphrase?: unknown) {
     const passphrase = checkPassphrase(secretsPassphrase);
     const file = backupPath(this.config.directory(), fileName, 'sqlite');
-    const job = this.claim('restore', `restore of ${String(fileName)}${passphrase !== undefined ? ' with its secrets' : ''} (by ${by})`);
+    const job = this.claim('restore', `restore of ${String(fileName)}${passphrase !== undefined ? ' with its secrets' : ''} (by ${by})`, 'sqlite');
     const copy = path.join(this.o.settings.dataDir, `restore-sqlite-${job.id}.sqlite`);
     let staged: StagedSecrets | null = null;
     try {
@@ -348,7 +353,7 @@ export class BackupService {
   /** Restores the time-series store from a timeseries backup; answers when it is done. */
   async restoreTimeseries(fileName: unknown, by: string) {
     const file = backupPath(this.config.directory(), fileName, 'timeseries');
-    const job = this.claim('restore', `restore of ${String(fileName)} (by ${by})`);
+    const job = this.claim('restore', `restore of ${String(fileName)} (by ${by})`, 'timeseries');
     return this.installTimeseries(file, job, by, true);
   }
 
@@ -374,11 +379,13 @@ export class BackupService {
 
   /** A cluster's snapshot, receiving side: replaces the time-series store by a snapshot archive (every file checked against its manifest). */
   async installTimeseriesSnapshot(file: string, from: string) {
-    const job = this.claim('restore', `timeseries snapshot from ${from}`);
+    const job = this.claim('restore', `timeseries snapshot from ${from}`, 'timeseries');
     return this.installTimeseries(file, job, from, false);
   }
 
   private async installTimeseries(file: string, job: Job, by: string, checksum: boolean) {
+    // From the first check on: a change to the time series made meanwhile would be swapped away.
+    const restored = this.o.maintenance.beginRestore();
     try {
       job.progress(0.02, 'verifying');
       if (checksum) await this.verifyChecksum(file);
@@ -390,6 +397,7 @@ export class BackupService {
       job.fail((err as Error).message);
       throw err;
     } finally {
+      restored();
       this.busy = null;
     }
   }

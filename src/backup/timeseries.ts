@@ -31,6 +31,7 @@ import { PRIVATE_FILE_MODE } from '../../shared/file-modes.js';
 import { fsyncDir } from '../../shared/fsync-dir.js';
 import { decodeScopeName, validateScope } from '../../shared/scope-path.js';
 import { newBackupName, sha256Of, writeSidecar, type BackupFileInfo } from './files.js';
+import { forgetPartial, notePartial } from './leftovers.js';
 import { clearMarker, swapBack, swapIn, writeMarker, type RestoreMarker } from './restore-marker.js';
 
 /**
@@ -55,7 +56,7 @@ export interface TimeseriesArchiveOptions {
   contents: BlobContents;
   /** The largest restore (bytes the tar claims to hold): backup.maxRestoreBytes. */
   maxRestoreBytes: number;
-  /** A pause between the steps of a restore's swap (debug.restoreStepDelayMs; tests kill the service in it). */
+  /** A pause between the steps of a restore (debug.restoreStepDelayMs; tests kill or probe the service in it). */
   stepDelay(): Promise<void>;
   now(): number;
 }
@@ -73,6 +74,7 @@ export class TimeseriesArchives {
     const name = newBackupName(dir, 'timeseries', createdMs);
     const staging = path.join(this.o.dataDir, `backup-staging-${job.id}`);
     const partial = path.join(dir, `${name}.partial`);
+    notePartial(this.o.dataDir, partial);
     try {
       fs.mkdirSync(staging, { recursive: true, mode: 0o700 });
       job.progress(from, 'timeseries: marking the instant of the backup');
@@ -132,6 +134,7 @@ export class TimeseriesArchives {
       fs.rmSync(partial, { force: true });
       throw err;
     } finally {
+      forgetPartial(this.o.dataDir, partial);
       fs.rmSync(staging, { recursive: true, force: true });
     }
   }
@@ -144,6 +147,8 @@ export class TimeseriesArchives {
     let markerWritten = false;
     try {
       const manifest = await this.unpackVerified(file, staging, job);
+      job.progress(0.75, 'verified');
+      await this.o.stepDelay();
       const blobs = manifest.files.filter((f) => isBlobPath(f.path)).length;
       const added = this.o.contents.adopt(staging);
       writeMarker(dataDir, marker);

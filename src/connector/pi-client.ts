@@ -6,7 +6,8 @@
 
 import http from 'node:http';
 import https from 'node:https';
-import { ServiceError } from '../../shared/errors.js';
+import { ServiceError, badRequest } from '../../shared/errors.js';
+import { checkedSegment } from '../http/upstream-path.js';
 
 export interface PiConnection {
   baseUrl: URL;
@@ -80,7 +81,8 @@ export class PiClient {
 
   /** Recorded values of one attribute from `startMs` to `endMs` (inclusive), at most `maxCount`. */
   async recorded(webId: string, startMs: number, endMs: number, maxCount: number): Promise<RecordedValue[]> {
-    const body = await this.get(`/streams/${encodeURIComponent(webId)}/recorded`, {
+    // Checked here too: a backfill saved before web_ids were checked resumes through this.
+    const body = await this.get(`/streams/${encodeURIComponent(checkedSegment(webId, 'web_id'))}/recorded`, {
       startTime: new Date(startMs).toISOString(),
       endTime: new Date(endMs).toISOString(),
       maxCount: String(maxCount),
@@ -94,6 +96,9 @@ export class PiClient {
   async get(resource: string, query: Record<string, string> = {}): Promise<unknown> {
     const base = this.connection.baseUrl;
     const url = new URL(base.href.replace(/\/+$/, '') + resource);
+    // The URL parser resolves `.` and `..` segments (`%2e` forms too) and reads `\` as `/`: a
+    // resource it changed would reach past the base path with the connection's credentials.
+    if (url.pathname !== base.pathname.replace(/\/+$/, '') + resource) throw badRequest(`the PI Web API path ${resource} would not stay below the connection's base_url`);
     for (const [k, v] of Object.entries(query)) url.searchParams.set(k, v);
     const headers: Record<string, string> = { accept: 'application/json', 'x-requested-with': 'XMLHttpRequest' };
     if (this.connection.auth === 'basic') {

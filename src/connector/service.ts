@@ -9,6 +9,7 @@
 
 import type { Accounts } from '../auth/api.js';
 import type { Config } from '../config.js';
+import { checkedSegment } from '../http/upstream-path.js';
 import type { Claims } from '../http/caller.js';
 import type { Job, ProcessLog } from '../jobs/api.js';
 import type { Logger } from '../log.js';
@@ -149,6 +150,7 @@ export class ConnectorService {
     const list = attributes.map((a, i) => {
       const item = a as Record<string, unknown>;
       if (typeof item?.web_id !== 'string' || item.web_id === '') throw badRequest(`attributes[${i}].web_id must be a string`);
+      checkedSegment(item.web_id, `attributes[${i}].web_id`);
       if (typeof item.tag !== 'string') throw badRequest(`attributes[${i}].tag must be a string`);
       const problem = tagNameProblem(item.tag);
       if (problem) throw badRequest(`attributes[${i}].tag: ${problem}`);
@@ -248,7 +250,8 @@ export class ConnectorService {
 
 function requiredWebId(body: Record<string, unknown>): string {
   if (typeof body.web_id !== 'string' || body.web_id === '') throw badRequest('web_id must be the WebId of the item to list under');
-  return body.web_id;
+  // It goes into the upstream path with the connection's saved credentials: `..` would climb out.
+  return checkedSegment(body.web_id, 'web_id');
 }
 
 function base(item: PiItem): Record<string, unknown> {

@@ -173,7 +173,7 @@ export interface RouteDef<Grant = unknown> {
    * routes stay admin-only.
    */
   openToReadOnly?: boolean;
-  /** Mutating, yet served while a restore runs (the backup routes themselves); every other mutating route answers 503 then. */
+  /** Mutating, yet served while a metadata restore runs (the backup routes themselves, login); every other mutating route answers 503 then. */
   maintenanceExempt?: boolean;
   /** Mutating, yet served by every node of a cluster (login, shadow_write); other mutating routes answer 503 on a secondary. */
   anyNode?: boolean;

@@ -1,7 +1,9 @@
 // /svcapi/adk/<rest>?<query> is forwarded to <adk.baseUrl>/<rest>?<query> (WIRE.md "Proxied
-// services"), path and query exactly as the caller sent them. The upstream learns who calls from
-// `X-Historian-User` (the caller's email) and nothing else about them: only the body's
-// `content-type` and `accept` go along, never `authorization`, cookies or the token.
+// services"), path and query exactly as the caller sent them, except that a path segment that is
+// or could decode to `.` or `..`, or holds `/`, `\` or NUL in any encoding, is a 400
+// (http/upstream-path.ts). The upstream learns who calls from `X-Historian-User` (the caller's
+// email) and nothing else about them: only the body's `content-type` and `accept` go along,
+// never `authorization`, cookies or the token.
 //
 // Bounded, not streamed: the request body was read whole by the server (server.maxBodyBytes), the
 // answer is read whole up to MAX_RESPONSE_BYTES, and the whole exchange, from connecting to the
@@ -12,6 +14,7 @@ import http from 'node:http';
 import https from 'node:https';
 import { ServiceError, badRequest } from '../../shared/errors.js';
 import type { HttpMethod, Reply } from '../http/route.js';
+import { checkedPath } from '../http/upstream-path.js';
 import { badGateway, networkReason, notConfigured, upstreamMessage, upstreamRefusal } from './upstream.js';
 
 /** Largest answer read from the agent service; more is a 502 (it cannot fill our memory). */
@@ -56,13 +59,13 @@ export class AdkProxy {
 
   async forward(req: ForwardedRequest): Promise<Reply> {
     if (this.base === null) throw notConfigured('adk.baseUrl');
-    // `..` would climb out of a base URL that has a path; nothing legitimate needs it.
-    if (req.rest.split('/').some((s) => /^(\.|%2e){1,2}$/i.test(s))) throw badRequest('the forwarded path may not contain . or .. segments');
+    // `..` (in any encoding) would climb out of a base URL that has a path; nothing legitimate needs it.
+    const rest = checkedPath(req.rest, 'the forwarded path');
     const headers: Record<string, string> = { 'x-historian-user': headerSafe(req.user) };
     for (const name of FORWARDED_HEADERS) if (req.headers[name] !== undefined) headers[name] = req.headers[name];
     if (req.body !== null) headers['content-length'] = String(req.body.byteLength);
     const basePath = this.base.pathname.replace(/\/+$/, '');
-    const path = `${basePath}/${req.rest}${req.rawQuery ? `?${req.rawQuery}` : ''}`;
+    const path = `${basePath}/${rest}${req.rawQuery ? `?${req.rawQuery}` : ''}`;
     const where = `adk at ${this.base.origin}`;
     const { status, contentType, body } = await this.exchange(req, path, headers, where);
     if (status >= 400) return upstreamRefusal('adk', status, upstreamMessage(parsed(body, contentType)));

@@ -5,6 +5,7 @@
 
 import type { QdrantClient } from '@qdrant/js-client-rest';
 import type { Reply } from '../http/route.js';
+import { checkedSegment } from '../http/upstream-path.js';
 import { badGateway, networkReason, notConfigured, upstreamMessage, upstreamRefusal } from './upstream.js';
 
 export const DISTANCES = ['Cosine', 'Dot', 'Euclid'] as const;
@@ -45,6 +46,8 @@ export class QdrantProxy {
   }
 
   async createCollection(spec: CollectionSpec): Promise<Reply> {
+    // The client puts the name into the URL path (`/collections/{name}`): `..` there climbs out.
+    checkedSegment(spec.name, 'name');
     if (this.options === null) throw notConfigured('vector.qdrantUrl');
     const options = this.options;
     this.library ??= import('@qdrant/js-client-rest').then((lib) => ({ lib, client: new lib.QdrantClient(options) }));

@@ -52,6 +52,7 @@ export function proxyRoutes(qdrant: QdrantProxy, adk: AdkProxy): Route[] {
     summary: `Forward a ${method} to the agent service`,
     description:
       '`/svcapi/adk/<path>?<query>` goes to `<adk.baseUrl>/<path>?<query>`, path and query exactly as sent, with the caller\'s email in `X-Historian-User`; ' +
+      '400 for a path segment that is, or decodes (once or more) to, `.` or `..`, or that holds `/`, `\\` or NUL in any encoding (`%2e%2e`, `%252e`, `%2f`, `%5c`); ' +
       'of the request headers only `content-type` and `accept` go along (never the token). The answer comes back with its status, body and content type when below 400; ' +
       'an upstream 4xx passes through with its status and `{error}` (the upstream\'s message; a 401 is a 502). Bounded: the body up to `server.maxBodyBytes`, the answer up to 64 MiB, the exchange within `adk.timeoutMs`.',
     params: S.object({ path: S.string({ description: 'the rest of the path; may hold `/`' }) }, ['path']),

@@ -125,6 +125,11 @@ export interface StoreMaintenance {
   backupMark(stagingDir: string): Promise<BackupMark>;
   /** Runs `swap` with the ts folder out of the workers' hands, then opens what is there; the collections found. */
   withStoreDetached<T>(swap: () => Promise<T>): Promise<{ result: T; collections: number }>;
+  /**
+   * A restore begins (before its checks and unpacking): from now until the returned function is
+   * called, writes, seals and catalog changes answer 503, since the restore would drop them.
+   */
+  beginRestore(): () => void;
 }
 
 /** A change to the collection catalog, as replication records and replays it. */

@@ -27,7 +27,8 @@ export class CollectionDirectory implements Collections {
     readonly access: CollectionAccess,
     readonly tagScopes: TagScopes,
     private readonly hierarchy: Hierarchy,
-    private readonly gate: StoreGate,
+    /** Read by the entity hooks that move or remove collection folders (rename-following.ts). */
+    readonly gate: StoreGate,
     private readonly disk: DiskGuard,
   ) {}
 
@@ -123,7 +124,7 @@ export class CollectionDirectory implements Collections {
   // ---- changing the catalog ---------------------------------------------------------
 
   async create(grant: AccessGrant, scope: CollectionScope, extra: Record<string, unknown>, replicated = false): Promise<CollectionRecord> {
-    this.gate.refuseWhileRestoring();
+    this.gate.refuseChanges();
     if (!this.access.canAccess(grant, scope)) throw forbidden('the collection\'s unit is outside your access grant');
     this.disk.check();
     const record = await this.catalog.create(scope, extra);
@@ -132,7 +133,7 @@ export class CollectionDirectory implements Collections {
   }
 
   async update(grant: AccessGrant, scope: CollectionScope, extra: Record<string, unknown>, replicated = false): Promise<CollectionRecord> {
-    this.gate.refuseWhileRestoring();
+    this.gate.refuseChanges();
     const id = idOf(scope);
     this.get(grant, id);
     this.disk.check();
@@ -156,11 +157,11 @@ export class CollectionDirectory implements Collections {
         await this.update(grant, change.scope, change.extra, true);
         return;
       case 'relocate':
-        this.gate.refuseWhileRestoring();
+        this.gate.refuseChanges();
         await this.relocate(change.from, change.to);
         return;
       case 'remove':
-        this.gate.refuseWhileRestoring();
+        this.gate.refuseChanges();
         await this.remove(change.ids.map((id) => this.catalog.get(id)).filter((r): r is CollectionRecord => r !== undefined));
         return;
     }

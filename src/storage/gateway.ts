@@ -87,7 +87,7 @@ export class ShardGateway implements PointWriter, MonitorSampler, LiveFeed {
   // ---- writes --------------------------------------------------------------
 
   async write(grant: AccessGrant, body: Uint8Array, contentType: string, mode: WriteMode, signal: AbortSignal, options: WriteOptions = {}): Promise<WriteResult> {
-    this.gate.refuseWhileRestoring();
+    this.gate.refuseChanges();
     // The body's size is held against the free-disk floor until it is on disk (disk-guard.ts).
     this.disk.reserve(body.byteLength);
     try {
@@ -310,7 +310,7 @@ export class ShardGateway implements PointWriter, MonitorSampler, LiveFeed {
    * null, of every collection for an admin and of the caller's own collections for others.
    */
   async seal(grant: AccessGrant, collectionId: string | null): Promise<number> {
-    this.gate.refuseWhileRestoring();
+    this.gate.refuseChanges();
     let replies: number[];
     if (collectionId !== null) {
       this.directory.get(grant, collectionId);

@@ -35,6 +35,10 @@ export class Maintenance implements StoreMaintenance {
     }
   }
 
+  beginRestore(): () => void {
+    return this.gate.beginReplacing();
+  }
+
   /**
    * Runs `swap` with the ts folder out of the workers' hands: writes and queries answer 503, the
    * workers flush and close every collection, `swap` moves folders, and the workers open what is

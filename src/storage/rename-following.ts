@@ -43,6 +43,8 @@ export class RenameFollowing {
         if (!names || this.hierarchy.idsByNames(def.table, names).some((id) => String(id) !== String(entity.id))) return;
         const doomed = this.directory.catalog.under(names);
         if (doomed.length === 0) return;
+        // Before the commit: a time-series restore under way would bring the folders back.
+        this.directory.gate.refuseChanges();
         defer({
           run: async () => {
             await this.directory.remove(doomed);
@@ -80,6 +82,7 @@ export class RenameFollowing {
     }
     const affected = from ? catalog.under(from) : [];
     if (affected.length === 0) return;
+    this.directory.gate.refuseChanges(); // a time-series restore under way would undo the move
     if (!to) {
       throw conflict(`${def.urlNames[0]} ${String(after.id)} has collections, so it needs a name, and parents with names, for their folders`);
     }

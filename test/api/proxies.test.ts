@@ -80,6 +80,19 @@ describe('proxied services with both upstreams set', () => {
     assert.equal(qdrant.requests.length, seen);
   });
 
+  test('a collection name that is or decodes to . or .., or holds / \\ or NUL, is a 400 naming it; Qdrant never sees it', async () => {
+    const seen = qdrant.requests.length;
+    for (const name of ['..', '.', '%2e%2e', '%2E%2E', '%252e%252e', '.%2e', '../collections', '..%2f..%2fx', 'a\\b', 'a%5cb', 'a%00b', 'a\u0000b']) {
+      const res = await svc.post(CREATE, { name, vector_size: 3, distance: 'Dot' }, admin);
+      assert.equal(res.status, 400, `${JSON.stringify(name)}: ${res.status} ${res.text}`);
+      assert.match(res.body.error, /^name /, name);
+    }
+    assert.equal(qdrant.requests.length, seen, 'no attack reached Qdrant');
+    const ok = await svc.post(CREATE, { name: 'dots.in.the_middle-1', vector_size: 3, distance: 'Dot' }, admin);
+    assert.equal(ok.status, 200, ok.text);
+    assert.equal(qdrant.requests.at(-1)!.url, '/collections/dots.in.the_middle-1');
+  });
+
   test('Qdrant refusing (4xx) passes through with its status and message; a 5xx or 401 from Qdrant is a 502', async () => {
     const first = await svc.post(CREATE, { name: 'twice', vector_size: 8, distance: 'Euclid' }, admin);
     assert.equal(first.status, 200, first.text);
@@ -122,7 +135,7 @@ describe('proxied services with both upstreams set', () => {
   });
 
   test('adk: path and query go upstream exactly, with the caller\'s email and none of its credentials', async () => {
-    const path = '/apps/my%20app/users/u%2F1/sessions/s-1?x=1&x=2&y=a%20b&empty=&q=%E2%9C%93';
+    const path = '/apps/my%20app/users/u%2B1:x@y/sessions/s-1?x=1&x=2&y=a%20b&empty=&q=%E2%9C%93&p=%2e%2e%2f';
     const res = await svc.request('GET', `/svcapi/adk${path}`, {
       token: admin,
       headers: { 'x-historian-user': 'forged@evil.test', cookie: 'session=secret-cookie', accept: 'application/json' },
@@ -193,14 +206,45 @@ describe('proxied services with both upstreams set', () => {
     assert.match(res.body.error, /did not answer within 2000 ms \(adk\.timeoutMs\)/);
   });
 
-  test('adk: a . or .. segment that would leave the base path is refused', async () => {
+  test('adk: a path that is or decodes to a . or .. segment, or holds / \\ or NUL in any encoding, is a 400 naming the path; the upstream never sees it', async () => {
     const seen = adk.requests.length;
-    for (const path of ['/svcapi/adk/a/%2e%2e/secret', '/svcapi/adk/a/%2E/b']) {
-      const res = await svc.get(path, admin);
-      assert.equal(res.status, 400, path);
-      assert.match(res.body.error, /\. or \.\. segments/);
+    const attacks: Array<[string, RegExp]> = [
+      ['a/%2e%2e/secret', /\. or \.\. segments/],
+      ['a/%2E/b', /\. or \.\. segments/],
+      ['%2e%2e%2f%2e%2e%2fetc%2fpasswd', /may not hold \/ or \\/],
+      ['%2E%2E%2F%2E%2E%2Fetc%2Fpasswd', /may not hold \/ or \\/],
+      ['a/%252e%252e/%252e%252e/etc/passwd', /\. or \.\. segments/],
+      ['a/%25252e%25252e/x', /\. or \.\. segments/],
+      ['a/.%2e/x', /\. or \.\. segments/],
+      ['a/%2e./x', /\. or \.\. segments/],
+      ['a/./b', /\. or \.\. segments/],
+      ['a/../b', /\. or \.\. segments/],
+      ['a/..\\..\\etc/passwd', /may not hold \/ or \\/],
+      ['a/%5c..%5c..%5cetc', /may not hold \/ or \\/],
+      ['a/%255c..%255cetc', /may not hold \/ or \\/],
+      ['users/u%2F1/sessions', /may not hold \/ or \\/],
+      ['a/%252f..%252f', /may not hold \/ or \\/],
+      ['a/x%00y', /NUL/],
+      ['a/x%2500y', /NUL/],
+      ['a/%c0%ae%c0%ae/x', /overlong/],
+      ['a/%u002e%u002e/x', /\. or \.\. segments/],
+      ['a/%2525252525252e/x', /encoded more than/],
+    ];
+    for (const [rest, message] of attacks) {
+      const res = await svc.get(`/svcapi/adk/${rest}`, admin);
+      assert.equal(res.status, 400, `${rest}: ${res.status} ${res.text}`);
+      assert.match(res.body.error, /^the forwarded path segment \d+ /, rest);
+      assert.match(res.body.error, message, rest);
     }
-    assert.equal(adk.requests.length, seen);
+    assert.equal(adk.requests.length, seen, 'no attack reached the upstream');
+    // Whatever did reach it (the other tests) stayed below the base path, in every decoding.
+    for (const r of adk.requests) {
+      const path = r.url.split('?')[0]!;
+      assert.ok(path.startsWith('/adk-base/'), r.url);
+      let decoded = path;
+      for (let i = 0; i < 5; i++) decoded = decoded.replace(/%([0-9a-f]{2})/gi, (_, h: string) => String.fromCharCode(parseInt(h, 16)));
+      assert.ok(!decoded.split(/[/\\]/).some((s) => s === '..' || s === '.'), `the upstream saw ${r.url}`);
+    }
   });
 
   test('a read-only account may use both; no token is 401 and reaches no upstream', async () => {
