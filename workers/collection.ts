@@ -201,6 +201,9 @@ export class Collection {
    * tags that had none: the tag log first, memory after (a failed write changes nothing).
    */
   addTags(names: readonly string[], labels: ReadonlyArray<SeriesLabels | null | undefined> = [], relabel: ReadonlyArray<[number, SeriesLabels]> = []): void {
+    // After a failed append or fdatasync of the log, the records since its last sync may be gone:
+    // meta.json rewritten from memory makes them durable before any block may name their ids.
+    if (this.tagLog.broken) this.compactTags();
     if (names.length === 0 && relabel.length === 0) return;
     const records: TagLogRecord[] = names.map((name, i) => ({ kind: 'tag', id: this.tagNames.length + i, name, labels: labels[i] ?? null }));
     for (const [id, set] of relabel) records.push({ kind: 'labels', id, labels: set });
@@ -216,9 +219,14 @@ export class Collection {
 
   /** Moves the tag log into meta.json (at seal: keeps the log short and the next open quick). */
   compactTags(): void {
-    if (this.tagLog.records === 0) return;
+    if (this.tagLog.records === 0 && !this.tagLog.broken) return;
     this.writeMeta(this.record);
     this.tagLog.reset();
+  }
+
+  /** fdatasync of the records appended since the last one (the group commit, before any day log's). */
+  syncTags(): void {
+    this.tagLog.sync();
   }
 
   /** Bytes of the tag log (what a backup copies of it; the file may hold no more than that that counts). */
