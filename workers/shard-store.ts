@@ -252,7 +252,7 @@ export class ShardStore {
       if (id < 0) {
         newTags.push(name);
         newLabels.push(set);
-      } else if (set !== null && collection.tagLabels[id] === undefined) {
+      } else if (set !== null && !collection.hasLabels(id)) {
         relabel.push([id, set]);
       }
     }
@@ -436,7 +436,7 @@ export class ShardStore {
           if (series.length >= limit) return false;
           if (collection.needsSealedLast(tagId)) this.lookUpSealedLast(collection, tagId);
           const last = collection.lastValue(tagId);
-          const labels = collection.tagLabels[tagId];
+          const labels = collection.labelsOf(tagId);
           series.push({ collection: id, tag: collection.tagNames[tagId]!, ...(labels ? { labels } : {}), last_ms: last ? last[0] : null, last_value: last ? last[1] : null });
           return series.length < limit;
         }, overBudget);
