@@ -56,20 +56,30 @@ function batchOf(tags: string[], ts: number, labels?: Array<SeriesLabels | null>
 
 const names = (store: ShardStore) => store.listSeries([ID], compileGlob('*'), 10_000_000).series.map((s) => s.tag);
 
-/** Records the file of every fdatasync while `fail(name)` may throw instead. */
+/** Records the file of every fdatasync (and fsync, in `fsyncs`) while `fail(name)` may make an fdatasync throw instead. */
 const realFdatasync = fs.fdatasyncSync;
+const realFsync = fs.fsyncSync;
 let synced: string[] = [];
+let fsyncs: string[] = [];
+const fileOf = (fd: number) => path.basename(fs.readlinkSync(`/proc/self/fd/${fd}`));
 function watchSyncs(fail: (name: string) => boolean = () => false): void {
   synced = [];
+  fsyncs = [];
   fs.fdatasyncSync = (fd: number) => {
-    const name = path.basename(fs.readlinkSync(`/proc/self/fd/${fd}`));
+    const name = fileOf(fd);
     if (fail(name)) throw Object.assign(new Error(`EIO: i/o error, fdatasync`), { code: 'EIO', errno: -5, syscall: 'fdatasync' });
     synced.push(name);
     realFdatasync(fd);
   };
+  fs.fsyncSync = (fd: number) => {
+    fsyncs.push(fileOf(fd));
+    synced.push(fileOf(fd));
+    realFsync(fd);
+  };
 }
 afterEach(() => {
   fs.fdatasyncSync = realFdatasync;
+  fs.fsyncSync = realFsync;
 });
 
 describe('tag log in the group commit', () => {
@@ -79,10 +89,11 @@ describe('tag log in the group commit', () => {
     store.syncPending();
     watchSyncs();
     for (let i = 0; i < 50; i++) store.append(ID, batchOf([`os-${i}`], T0 + i), 'os');
-    assert.deepEqual(synced, [], 'no fdatasync for os writes, however many series they add');
+    assert.deepEqual(synced, [], 'no fdatasync or fsync for os writes, however many series they add');
     for (let i = 0; i < 20; i++) store.append(ID, batchOf([`fs-${i}`], T0 + i), 'fsync');
     store.syncPending();
     assert.deepEqual(synced, [TAG_LOG_FILE, 'active-20240601.log'], 'one fdatasync per file for 20 writes: the tag log first, then the day log');
+    assert.deepEqual(fsyncs, []);
     store.close();
     const again = reopen(dataDir);
     assert.equal(names(again).length, 71);
@@ -108,14 +119,14 @@ describe('tag log in the group commit', () => {
     assert.deepEqual(names(reopen(dataDir)), ['a', 'b', 'c', 'd']);
   });
 
-  test('sealing syncs the tag log before the sealed file names its ids', () => {
+  test('sealing: the records of the ids a sealed file names are synced before it', () => {
     const { store } = fresh();
-    store.append(ID, batchOf(['x', 'y'], T0), 'os');
     watchSyncs();
+    store.append(ID, batchOf(['x', 'y'], T0), 'os');
     store.seal({ now: T0 + 3 * 86_400_000, graceMs: 0, force: true });
-    assert.ok(synced.includes(TAG_LOG_FILE), `tags.log synced during the seal (${synced.join(', ')})`);
-    const sealedAt = synced.findIndex((name) => name.startsWith('sealed-'));
-    assert.ok(sealedAt < 0 || synced.indexOf(TAG_LOG_FILE) < sealedAt, 'before the sealed file');
+    const sealedAt = synced.findIndex((name) => name.startsWith('sealed-') && name.endsWith('.tmp'));
+    assert.ok(sealedAt > 0, `a sealed file was synced (${synced.join(', ')})`);
+    assert.ok(synced.slice(0, sealedAt).includes(TAG_LOG_FILE), `tags.log synced before the sealed file (${synced.join(', ')})`);
     store.close();
   });
 });
