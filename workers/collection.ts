@@ -234,9 +234,14 @@ export class Collection {
     this.tagLog.reset();
   }
 
-  /** fdatasync of the records appended since the last one (the group commit, before any day log's). */
+  /**
+   * fdatasync of the records appended since the last one (the group commit, before any day
+   * log's). After a failed one the records may be gone from the disk: meta.json rewritten from
+   * memory holds them instead (the failure itself was thrown to the commit that met it).
+   */
   syncTags(): void {
-    this.tagLog.sync();
+    if (this.tagLog.broken) this.compactTags();
+    else this.tagLog.sync();
   }
 
   /** Bytes of the tag log (what a backup copies of it; the file may hold no more than that that counts). */
