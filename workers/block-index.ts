@@ -19,8 +19,6 @@ const NONE = -1;
 export class BlockIndex {
   /** Blocks indexed so far. */
   blocks = 0;
-  /** Tags with at least one block. */
-  tags = 0;
   private offsets = new Float64Array(8);
   private minTs = new Float64Array(8);
   private maxTs = new Float64Array(8);
@@ -49,7 +47,6 @@ export class BlockIndex {
     if (first === NONE) {
       this.lastOf[b] = b;
       this.setFirst(tagId, b);
-      this.tags++;
     } else {
       this.nextOf[this.lastOf[first]!] = b;
       this.lastOf[first] = b;
@@ -58,7 +55,7 @@ export class BlockIndex {
 
   /** The tag's first block, or -1; `next(block)` walks on in file order. */
   first(tagId: number): number {
-    if (this.dense !== null) return tagId < this.dense.length ? this.dense[tagId]! - 1 : NONE;
+    if (this.dense !== null) return tagId >= 0 && tagId < this.dense.length ? this.dense[tagId]! - 1 : NONE;
     return this.sparse!.get(tagId) ?? NONE;
   }
 
