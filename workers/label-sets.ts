@@ -47,9 +47,14 @@ export class LabelSets {
     if (text.startsWith('{')) return JSON.parse(text) as SeriesLabels;
     const [shape, ...values] = JSON.parse(text) as [number, ...string[]];
     const keys = this.shapes[shape]!;
-    const set: SeriesLabels = {};
-    // defineProperty: a label named __proto__ stays a plain key, as JSON.parse made it.
-    for (let k = 0; k < keys.length; k++) Object.defineProperty(set, keys[k]!, { value: values[k]!, enumerable: true, writable: true, configurable: true });
+    const set: Record<string, string> = {};
+    for (let k = 0; k < keys.length; k++) {
+      const key = keys[k]!;
+      // defineProperty: a label named __proto__ stays a plain key, as JSON.parse made it (only
+      // there: objects built by assignment share their shape, which keeps meta.json's stringify fast).
+      if (key === '__proto__') Object.defineProperty(set, key, { value: values[k]!, enumerable: true, writable: true, configurable: true });
+      else set[key] = values[k]!;
+    }
     return set;
   }
 
