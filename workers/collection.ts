@@ -22,6 +22,7 @@ import { formatDay, parseDay } from './utc-day.js';
 import type { WorkerLog } from './worker-log.js';
 import { isLabels, readTagLog, TAG_LOG_FILE, TagLog, type TagLogRecord } from './tag-log.js';
 import type { SeriesLabels } from '../native-free-codecs/write-body.js';
+import { LabelSets } from './label-sets.js';
 
 export const META_FILE = 'meta.json';
 /** Format 2 adds `labels`; format 1 (no labels) is still read. */
@@ -60,8 +61,8 @@ export class Collection {
   readonly scope: CollectionScope;
   readonly dir: string;
   readonly tagNames: string[];
-  /** Each tag's label set (same index as tagNames; undefined: none). */
-  readonly tagLabels: Array<SeriesLabels | undefined>;
+  /** Each tag's label set (same index as tagNames), packed. */
+  private readonly tagLabels: LabelSets;
   readonly active = new Map<number, DayLog>();
   readonly late = new Map<number, DayLog>();
   /** Sealed days and their file sizes. */
@@ -90,7 +91,7 @@ export class Collection {
     this.dir = dir;
     this.record = record;
     this.tagNames = tagNames;
-    this.tagLabels = tagLabels;
+    this.tagLabels = new LabelSets(tagLabels);
     this.tagLog = new TagLog(path.join(dir, TAG_LOG_FILE));
     tagNames.forEach((name, i) => this.tagIds.set(name, i));
     const capacity = Math.max(16, tagNames.length);
@@ -196,11 +197,23 @@ export class Collection {
     return this.tagIds.get(name) ?? -1;
   }
 
+  /** The tag's label set (a fresh object), or undefined. */
+  labelsOf(tagId: number): SeriesLabels | undefined {
+    return this.tagLabels.get(tagId);
+  }
+
+  hasLabels(tagId: number): boolean {
+    return this.tagLabels.has(tagId);
+  }
+
   /**
    * Adds tags to the dictionary (with their labels, where given) and gives labels to existing
    * tags that had none: the tag log first, memory after (a failed write changes nothing).
    */
   addTags(names: readonly string[], labels: ReadonlyArray<SeriesLabels | null | undefined> = [], relabel: ReadonlyArray<[number, SeriesLabels]> = []): void {
+    // After a failed append or fdatasync of the log, the records since its last sync may be gone:
+    // meta.json rewritten from memory makes them durable before any block may name their ids.
+    if (this.tagLog.broken) this.compactTags();
     if (names.length === 0 && relabel.length === 0) return;
     const records: TagLogRecord[] = names.map((name, i) => ({ kind: 'tag', id: this.tagNames.length + i, name, labels: labels[i] ?? null }));
     for (const [id, set] of relabel) records.push({ kind: 'labels', id, labels: set });
@@ -208,17 +221,27 @@ export class Collection {
     names.forEach((name, i) => {
       this.tagIds.set(name, this.tagNames.length);
       this.tagNames.push(name);
-      this.tagLabels.push(labels[i] ?? undefined);
+      this.tagLabels.push(labels[i]);
     });
-    for (const [id, set] of relabel) this.tagLabels[id] = set;
+    for (const [id, set] of relabel) this.tagLabels.set(id, set);
     if (this.tagNames.length > this.lastTs.length) this.growTagArrays(this.tagNames.length);
   }
 
   /** Moves the tag log into meta.json (at seal: keeps the log short and the next open quick). */
   compactTags(): void {
-    if (this.tagLog.records === 0) return;
+    if (this.tagLog.records === 0 && !this.tagLog.broken) return;
     this.writeMeta(this.record);
     this.tagLog.reset();
+  }
+
+  /**
+   * fdatasync of the records appended since the last one (the group commit, before any day
+   * log's). After a failed one the records may be gone from the disk: meta.json rewritten from
+   * memory holds them instead (the failure itself was thrown to the commit that met it).
+   */
+  syncTags(): void {
+    if (this.tagLog.broken) this.compactTags();
+    else this.tagLog.sync();
   }
 
   /** Bytes of the tag log (what a backup copies of it; the file may hold no more than that that counts). */
@@ -411,9 +434,7 @@ export class Collection {
   /** meta.json with the record and the whole dictionary (labels as a sparse map by tag id). */
   private writeMeta(record: CollectionRecord): void {
     const labels: Record<string, SeriesLabels> = {};
-    this.tagLabels.forEach((set, id) => {
-      if (set !== undefined) labels[id] = set;
-    });
+    for (const id of this.tagLabels.ids()) labels[id] = this.tagLabels.get(id)!;
     const meta = { version: META_VERSION, collection: record, tags: this.tagNames, labels };
     writeFileDurably(path.join(this.dir, META_FILE), `${JSON.stringify(meta)}\n`);
   }

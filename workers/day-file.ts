@@ -5,8 +5,8 @@
  * and on open every block is checked and the file is cut at the first one that is not whole.
  * Byte layout: README.md beside this file ("Day log").
  *
- * Nothing of the points is kept in memory: per tag, a BlockList remembers where each block is
- * and which time range it covers, and queries read the blocks back (the page cache keeps them
+ * Nothing of the points is kept in memory: a BlockIndex per log (block-index.ts) remembers where
+ * each tag's blocks are and which time range each covers, and queries read the blocks back (the page cache keeps them
  * warm). All typed-array views handed out point into a shared read window and are valid only
  * until the next read.
  */
@@ -18,6 +18,7 @@ import { fsyncDir, readFully, writeFully } from './durable-fs.js';
 import { PRIVATE_FILE_MODE } from '../shared/file-modes.js';
 import { internal, ServiceError } from '../shared/errors.js';
 import { dayStartMs, DAY_MS } from './utc-day.js';
+import { BlockIndex } from './block-index.js';
 
 // Blocks are viewed in place as Float64Arrays, which read the host's byte order.
 if (new Uint8Array(new Uint16Array([1]).buffer)[0] !== 1) throw new Error('the storage engine needs a little-endian host');
@@ -47,37 +48,6 @@ export function dayLogName(kind: DayLogKind, dayText: string): string {
 export class BadDayLogHeader extends ServiceError {
   constructor(message: string) {
     super('INTERNAL', message);
-  }
-}
-
-// ---------------------------------------------------------------------------------------------
-
-/** Numbers per block in BlockList.entries: offset, count, minTs, maxTs. */
-export const BLOCK_FIELDS = 4;
-
-/** Per tag, per day log: where its blocks are and what time range each covers (append order). */
-export class BlockList {
-  length = 0;
-  /**
-   * Per block, BLOCK_FIELDS numbers: file offset, point count, min and max timestamp. One array
-   * starting at two blocks, since a day log holds a list per tag it has points of (a million
-   * tags with one block each is a million lists: four typed arrays of eight were 1.1 kB each).
-   */
-  entries = new Float64Array(2 * BLOCK_FIELDS);
-
-  push(offset: number, count: number, minTs: number, maxTs: number): void {
-    const at = this.length * BLOCK_FIELDS;
-    if (at === this.entries.length) {
-      const grown = new Float64Array(this.entries.length * 2);
-      grown.set(this.entries);
-      this.entries = grown;
-    }
-    const e = this.entries;
-    e[at] = offset;
-    e[at + 1] = count;
-    e[at + 2] = minTs;
-    e[at + 3] = maxTs;
-    this.length++;
   }
 }
 
@@ -269,7 +239,7 @@ export class DayLog {
   broken = false;
   private fd = -1;
   private readonly files: OpenFiles;
-  private readonly tags = new Map<number, BlockList>();
+  private readonly blocks = new BlockIndex();
 
   private constructor(filePath: string, day: number, kind: DayLogKind, files: OpenFiles) {
     this.path = filePath;
@@ -287,13 +257,11 @@ export class DayLog {
     let points = 0;
     let minTs = Infinity;
     let maxTs = -Infinity;
-    for (const list of this.tags.values()) {
-      const e = list.entries;
-      for (let at = 0; at < list.length * BLOCK_FIELDS; at += BLOCK_FIELDS) {
-        points += e[at + 1]!;
-        if (e[at + 2]! < minTs) minTs = e[at + 2]!;
-        if (e[at + 3]! > maxTs) maxTs = e[at + 3]!;
-      }
+    const index = this.blocks;
+    for (let b = 0; b < index.blocks; b++) {
+      points += index.count(b);
+      if (index.min(b) < minTs) minTs = index.min(b);
+      if (index.max(b) > maxTs) maxTs = index.max(b);
     }
     return { points, minTs, maxTs };
   }
@@ -405,20 +373,15 @@ export class DayLog {
 
   /** Records a block written at `offset` (after the write succeeded: log first, then visible). */
   index(tagId: number, offset: number, count: number, minTs: number, maxTs: number): void {
-    let list = this.tags.get(tagId);
-    if (list === undefined) {
-      list = new BlockList();
-      this.tags.set(tagId, list);
-    }
-    list.push(offset, count, minTs, maxTs);
+    this.blocks.push(tagId, offset, count, minTs, maxTs);
   }
 
   hasTag(tagId: number): boolean {
-    return this.tags.has(tagId);
+    return this.blocks.first(tagId) >= 0;
   }
 
   tagIds(): IterableIterator<number> {
-    return this.tags.keys();
+    return this.blocks.tagIds();
   }
 
   sync(): void {
@@ -432,21 +395,18 @@ export class DayLog {
    * wanted blocks are read with one syscall when they fit in the read readWindow.
    */
   forEachBlock(tagId: number, lo: number, hi: number, visit: BlockVisitor): void {
-    const list = this.tags.get(tagId);
-    if (list === undefined) return;
-    const e = list.entries;
-    const fields = list.length * BLOCK_FIELDS;
+    const index = this.blocks;
     let fd = -1;
-    for (let i = 0; i < fields; i += BLOCK_FIELDS) {
-      if (e[i + 3]! < lo || e[i + 2]! > hi) continue;
-      const offset = e[i]!;
-      const count = e[i + 1]!;
+    for (let b = index.first(tagId); b >= 0; b = index.next(b)) {
+      if (index.max(b) < lo || index.min(b) > hi) continue;
+      const offset = index.offset(b);
+      const count = index.count(b);
       const size = blockBytes(count);
       if (!readWindow.holds(this, offset, size)) {
         let end = offset + size;
-        for (let k = i + BLOCK_FIELDS; k < fields; k += BLOCK_FIELDS) {
-          if (e[k + 3]! < lo || e[k + 2]! > hi) continue;
-          const kEnd = e[k]! + blockBytes(e[k + 1]!);
+        for (let k = index.next(b); k >= 0; k = index.next(k)) {
+          if (index.max(k) < lo || index.min(k) > hi) continue;
+          const kEnd = index.offset(k) + blockBytes(index.count(k));
           if (kEnd - offset > WINDOW_BYTES) break;
           end = kEnd;
         }

@@ -3,7 +3,7 @@
  * `<dataDir>/ts/<org>/<site>/<unit>/<grid>/`. Plain synchronous code for one thread; the
  * worker entry feeds it tasks one at a time.
  *
- * Write path: validate everything, log new tag names to meta.json, split the points by UTC
+ * Write path: validate everything, log new tag names to tags.log, split the points by UTC
  * day, build one block per tag per day in a reused buffer, write each day log once, and only
  * then index the blocks (log first, visible after). A failed write is cut back out of every
  * file the request touched, so a write is all or nothing.
@@ -80,6 +80,8 @@ export class ShardStore {
   private readonly files: OpenFiles;
   /** Day logs written with 'fsync' durability since the last syncPending(). */
   private readonly pending = new Set<DayLog>();
+  /** Collections whose tag log was appended to since the last syncPending() (by any write: see syncPending). */
+  private readonly pendingTags = new Set<Collection>();
   /** Cached sealed footers, least recently used first. */
   private readonly footers = new Map<SealedIndex, Collection>();
   private readonly maxCachedFooters: number;
@@ -178,6 +180,7 @@ export class ShardStore {
         throw badRequest(seriesLimitMessage(collection.id, newTags[this.maxSeriesPerCollection - collection.tagNames.length]!, this.maxSeriesPerCollection));
       }
       collection.addTags(newTags, newLabels, relabel);
+      if (newTags.length > 0 || relabel.length > 0) this.pendingTags.add(collection);
       if (batch.pointCount === 0) return { points: 0, newTags };
 
       const tagIds = batch.tagNames.map((name) => collection.tagId(name));
@@ -249,7 +252,7 @@ export class ShardStore {
       if (id < 0) {
         newTags.push(name);
         newLabels.push(set);
-      } else if (set !== null && collection.tagLabels[id] === undefined) {
+      } else if (set !== null && !collection.hasLabels(id)) {
         relabel.push([id, set]);
       }
     }
@@ -274,9 +277,17 @@ export class ShardStore {
     return null;
   }
 
-  /** fdatasync of every day log written with 'fsync' durability since the last call. */
+  /**
+   * The group commit: fdatasync of every tag log appended to and then of every day log written
+   * with 'fsync' durability since the last call. Tag logs first, and all of them (also those an
+   * 'os' write appended to): a block synced here may name a series an earlier write added.
+   */
   syncPending(): void {
     this.guard(() => {
+      for (const collection of this.pendingTags) {
+        this.pendingTags.delete(collection); // a failure marks the log broken: the next write compacts it
+        collection.syncTags();
+      }
       // A log leaves the set only once synced, so a failure leaves the others still owed.
       for (const dayLog of this.pending) {
         try {
@@ -425,7 +436,7 @@ export class ShardStore {
           if (series.length >= limit) return false;
           if (collection.needsSealedLast(tagId)) this.lookUpSealedLast(collection, tagId);
           const last = collection.lastValue(tagId);
-          const labels = collection.tagLabels[tagId];
+          const labels = collection.labelsOf(tagId);
           series.push({ collection: id, tag: collection.tagNames[tagId]!, ...(labels ? { labels } : {}), last_ms: last ? last[0] : null, last_value: last ? last[1] : null });
           return series.length < limit;
         }, overBudget);
@@ -488,6 +499,8 @@ export class ShardStore {
     this.guard(() => {
       const collection = this.collections.get(id);
       if (collection === undefined) return;
+      collection.syncTags(); // before the day logs, whose blocks may name its new series
+      this.pendingTags.delete(collection);
       for (const dayLog of collection.dayLogs()) {
         dayLog.sync();
         this.pending.delete(dayLog);
@@ -700,6 +713,7 @@ export class ShardStore {
 
   /** Merges sealed + active + late of a day into a new sealed file, then drops the day logs. */
   private sealDay(collection: Collection, day: number): void {
+    collection.syncTags(); // the sealed file names tag ids: their records go to disk first
     const active = collection.active.get(day);
     const late = collection.late.get(day);
     const tagIds = new Set<number>();
