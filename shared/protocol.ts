@@ -74,6 +74,10 @@ export interface StorageWorkerData {
   queryMemoryBytes: number;
   /** storage.maxSeriesPerCollection. */
   maxSeriesPerCollection: number;
+  /** storage.maxDaysPerWrite: distinct (collection, UTC day) pairs one write request may touch. */
+  maxDaysPerWrite: number;
+  /** storage.maxUnsealedDaysPerCollection: day logs one collection may have open at once. */
+  maxUnsealedDaysPerCollection: number;
   /** The log.level setting (pino level name): the worker writes no line below it. */
   logLevel: string;
   /** log.format: the workers write their lines in the main thread's format. */

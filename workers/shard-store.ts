@@ -31,6 +31,7 @@ import { TagScan, type ScanOptions } from './tag-scan.js';
 import type { CollectionScope } from '../shared/scope.js';
 import { collectionDir, parseCollectionId, validateScope } from '../shared/scope-path.js';
 import { walkCollectionFolders } from './collection-folders.js';
+import { unsealedDaysMessage } from './day-bounds.js';
 import { asStorageError, badRequest, notFound, ServiceError } from '../shared/errors.js';
 import { dayEndMs, dayOf, dayStartMs } from './utc-day.js';
 import { silentLog, type WorkerLog } from './worker-log.js';
@@ -50,6 +51,8 @@ export interface ShardStoreOptions {
   maxCachedFooters?: number;
   /** storage.maxSeriesPerCollection: a write that would add more series to a collection is refused. */
   maxSeriesPerCollection?: number;
+  /** storage.maxUnsealedDaysPerCollection: a write that would open more day logs in a collection is refused. */
+  maxUnsealedDaysPerCollection?: number;
 }
 
 export interface SealOptions {
@@ -67,6 +70,7 @@ export type ScanSink = (ts: Float64Array, values: Float64Array, count: number) =
 
 const SCAN_CHUNK = 8192;
 const NO_NAMES: ReadonlySet<string> = new Set();
+const NO_DAYS: ReadonlySet<number> = new Set();
 /** Longest a series listing may match names on the shard's thread (GET /svcapi/series). */
 const LIST_SERIES_BUDGET_MS = 2000;
 const MAX_IDLE_MERGERS = 1;
@@ -84,6 +88,7 @@ export class ShardStore {
   private readonly footers = new Map<SealedIndex, Collection>();
   private readonly maxCachedFooters: number;
   private readonly maxSeriesPerCollection: number;
+  private readonly maxUnsealedDays: number;
   private readonly splitter = new DaySplitter();
   private readonly encoder = new BlockEncoder();
   private readonly merger = new DayMerger();
@@ -97,6 +102,7 @@ export class ShardStore {
     this.files = new OpenFiles(opts.maxOpenFiles ?? 256);
     this.maxCachedFooters = opts.maxCachedFooters ?? 1024;
     this.maxSeriesPerCollection = opts.maxSeriesPerCollection ?? 1_000_000;
+    this.maxUnsealedDays = opts.maxUnsealedDaysPerCollection ?? Infinity;
   }
 
   /**
@@ -272,6 +278,26 @@ export class ShardStore {
       if (known + ++fresh > this.maxSeriesPerCollection) return seriesLimitMessage(collectionId, name, this.maxSeriesPerCollection);
     }
     return null;
+  }
+
+  /**
+   * Why writing points on `days` would pass storage.maxUnsealedDaysPerCollection, or null; for
+   * checking every collection of a request before any of it is written. `pending` are days of
+   * buffered points not flushed yet. A day counts when it has no day log open yet (a sealed
+   * day's points go to its late log).
+   */
+  unsealedDaysProblem(collectionId: string, days: ReadonlySet<number>, pending: ReadonlySet<number> = NO_DAYS): string | null {
+    const collection = this.find(collectionId);
+    const open = collection === null ? 0 : collection.active.size + collection.late.size;
+    if (open + days.size + pending.size <= this.maxUnsealedDays) return null; // the common case: no lookups
+    const fresh = new Set<number>();
+    for (const set of [pending, days]) {
+      for (const day of set) {
+        if (collection !== null && (collection.sealedBytes.has(day) ? collection.late : collection.active).has(day)) continue;
+        fresh.add(day);
+      }
+    }
+    return open + fresh.size > this.maxUnsealedDays ? unsealedDaysMessage(collectionId, open + fresh.size, this.maxUnsealedDays) : null;
   }
 
   /** fdatasync of every day log written with 'fsync' durability since the last call. */

@@ -35,6 +35,7 @@ const store = new ShardStore({
   owns: (id) => shardOf(id, data.shardCount) === data.shardIndex,
   log,
   maxSeriesPerCollection: data.maxSeriesPerCollection,
+  maxUnsealedDaysPerCollection: data.maxUnsealedDaysPerCollection,
 });
 const recovered = store.recover();
 log.info({ ...recovered }, 'shard recovered');
@@ -170,7 +171,7 @@ process.on('exit', () => {
   }
 });
 
-const writes = new WriteLoop({ shardIndex: data.shardIndex, shardCount: data.shardCount, requests, answers: new WriteAnswers(results, data.resultStallTimeoutMs, log), store, buffer, monitor, live, tagScopes, log, limits: { minTimestampMs: data.minTimestampMs }, control });
+const writes = new WriteLoop({ shardIndex: data.shardIndex, shardCount: data.shardCount, requests, answers: new WriteAnswers(results, data.resultStallTimeoutMs, log), store, buffer, monitor, live, tagScopes, log, limits: { minTimestampMs: data.minTimestampMs }, maxDaysPerWrite: data.maxDaysPerWrite, control });
 void writes.run().catch((err) => {
   // The loop never ends on its own; a failure here is a bug: crash so piscina starts a fresh worker.
   log.fatal({ err: String((err as Error)?.stack ?? err) }, 'write loop failed');

@@ -31,6 +31,7 @@ const NOT_RECORDED: readonly RecordedWrite[] = Object.freeze([]);
 export interface GatewaySettings {
   autoCreateCollections: boolean;
   queryTimeoutMs: number;
+  maxDaysPerWrite: number;
 }
 
 /** `out`, with `prefix` sent just before the first chunk written to it. */
@@ -75,6 +76,10 @@ export class ShardGateway implements PointWriter, MonitorSampler, LiveFeed {
 
   get maxBodyBytes(): number {
     return this.shards.shards[0].maxBodyBytes;
+  }
+
+  get maxDaysPerWrite(): number {
+    return this.settings.maxDaysPerWrite;
   }
 
   /** `record` sees every write not applied from another node, before it is stored. */
