@@ -63,6 +63,8 @@ export interface SealOptions {
   graceMs: number;
   /** seal_now: every day before today, and every late log, whatever the grace. */
   force: boolean;
+  /** Stop once a day's seal ends this long after the call began (`more` then says days are left). */
+  budgetMs?: number;
 }
 
 /** Points handed to a scan's sink: views valid only during the call. */
@@ -303,6 +305,8 @@ export class ShardStore {
   /** fdatasync of every day log written with 'fsync' durability since the last call. */
   syncPending(): void {
     this.guard(() => {
+      // New files' names are made durable with one fsync per folder, not one per file.
+      const folders = new Map<string, DayLog[]>();
       // A log leaves the set only once synced, so a failure leaves the others still owed.
       for (const dayLog of this.pending) {
         try {
@@ -315,6 +319,16 @@ export class ShardStore {
           throw err;
         }
         this.pending.delete(dayLog);
+        const folder = dayLog.unsyncedFolder;
+        if (folder === null) continue;
+        const logs = folders.get(folder);
+        if (logs === undefined) folders.set(folder, [dayLog]);
+        else logs.push(dayLog);
+      }
+      // A failed folder fsync leaves the entries owed: the next 'fsync' append to them tries again.
+      for (const [folder, logs] of folders) {
+        fsyncDir(folder);
+        for (const dayLog of logs) dayLog.folderSynced();
       }
     });
   }
@@ -482,10 +496,11 @@ export class ShardStore {
    * once it has also been idle for `graceMs` (so a trickle of late points does not rewrite the
    * day on every call).
    */
-  seal(opts: SealOptions): { sealedDays: number } {
+  seal(opts: SealOptions): { sealedDays: number; more: boolean } {
     return this.guard(() => {
       const collections = opts.collectionId !== undefined ? [this.require(opts.collectionId)] : [...this.collections.values()];
       const today = dayOf(opts.now);
+      const stopAt = performance.now() + (opts.budgetMs ?? Infinity);
       let sealedDays = 0;
       for (const collection of collections) {
         // The tag log moves into meta.json at seal, but not at every seal pass of a collection
@@ -503,9 +518,10 @@ export class ShardStore {
           this.sealDay(collection, day);
           sealedDays++;
           collection.compactTags();
+          if (performance.now() >= stopAt) return { sealedDays, more: true };
         }
       }
-      return { sealedDays };
+      return { sealedDays, more: false };
     });
   }
 
@@ -514,11 +530,14 @@ export class ShardStore {
     this.guard(() => {
       const collection = this.collections.get(id);
       if (collection === undefined) return;
+      let newFiles = false;
       for (const dayLog of collection.dayLogs()) {
         dayLog.sync();
         this.pending.delete(dayLog);
         this.files.forget(dayLog);
+        newFiles ||= dayLog.unsyncedFolder !== null;
       }
+      if (newFiles) fsyncDir(collection.dir);
       for (const index of collection.sealedIndexes.values()) this.footers.delete(index);
       collection.close();
       this.collections.delete(id);

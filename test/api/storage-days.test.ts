@@ -12,6 +12,7 @@ import { encodeBinaryBatch } from '../../native-free-codecs/write-body.js';
 import { encodeWriteRequest, type EncodableSeries } from '../../native-free-codecs/prom-remote.js';
 import { snappyCompress } from '../../native-free-codecs/snappy.js';
 import { accountHelpers, type Account } from './accounts.js';
+import { shardOf } from '../../shared/shard-hash.js';
 import { startService, type HttpResult, type TestService } from './harness.js';
 import { send } from './influx-wire.js';
 
@@ -19,10 +20,27 @@ const DAY = 86_400_000;
 /** 1976-01-01: 30,000 days from here end in 2058; all of them are past storage.minTimestampMs. */
 const D0 = Date.UTC(1976, 0, 1);
 const ACME = { organization: 'acme', site: 'north', unit: 'boiler-1', grid: 'main' };
-const OTHER = { organization: 'other', site: 'south', unit: 'press-1', grid: 'main' };
+const idOf = (s: Record<string, string>) => `${s.organization}/${s.site}/${s.unit}/${s.grid}`;
+/** The shard (of 2) of the collection the unsealed-days test fills: the other tenant and the backfills share it. */
+const SHARD = shardOf(idOf({ ...ACME, grid: 'unsealed' }), 2);
+const onShard = (scope: Record<string, string>, prefix: string, skip = 0) => {
+  for (let i = 0, found = 0; ; i++) if (shardOf(idOf({ ...scope, grid: `${prefix}${i}` }), 2) === SHARD && found++ === skip) return `${prefix}${i}`;
+};
+const OTHER = { organization: 'other', site: 'south', unit: 'press-1', grid: '' };
+OTHER.grid = onShard(OTHER, 'main');
+const BACKFILLS = [onShard(ACME, 'backfill-'), onShard(ACME, 'backfill-', 1)];
 const scopeTags = (s: Record<string, string>) => `organization=${s.organization},site=${s.site},unit=${s.unit},grid=${s.grid}`;
 const MAX_DAYS = 366; // the default of storage.maxDaysPerWrite
 const MAX_UNSEALED = 1000; // the default of storage.maxUnsealedDaysPerCollection
+
+/** Polls `check` until it holds (generous: the machine may be loaded). */
+async function waitFor(check: () => Promise<boolean>, what: string, timeoutMs = 30_000): Promise<void> {
+  for (const end = Date.now() + timeoutMs; Date.now() < end; ) {
+    if (await check()) return;
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  assert.fail(`timed out waiting until ${what}`);
+}
 
 /** Day logs and sealed day files under the data dir. */
 function dayFiles(dataDir: string): number {
@@ -58,7 +76,7 @@ describe('storage.maxDaysPerWrite and storage.maxUnsealedDaysPerCollection', () 
     await helpers.mk('units', { name: ACME.unit, siteId: await helpers.mk('sites', { name: ACME.site, orgsId: await helpers.mk('orgs', { name: ACME.organization }) }) });
     const otherUnit = await helpers.mk('units', { name: OTHER.unit, siteId: await helpers.mk('sites', { name: OTHER.site, orgsId: await helpers.mk('orgs', { name: OTHER.organization }) }) });
     await helpers.mk('ingestconfigs', { clientId: 'days-client', organization: ACME.organization, site: ACME.site, unit: ACME.unit, grid: ACME.grid });
-    for (const grid of ['main', 'json', 'limit', 'unsealed', 'backfill-a', 'backfill-b']) {
+    for (const grid of ['main', 'json', 'limit', 'unsealed', ...BACKFILLS]) {
       assert.equal((await svc.post('/svcapi/create_collection', { ...ACME, grid }, admin)).status, 200);
     }
     assert.equal((await svc.post('/svcapi/create_collection', OTHER, admin)).status, 200);
@@ -133,7 +151,7 @@ describe('storage.maxDaysPerWrite and storage.maxUnsealedDaysPerCollection', () 
   });
 
   test('another tenant writes while backfills of the largest allowed size run on the same shards', async () => {
-    const backfills = ['backfill-a', 'backfill-b'].flatMap((grid, g) =>
+    const backfills = BACKFILLS.flatMap((grid, g) =>
       [0, 1].map((k) => lines(lineBody({ ...ACME, grid }, `bf${k}`, D0 + (g * 2 + k) * MAX_DAYS * DAY, MAX_DAYS))),
     );
     const tenant: Array<Promise<HttpResult>> = [];
@@ -143,6 +161,9 @@ describe('storage.maxDaysPerWrite and storage.maxUnsealedDaysPerCollection', () 
     for (const res of await Promise.all(backfills)) assert.equal(res.status, 204, res.text);
     const live = await svc.post('/svcapi/fast_query', { start_absolute: now - 1000, end_absolute: now + 1000, ...OTHER, metrics: [{ name: 'live' }] }, other.token);
     assert.equal(live.body.live.length, 5, live.text);
+    for (const grid of BACKFILLS) {
+      for (const k of [0, 1]) assert.equal((await points({ ...ACME, grid }, `bf${k}.v`)).length, MAX_DAYS, `${grid} bf${k}`);
+    }
   });
 
   test('storage.maxUnsealedDaysPerCollection refuses a write that would open too many day logs, until a seal closes them', async () => {
@@ -165,9 +186,19 @@ describe('storage.maxDaysPerWrite and storage.maxUnsealedDaysPerCollection', () 
     assert.equal(reopen.body.success, true, reopen.text);
     assert.equal(dayFiles(svc.dataDir), filesBefore);
     assert.equal((await points(scope, 'u.v', D0 + 2 * MAX_DAYS * DAY, D0 + 4 * MAX_DAYS * DAY)).length, 0);
-    // Sealing closes the day logs: the same write now goes through.
-    const sealed = await svc.post('/svcapi/seal_now', { collection: Object.values(scope).join('/') }, admin);
+    // Sealing closes the day logs: the same write now goes through. The seal of these 732 days
+    // goes in slices: another tenant's write sent meanwhile is answered before it ends (sealed
+    // in one piece, 1000 days held the shard for 17 s).
+    const order: string[] = [];
+    const sealing = svc.post('/svcapi/seal_now', { collection: Object.values(scope).join('/') }, admin).then((res) => (order.push('seal'), res));
+    await waitFor(async () => ((await svc.get('/svcapi/write_buffer_stats', admin)).body.shards as Array<{ sealedDays: number }>).some((s) => s.sealedDays > 0), 'the seal began');
+    const live = await svc.post('/svcapi/write', { ...OTHER, tags: { during: [[Date.now(), 1]] } }, other.token);
+    order.push('write');
+    assert.deepEqual(live.body, { success: true, points: 1 }, live.text);
+    const sealed = await sealing;
     assert.equal(sealed.status, 200, sealed.text);
+    assert.equal(sealed.body.sealedDays, 2 * MAX_DAYS, sealed.text);
+    assert.deepEqual(order, ['write', 'seal']);
     assert.equal((await write(2)).status, 204);
     assert.equal((await points(scope, 'u.v')).length, 3 * MAX_DAYS);
   });
