@@ -79,13 +79,15 @@ async function sealInSlices(collectionId: string | undefined, force: boolean): P
   }
 }
 
-const sealTimer = setInterval(() => {
+/** A background pass over every open collection, unless one is under way. */
+function backgroundSeal(): void {
   if (backgroundSealing) return;
   backgroundSealing = true;
   sealInSlices(undefined, false)
     .catch((err) => log.error({ err: String(err) }, 'background seal failed'))
     .finally(() => (backgroundSealing = false));
-}, Math.min(60_000, Math.max(1000, data.sealGraceMs / 4)));
+}
+const sealTimer = setInterval(backgroundSeal, Math.min(60_000, Math.max(1000, data.sealGraceMs / 4)));
 sealTimer.unref();
 
 let flushes = 0;
@@ -200,7 +202,7 @@ process.on('exit', () => {
   }
 });
 
-const writes = new WriteLoop({ shardIndex: data.shardIndex, shardCount: data.shardCount, requests, answers: new WriteAnswers(results, data.resultStallTimeoutMs, log), store, buffer, monitor, live, tagScopes, log, limits: { minTimestampMs: data.minTimestampMs }, maxDaysPerWrite: data.maxDaysPerWrite, control });
+const writes = new WriteLoop({ shardIndex: data.shardIndex, shardCount: data.shardCount, requests, answers: new WriteAnswers(results, data.resultStallTimeoutMs, log), store, buffer, monitor, live, tagScopes, log, limits: { minTimestampMs: data.minTimestampMs }, maxDaysPerWrite: data.maxDaysPerWrite, sealSoon: () => setImmediate(backgroundSeal), control });
 void writes.run().catch((err) => {
   // The loop never ends on its own; a failure here is a bug: crash so piscina starts a fresh worker.
   log.fatal({ err: String((err as Error)?.stack ?? err) }, 'write loop failed');

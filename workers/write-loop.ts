@@ -72,6 +72,8 @@ export interface WriteLoopOptions {
   limits: DecodeLimits;
   /** storage.maxDaysPerWrite: distinct (collection, UTC day) pairs one request may touch (unbounded when absent: tests). */
   maxDaysPerWrite?: number;
+  /** Called when a collection is at storage.maxUnsealedDaysPerCollection: its due days should be sealed soon. */
+  sealSoon?: () => void;
   /** The shard's control words (shared/protocol.ts); a loop of its own when absent (tests). */
   control?: Int32Array;
 }
@@ -360,7 +362,10 @@ export class WriteLoop {
   /** Why writing on `days` would open too many day logs in a collection of this shard (buffered days counted), or null. */
   private unsealedDaysProblem(collectionId: string, days: ReadonlySet<number>, header: WriteFrameHeader): string | null {
     if (!this.isLocal(collectionId)) return null;
-    return this.opts.store.unsealedDaysProblem(collectionId, days, header.mode === 'buffered' ? this.opts.buffer.newDays(collectionId) : undefined);
+    const problem = this.opts.store.unsealedDaysProblem(collectionId, days, header.mode === 'buffered' ? this.opts.buffer.newDays(collectionId) : undefined);
+    // Old days are due at once: sealing them now, not at the next pass, makes a retry succeed sooner.
+    if (problem !== null) this.opts.sealSoon?.();
+    return problem;
   }
 
   private appendLocal(collectionId: string, batch: PointBatch, header: WriteFrameHeader, outcome: WriteOutcome, days?: ReadonlySet<number>): void {

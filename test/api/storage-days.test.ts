@@ -203,3 +203,31 @@ describe('storage.maxDaysPerWrite and storage.maxUnsealedDaysPerCollection', () 
     assert.equal((await points(scope, 'u.v')).length, 3 * MAX_DAYS);
   });
 });
+
+describe('a collection at storage.maxUnsealedDaysPerCollection has its due days sealed at once', () => {
+  let svc: TestService;
+  let admin: string;
+  const scope = { organization: 'acme', site: 'north', unit: 'boiler-1', grid: 'kick' };
+  const write = (k: number) => svc.post('/svcapi/write', { ...scope, tags: { t: Array.from({ length: 5 }, (_, i) => [D0 + (k * 5 + i) * DAY, i]) } }, admin);
+
+  before(async () => {
+    // The background pass runs every 60 s at this grace: a retry that succeeds within 20 s was let in by the seal the refusal asked for.
+    svc = await startService({ config: { storage: { maxDaysPerWrite: 5, maxUnsealedDaysPerCollection: 5 } } });
+    admin = await svc.adminToken();
+    const mk = async (url: string, body: object) => (await svc.post(`/svcapi/${url}`, body, admin)).body.id as string;
+    await mk('units', { name: scope.unit, siteId: await mk('sites', { name: scope.site, orgsId: await mk('orgs', { name: scope.organization }) }) });
+    assert.equal((await svc.post('/svcapi/create_collection', scope, admin)).status, 200);
+  });
+  after(() => svc?.dispose());
+
+  test('the refused write goes through on a retry soon after, without seal_now', async () => {
+    assert.deepEqual((await write(0)).body, { success: true, points: 5 });
+    const refused = await write(1);
+    assert.equal(refused.body.success, false, refused.text);
+    assert.match(refused.body.error, /would have 10 unsealed day files, more than storage\.maxUnsealedDaysPerCollection \(5\)/);
+    let last: HttpResult | null = null;
+    await waitFor(async () => (last = await write(1)).body.success === true, 'a retry is taken', 20_000);
+    assert.deepEqual(last!.body, { success: true, points: 5 });
+    assert.equal(dayFiles(svc.dataDir), 10, 'five sealed days and five day logs');
+  });
+});
