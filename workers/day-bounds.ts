@@ -34,5 +34,5 @@ export function daysPerWriteMessage(max: number): string {
 
 /** The refusal of a write that would pass storage.maxUnsealedDaysPerCollection. */
 export function unsealedDaysMessage(collectionId: string, wouldBe: number, max: number): string {
-  return `collection ${collectionId} would have ${wouldBe} unsealed day files, more than storage.maxUnsealedDaysPerCollection (${max}): retry after the background seal, or after POST /svcapi/seal_now; nothing of this write was stored`;
+  return `collection ${collectionId} would have ${wouldBe} unsealed day files, more than storage.maxUnsealedDaysPerCollection (${max}): retry shortly (its days that ended storage.sealGraceMs ago are being sealed now), or seal its finished days with POST /svcapi/seal_now first; nothing of this write was stored`;
 }
