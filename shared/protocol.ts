@@ -245,6 +245,11 @@ export interface WriteFrameHeader {
   /** Historical data: the monitor does not see these points (backfill never raises alarms). */
   backfill?: boolean;
   /**
+   * Applied from another node of a cluster, which accepted it: storage.maxUnsealedDaysPerCollection
+   * is not checked again (the nodes seal at their own times; the same write must land on each).
+   */
+  replicated?: boolean;
+  /**
    * One part of a body larger than a frame may carry: parts share the frame tag and come in
    * order (frames of other writes may come between them); the worker gathers them and answers
    * once, after the last. `abort` (on a part of no bytes) drops what was gathered.

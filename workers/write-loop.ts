@@ -361,7 +361,7 @@ export class WriteLoop {
 
   /** Why writing on `days` would open too many day logs in a collection of this shard (buffered days counted), or null. */
   private unsealedDaysProblem(collectionId: string, days: ReadonlySet<number>, header: WriteFrameHeader): string | null {
-    if (!this.isLocal(collectionId)) return null;
+    if (!this.isLocal(collectionId) || header.replicated) return null;
     const problem = this.opts.store.unsealedDaysProblem(collectionId, days, header.mode === 'buffered' ? this.opts.buffer.newDays(collectionId) : undefined);
     // Old days are due at once: sealing them now, not at the next pass, makes a retry succeed sooner.
     if (problem !== null) this.opts.sealSoon?.();
