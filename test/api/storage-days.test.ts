@@ -166,6 +166,19 @@ describe('storage.maxDaysPerWrite and storage.maxUnsealedDaysPerCollection', () 
     }
   });
 
+  test('buffered writes count the days their pending points will open: the flush is never the one past storage.maxUnsealedDaysPerCollection', async () => {
+    const scope = { ...ACME, grid: 'buffered' };
+    assert.equal((await svc.post('/svcapi/create_collection', scope, admin)).status, 200);
+    const write = (k: number) => svc.post('/svcapi/write_buffered', { ...scope, tags: { b: Array.from({ length: MAX_DAYS }, (_, i) => [D0 + (k * MAX_DAYS + i) * DAY, k]) } }, admin);
+    assert.equal((await write(0)).body.success, true);
+    assert.equal((await write(1)).body.success, true);
+    const third = await write(2);
+    assert.equal(third.body.success, false, third.text);
+    assert.match(third.body.error, /storage\.maxUnsealedDaysPerCollection \(1000\)/);
+    await waitFor(async () => (await points(scope, 'b')).length === 2 * MAX_DAYS, 'the buffer is flushed');
+    assert.equal((await write(2)).body.success, false, 'still refused once flushed');
+  });
+
   test('storage.maxUnsealedDaysPerCollection refuses a write that would open too many day logs, until a seal closes them', async () => {
     const scope = { ...ACME, grid: 'unsealed' };
     const write = (k: number) => lines(lineBody(scope, 'u', D0 + k * MAX_DAYS * DAY, MAX_DAYS));
