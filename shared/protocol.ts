@@ -74,6 +74,10 @@ export interface StorageWorkerData {
   queryMemoryBytes: number;
   /** storage.maxSeriesPerCollection. */
   maxSeriesPerCollection: number;
+  /** storage.maxDaysPerWrite: distinct (collection, UTC day) pairs one write request may touch. */
+  maxDaysPerWrite: number;
+  /** storage.maxUnsealedDaysPerCollection: day logs one collection may have open at once. */
+  maxUnsealedDaysPerCollection: number;
   /** The log.level setting (pino level name): the worker writes no line below it. */
   logLevel: string;
   /** log.format: the workers write their lines in the main thread's format. */
@@ -244,6 +248,11 @@ export interface WriteFrameHeader {
   maxDecodedSetting?: string;
   /** Historical data: the monitor does not see these points (backfill never raises alarms). */
   backfill?: boolean;
+  /**
+   * Applied from another node of a cluster, which accepted it: storage.maxUnsealedDaysPerCollection
+   * is not checked again (the nodes seal at their own times; the same write must land on each).
+   */
+  replicated?: boolean;
   /**
    * One part of a body larger than a frame may carry: parts share the frame tag and come in
    * order (frames of other writes may come between them); the worker gathers them and answers

@@ -54,6 +54,8 @@ export interface Config {
     readonly queryTimeoutMs: number;
     readonly queryMemoryBytes: number;
     readonly maxSeriesPerCollection: number;
+    readonly maxDaysPerWrite: number;
+    readonly maxUnsealedDaysPerCollection: number;
   };
   readonly notifications: {
     readonly keepaliveSeconds: number;
@@ -229,6 +231,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, opts: LoadConfi
   }
 
   const config = settings as unknown as Config;
+  // Else a write the per-request bound allows could never be stored in an empty collection.
+  if (config.storage.maxUnsealedDaysPerCollection < config.storage.maxDaysPerWrite) {
+    throw new ConfigError(`storage.maxUnsealedDaysPerCollection (${config.storage.maxUnsealedDaysPerCollection}) must be at least storage.maxDaysPerWrite (${config.storage.maxDaysPerWrite})`);
+  }
   // `log.format` auto: readable lines for a person at a terminal, JSON for journald, files and pipes.
   const format = (config.log.format as string) === 'auto' ? ((opts.stdoutIsTerminal ?? process.stdout.isTTY === true) ? 'pretty' : 'json') : config.log.format;
   return deepFreeze({ ...config, log: { ...config.log, format }, dataDir: path.resolve(config.dataDir) });

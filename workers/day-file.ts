@@ -14,7 +14,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { crc32c } from './crc32.js';
-import { fsyncDir, readFully, writeFully } from './durable-fs.js';
+import { readFully, writeFully } from './durable-fs.js';
 import { PRIVATE_FILE_MODE } from '../shared/file-modes.js';
 import { internal, ServiceError } from '../shared/errors.js';
 import { dayStartMs, DAY_MS } from './utc-day.js';
@@ -237,6 +237,8 @@ export class DayLog {
   needsSync = false;
   /** A failed write could not be undone, or an fdatasync failed: refuse appends until recovery has verified the file. */
   broken = false;
+  /** Created, and no fsync of its folder since: its name may not survive a power loss yet. */
+  private entryUnsynced = false;
   private fd = -1;
   private readonly files: OpenFiles;
   private readonly blocks = new BlockIndex();
@@ -285,8 +287,10 @@ export class DayLog {
         bytesCut = stat.size;
         if (stat.size > 0) fs.ftruncateSync(dayLog.fd, 0);
         writeFully(dayLog.fd, encodeHeader(day));
-        fs.fdatasyncSync(dayLog.fd);
-        fsyncDir(path.dirname(filePath));
+        // No fsync here: a write of many days would pay two per day. The first 'fsync' append
+        // syncs the file and, once per folder, its entry (ShardStore.syncPending); until then a
+        // crash leaves at most a short or headerless file, which open() rewrites as empty.
+        dayLog.entryUnsynced = true;
         dayLog.size = DAY_LOG_HEADER_BYTES;
       } else {
         checkDayLogHeader(dayLog.fd, filePath, day);
@@ -388,6 +392,16 @@ export class DayLog {
     if (!this.needsSync) return;
     fs.fdatasyncSync(this.files.fd(this));
     this.needsSync = false;
+  }
+
+  /** The folder whose fsync would make this new file's name durable, or null once one has. */
+  get unsyncedFolder(): string | null {
+    return this.entryUnsynced ? path.dirname(this.path) : null;
+  }
+
+  /** Its folder was fsynced after it was created. */
+  folderSynced(): void {
+    this.entryUnsynced = false;
   }
 
   /**

@@ -31,6 +31,7 @@ import { TagScan, type ScanOptions } from './tag-scan.js';
 import type { CollectionScope } from '../shared/scope.js';
 import { collectionDir, parseCollectionId, validateScope } from '../shared/scope-path.js';
 import { walkCollectionFolders } from './collection-folders.js';
+import { unsealedDaysMessage } from './day-bounds.js';
 import { asStorageError, badRequest, notFound, ServiceError } from '../shared/errors.js';
 import { dayEndMs, dayOf, dayStartMs } from './utc-day.js';
 import { silentLog, type WorkerLog } from './worker-log.js';
@@ -50,6 +51,8 @@ export interface ShardStoreOptions {
   maxCachedFooters?: number;
   /** storage.maxSeriesPerCollection: a write that would add more series to a collection is refused. */
   maxSeriesPerCollection?: number;
+  /** storage.maxUnsealedDaysPerCollection: a write that would open more day logs in a collection is refused. */
+  maxUnsealedDaysPerCollection?: number;
 }
 
 export interface SealOptions {
@@ -60,6 +63,8 @@ export interface SealOptions {
   graceMs: number;
   /** seal_now: every day before today, and every late log, whatever the grace. */
   force: boolean;
+  /** Stop once a day's seal ends this long after the call began (`more` then says days are left). */
+  budgetMs?: number;
 }
 
 /** Points handed to a scan's sink: views valid only during the call. */
@@ -67,6 +72,7 @@ export type ScanSink = (ts: Float64Array, values: Float64Array, count: number) =
 
 const SCAN_CHUNK = 8192;
 const NO_NAMES: ReadonlySet<string> = new Set();
+const NO_DAYS: ReadonlySet<number> = new Set();
 /** Longest a series listing may match names on the shard's thread (GET /svcapi/series). */
 const LIST_SERIES_BUDGET_MS = 2000;
 const MAX_IDLE_MERGERS = 1;
@@ -86,6 +92,7 @@ export class ShardStore {
   private readonly footers = new Map<SealedIndex, Collection>();
   private readonly maxCachedFooters: number;
   private readonly maxSeriesPerCollection: number;
+  private readonly maxUnsealedDays: number;
   private readonly splitter = new DaySplitter();
   private readonly encoder = new BlockEncoder();
   private readonly merger = new DayMerger();
@@ -99,6 +106,7 @@ export class ShardStore {
     this.files = new OpenFiles(opts.maxOpenFiles ?? 256);
     this.maxCachedFooters = opts.maxCachedFooters ?? 1024;
     this.maxSeriesPerCollection = opts.maxSeriesPerCollection ?? 1_000_000;
+    this.maxUnsealedDays = opts.maxUnsealedDaysPerCollection ?? Infinity;
   }
 
   /**
@@ -278,9 +286,30 @@ export class ShardStore {
   }
 
   /**
+   * Why writing points on `days` would pass storage.maxUnsealedDaysPerCollection, or null; for
+   * checking every collection of a request before any of it is written. `pending` are days of
+   * buffered points not flushed yet. A day counts when it has no day log open yet (a sealed
+   * day's points go to its late log).
+   */
+  unsealedDaysProblem(collectionId: string, days: ReadonlySet<number>, pending: ReadonlySet<number> = NO_DAYS): string | null {
+    const collection = this.find(collectionId);
+    const open = collection === null ? 0 : collection.active.size + collection.late.size;
+    if (open + days.size + pending.size <= this.maxUnsealedDays) return null; // the common case: no lookups
+    const fresh = new Set<number>();
+    for (const set of [pending, days]) {
+      for (const day of set) {
+        if (collection !== null && (collection.sealedBytes.has(day) ? collection.late : collection.active).has(day)) continue;
+        fresh.add(day);
+      }
+    }
+    return open + fresh.size > this.maxUnsealedDays ? unsealedDaysMessage(collectionId, open + fresh.size, this.maxUnsealedDays) : null;
+  }
+
+  /**
    * The group commit: fdatasync of every tag log appended to and then of every day log written
-   * with 'fsync' durability since the last call. Tag logs first, and all of them (also those an
-   * 'os' write appended to): a block synced here may name a series an earlier write added.
+   * with 'fsync' durability since the last call, then one fsync per folder that got new day
+   * files. Tag logs first, and all of them (also those an 'os' write appended to): a block synced
+   * here may name a series an earlier write added.
    */
   syncPending(): void {
     this.guard(() => {
@@ -288,6 +317,8 @@ export class ShardStore {
         this.pendingTags.delete(collection); // a failure marks the log broken: the next write compacts it
         collection.syncTags();
       }
+      // New files' names are made durable with one fsync per folder, not one per file.
+      const folders = new Map<string, DayLog[]>();
       // A log leaves the set only once synced, so a failure leaves the others still owed.
       for (const dayLog of this.pending) {
         try {
@@ -300,6 +331,16 @@ export class ShardStore {
           throw err;
         }
         this.pending.delete(dayLog);
+        const folder = dayLog.unsyncedFolder;
+        if (folder === null) continue;
+        const logs = folders.get(folder);
+        if (logs === undefined) folders.set(folder, [dayLog]);
+        else logs.push(dayLog);
+      }
+      // A failed folder fsync leaves the entries owed: the next 'fsync' append to them tries again.
+      for (const [folder, logs] of folders) {
+        fsyncDir(folder);
+        for (const dayLog of logs) dayLog.folderSynced();
       }
     });
   }
@@ -467,10 +508,11 @@ export class ShardStore {
    * once it has also been idle for `graceMs` (so a trickle of late points does not rewrite the
    * day on every call).
    */
-  seal(opts: SealOptions): { sealedDays: number } {
+  seal(opts: SealOptions): { sealedDays: number; more: boolean } {
     return this.guard(() => {
       const collections = opts.collectionId !== undefined ? [this.require(opts.collectionId)] : [...this.collections.values()];
       const today = dayOf(opts.now);
+      const stopAt = performance.now() + (opts.budgetMs ?? Infinity);
       let sealedDays = 0;
       for (const collection of collections) {
         // The tag log moves into meta.json at seal, but not at every seal pass of a collection
@@ -488,9 +530,10 @@ export class ShardStore {
           this.sealDay(collection, day);
           sealedDays++;
           collection.compactTags();
+          if (performance.now() >= stopAt) return { sealedDays, more: true };
         }
       }
-      return { sealedDays };
+      return { sealedDays, more: false };
     });
   }
 
@@ -501,11 +544,14 @@ export class ShardStore {
       if (collection === undefined) return;
       collection.syncTags(); // before the day logs, whose blocks may name its new series
       this.pendingTags.delete(collection);
+      let newFiles = false;
       for (const dayLog of collection.dayLogs()) {
         dayLog.sync();
         this.pending.delete(dayLog);
         this.files.forget(dayLog);
+        newFiles ||= dayLog.unsyncedFolder !== null;
       }
+      if (newFiles) fsyncDir(collection.dir);
       for (const index of collection.sealedIndexes.values()) this.footers.delete(index);
       collection.close();
       this.collections.delete(id);

@@ -35,6 +35,7 @@ const store = new ShardStore({
   owns: (id) => shardOf(id, data.shardCount) === data.shardIndex,
   log,
   maxSeriesPerCollection: data.maxSeriesPerCollection,
+  maxUnsealedDaysPerCollection: data.maxUnsealedDaysPerCollection,
 });
 const recovered = store.recover();
 log.info({ ...recovered }, 'shard recovered');
@@ -54,13 +55,39 @@ const flushTimer = setInterval(() => flushBuffer(), data.flushIntervalMs);
 flushTimer.unref();
 /** Days sealed since this worker started (BUFFER_STATS, and so GET /metrics). */
 let sealedDays = 0;
-const sealTimer = setInterval(() => {
-  try {
-    sealedDays += store.seal({ now: Date.now(), graceMs: data.sealGraceMs, force: false }).sealedDays;
-  } catch (err) {
-    log.error({ err: String(err) }, 'background seal failed');
+/** Longest one slice of sealing holds the shard's thread before writes and queries get a turn. */
+const SEAL_SLICE_MS = 50;
+/** Bumped whenever collections are closed or (re)opened: a sealing under way stops rather than reopen one. */
+let storeEpoch = 0;
+let backgroundSealing = false;
+
+/**
+ * Seals due days in slices of about SEAL_SLICE_MS with the event loop free in between, so a
+ * collection with hundreds of days to seal does not hold every other collection of the shard
+ * (1000 days took 17 s in one piece). Returns the days sealed.
+ */
+async function sealInSlices(collectionId: string | undefined, force: boolean): Promise<number> {
+  const epoch = storeEpoch;
+  let total = 0;
+  for (;;) {
+    const { sealedDays: n, more } = store.seal({ ...(collectionId !== undefined ? { collectionId } : {}), now: Date.now(), graceMs: data.sealGraceMs, force, budgetMs: SEAL_SLICE_MS });
+    total += n;
+    sealedDays += n;
+    if (!more) return total;
+    await new Promise<void>((resolve) => setImmediate(resolve));
+    if (storeEpoch !== epoch) return total;
   }
-}, Math.min(60_000, Math.max(1000, data.sealGraceMs / 4)));
+}
+
+/** A background pass over every open collection, unless one is under way. */
+function backgroundSeal(): void {
+  if (backgroundSealing) return;
+  backgroundSealing = true;
+  sealInSlices(undefined, false)
+    .catch((err) => log.error({ err: String(err) }, 'background seal failed'))
+    .finally(() => (backgroundSealing = false));
+}
+const sealTimer = setInterval(backgroundSeal, Math.min(60_000, Math.max(1000, data.sealGraceMs / 4)));
 sealTimer.unref();
 
 let flushes = 0;
@@ -95,9 +122,7 @@ const handlers: { [Op in StorageOp]: (task: TaskOf<Op>) => ReplyOf<Op> | Promise
   [OP.LAST_VALUES]: (task) => task.tags.map((tag) => store.lastValue(task.collectionId, tag)),
   [OP.SEAL]: (task) => {
     flushBuffer();
-    const sealed = store.seal({ collectionId: task.collectionId ?? undefined, now: Date.now(), graceMs: data.sealGraceMs, force: task.force }).sealedDays;
-    sealedDays += sealed;
-    return sealed;
+    return sealInSlices(task.collectionId ?? undefined, task.force);
   },
   [OP.BUFFER_STATS]: () => bufferStats(),
   [OP.FLUSH]: () => {
@@ -110,22 +135,29 @@ const handlers: { [Op in StorageOp]: (task: TaskOf<Op>) => ReplyOf<Op> | Promise
     return store.backupMark(task.stagingDir);
   },
   [OP.DETACH]: () => {
+    storeEpoch++;
     flushBuffer();
     store.close();
     monitor.reset();
     return null;
   },
-  [OP.ATTACH]: () => store.recover().collections,
+  [OP.ATTACH]: () => {
+    storeEpoch++;
+    return store.recover().collections;
+  },
   [OP.CLOSE_COLLECTION]: (task) => {
+    storeEpoch++;
     flushBuffer();
     store.closeCollection(task.id);
     return null;
   },
   [OP.OPEN_COLLECTION]: (task) => {
+    storeEpoch++;
     store.openCollection(task.id);
     return null;
   },
   [OP.REMOVE_COLLECTION]: (task) => {
+    storeEpoch++;
     buffer.drop(task.id);
     store.closeCollection(task.id);
     return null;
@@ -170,7 +202,7 @@ process.on('exit', () => {
   }
 });
 
-const writes = new WriteLoop({ shardIndex: data.shardIndex, shardCount: data.shardCount, requests, answers: new WriteAnswers(results, data.resultStallTimeoutMs, log), store, buffer, monitor, live, tagScopes, log, limits: { minTimestampMs: data.minTimestampMs }, control });
+const writes = new WriteLoop({ shardIndex: data.shardIndex, shardCount: data.shardCount, requests, answers: new WriteAnswers(results, data.resultStallTimeoutMs, log), store, buffer, monitor, live, tagScopes, log, limits: { minTimestampMs: data.minTimestampMs }, maxDaysPerWrite: data.maxDaysPerWrite, sealSoon: () => setImmediate(backgroundSeal), control });
 void writes.run().catch((err) => {
   // The loop never ends on its own; a failure here is a bug: crash so piscina starts a fresh worker.
   log.fatal({ err: String((err as Error)?.stack ?? err) }, 'write loop failed');

@@ -31,6 +31,7 @@ import { isCompleteScope, SCOPE_FIELDS } from '../shared/scope.js';
 import { collectionId as idOf, validateScope } from '../shared/scope-path.js';
 import { shardOf } from '../shared/shard-hash.js';
 import { toWireError, type WriteAnswers } from './answers.js';
+import { batchDays, daysPerWriteMessage } from './day-bounds.js';
 import type { ShardStore } from './shard-store.js';
 import type { TagScopeReader } from './tag-scopes.js';
 import type { WriteBuffer } from './write-buffer.js';
@@ -69,6 +70,10 @@ export interface WriteLoopOptions {
   log: WorkerLog;
   /** What the body decoders accept (storage.minTimestampMs). */
   limits: DecodeLimits;
+  /** storage.maxDaysPerWrite: distinct (collection, UTC day) pairs one request may touch (unbounded when absent: tests). */
+  maxDaysPerWrite?: number;
+  /** Called when a collection is at storage.maxUnsealedDaysPerCollection: its due days should be sealed soon. */
+  sealSoon?: () => void;
   /** The shard's control words (shared/protocol.ts); a loop of its own when absent (tests). */
   control?: Int32Array;
 }
@@ -297,10 +302,26 @@ export class WriteLoop {
       for (const { collectionId, batch } of groups) {
         // Buffered points count with the series they will add at the flush, so a flush is never refused.
         const tooMany = this.isLocal(collectionId) ? this.opts.store.seriesLimitProblem(collectionId, batch, header.mode === 'buffered' ? this.opts.buffer.newSeries(collectionId) : undefined) : null;
-        if (tooMany !== null) return { ...outcome, refused: outcome.lines ? `partial write: ${tooMany} dropped=${outcome.lines.accepted + outcome.lines.rejected}` : tooMany };
+        if (tooMany !== null) return refusal(outcome, tooMany);
       }
-      for (const { collectionId, batch: part } of groups) {
-        if (this.isLocal(collectionId)) this.appendLocal(collectionId, part, header, outcome);
+      // Every day of a collection is a day log to open now and to seal later on this thread:
+      // bounded per request (forwarded parts included) and per collection, before any write.
+      const max = this.opts.maxDaysPerWrite ?? Infinity;
+      const days: Array<Set<number>> = [];
+      let total = 0;
+      for (const { batch } of groups) {
+        const set = batchDays(batch, max - total);
+        total += set.size;
+        if (total > max) return refusal(outcome, daysPerWriteMessage(max));
+        days.push(set);
+      }
+      for (let g = 0; g < groups.length; g++) {
+        const problem = this.unsealedDaysProblem(groups[g]!.collectionId, days[g]!, header);
+        if (problem !== null) return refusal(outcome, problem);
+      }
+      for (let g = 0; g < groups.length; g++) {
+        const { collectionId, batch: part } = groups[g]!;
+        if (this.isLocal(collectionId)) this.appendLocal(collectionId, part, header, outcome, days[g]);
         else if (header.contentType === PROM_REMOTE_WRITE) outcome.forward.push({ collectionId, body: toRemoteWrite(collectionId, part), contentType: PROM_REMOTE_WRITE });
         else outcome.forward.push({ collectionId, body: toBinary(collectionId, part), ...(part.labels ? { labels: part.labels } : {}) });
       }
@@ -308,26 +329,46 @@ export class WriteLoop {
     return outcome;
   }
 
-  /** Points another shard decoded (and the main thread forwarded), as an HSW1 body or a remote-write one. */
+  /**
+   * Points another shard decoded (and the main thread forwarded), as an HSW1 body or a remote-write
+   * one. The request's day count was checked where it was decoded; this collection's unsealed days
+   * only its owner knows.
+   */
   private writeDecoded(header: WriteFrameHeader, body: Uint8Array): WriteOutcome {
     const outcome: WriteOutcome = { points: 0, learned: [], created: [], forward: [] };
+    const collectionId = header.collectionId!;
+    let batches: PointBatch[];
     if (header.contentType === PROM_REMOTE_WRITE) {
-      const [organization, site, unit, grid] = header.collectionId!.split('/');
+      const [organization, site, unit, grid] = collectionId.split('/');
       const groups = promPointsByCollection(decodeWriteRequest(body, this.opts.limits), { organization, site, unit, grid });
-      for (const { scope, batch } of groups) {
-        if (idOf(scope) !== header.collectionId) throw new ServiceError('INTERNAL', `forwarded remote-write points for ${header.collectionId} name collection ${idOf(scope)}`);
-        this.appendLocal(header.collectionId!, batch, header, outcome);
+      for (const { scope } of groups) {
+        if (idOf(scope) !== collectionId) throw new ServiceError('INTERNAL', `forwarded remote-write points for ${collectionId} name collection ${idOf(scope)}`);
       }
-      return outcome;
+      batches = groups.map((g) => g.batch);
+    } else {
+      const batch = decodeBinaryBatch(body, this.opts.limits);
+      // The labels travel beside the HSW1 body, which has no place for them.
+      if (header.labels && header.labels.length === batch.tagNames.length) batch.labels = header.labels;
+      batches = [batch];
     }
-    const batch = decodeBinaryBatch(body, this.opts.limits);
-    // The labels travel beside the HSW1 body, which has no place for them.
-    if (header.labels && header.labels.length === batch.tagNames.length) batch.labels = header.labels;
-    this.appendLocal(header.collectionId!, batch, header, outcome);
+    const days = new Set<number>();
+    for (const batch of batches) for (const day of batchDays(batch, Infinity)) days.add(day);
+    const problem = this.unsealedDaysProblem(collectionId, days, header);
+    if (problem !== null) return { ...outcome, refused: problem };
+    for (const batch of batches) this.appendLocal(collectionId, batch, header, outcome, days);
     return outcome;
   }
 
-  private appendLocal(collectionId: string, batch: PointBatch, header: WriteFrameHeader, outcome: WriteOutcome): void {
+  /** Why writing on `days` would open too many day logs in a collection of this shard (buffered days counted), or null. */
+  private unsealedDaysProblem(collectionId: string, days: ReadonlySet<number>, header: WriteFrameHeader): string | null {
+    if (!this.isLocal(collectionId) || header.replicated) return null;
+    const problem = this.opts.store.unsealedDaysProblem(collectionId, days, header.mode === 'buffered' ? this.opts.buffer.newDays(collectionId) : undefined);
+    // Old days are due at once: sealing them now, not at the next pass, makes a retry succeed sooner.
+    if (problem !== null) this.opts.sealSoon?.();
+    return problem;
+  }
+
+  private appendLocal(collectionId: string, batch: PointBatch, header: WriteFrameHeader, outcome: WriteOutcome, days?: ReadonlySet<number>): void {
     const { mode, autoCreate } = header;
     // Backfilled points are kept from the monitor, live ones shown to it.
     const monitor = this.opts.monitor;
@@ -346,7 +387,7 @@ export class WriteLoop {
     }
     if (mode === 'buffered') {
       const fresh = batch.tagNames.filter((t) => this.opts.store.tagIndex(collectionId, t) < 0);
-      if (!this.opts.buffer.add(collectionId, batch, fresh)) {
+      if (!this.opts.buffer.add(collectionId, batch, fresh, days)) {
         throw new ServiceError('UNAVAILABLE', `write buffer of shard ${this.opts.shardIndex} is full (${this.opts.buffer.pendingPoints} of ${this.opts.buffer.capacityPoints} points); retry after the next flush`);
       }
       outcome.points += batch.pointCount;
@@ -380,6 +421,11 @@ export class WriteLoop {
   private isLocal(collectionId: string): boolean {
     return shardOf(collectionId, this.opts.shardCount) === this.opts.shardIndex;
   }
+}
+
+/** A refused write's outcome; a line protocol body's reads as a partial write that dropped every line. */
+function refusal(outcome: WriteOutcome, message: string): WriteOutcome {
+  return { ...outcome, refused: outcome.lines ? `partial write: ${message} dropped=${outcome.lines.accepted + outcome.lines.rejected}` : message };
 }
 
 function isJson(contentType: string): boolean {

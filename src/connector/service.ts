@@ -202,12 +202,13 @@ export class ConnectorService {
               }
               points.push([ts, value.Value]);
             }
-            if (points.length > 0) {
+            // A page of sparse values may span more UTC days than one write may hold.
+            for (const part of byDays(points, this.o.writer.maxDaysPerWrite)) {
               const grant = this.grantOf(owner);
-              const body = Buffer.from(JSON.stringify({ ...request.scope, tags: { [tag]: points } }));
+              const body = Buffer.from(JSON.stringify({ ...request.scope, tags: { [tag]: part } }));
               const result = await this.o.writer.write(grant, body, 'application/json', 'fast', controller.signal, { backfill: true, autoCreate: true, route: '(connector backfill)' });
               if (!result.success) throw badRequest(`writing ${tag}: ${result.error}`);
-              written += points.length;
+              written += part.length;
             }
             const exhausted = values.length < pageSize || last < from;
             cursor[a] = exhausted ? request.end : last;
@@ -256,4 +257,23 @@ function requiredWebId(body: Record<string, unknown>): string {
 
 function base(item: PiItem): Record<string, unknown> {
   return { web_id: item.WebId ?? null, name: item.Name ?? null, path: item.Path ?? null, description: item.Description ?? '' };
+}
+
+/** `points` (in time order) in consecutive parts of at most `maxDays` distinct UTC days each. */
+function byDays(points: Array<[number, number]>, maxDays: number): Array<Array<[number, number]>> {
+  const parts: Array<Array<[number, number]>> = [];
+  const days = new Set<number>();
+  let part: Array<[number, number]> = [];
+  for (const point of points) {
+    const day = Math.floor(point[0] / 86_400_000);
+    if (!days.has(day) && days.size === maxDays) {
+      parts.push(part);
+      part = [];
+      days.clear();
+    }
+    days.add(day);
+    part.push(point);
+  }
+  if (part.length > 0) parts.push(part);
+  return parts;
 }

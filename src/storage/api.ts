@@ -69,6 +69,8 @@ export interface PointWriter {
   write(grant: AccessGrant, body: Uint8Array, contentType: string, mode: WriteMode, signal: AbortSignal, options?: WriteOptions): Promise<WriteResult>;
   /** The largest write body a shard's ring takes (storage.requestRingBytes). */
   readonly maxBodyBytes: number;
+  /** Most distinct UTC days (per collection) one write may hold (storage.maxDaysPerWrite); a write with more is refused. */
+  readonly maxDaysPerWrite: number;
 }
 
 /** Reads points, as the query routes do: tags grouped by collection, results streamed. */

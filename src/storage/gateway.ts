@@ -31,6 +31,7 @@ const NOT_RECORDED: readonly RecordedWrite[] = Object.freeze([]);
 export interface GatewaySettings {
   autoCreateCollections: boolean;
   queryTimeoutMs: number;
+  maxDaysPerWrite: number;
 }
 
 /** `out`, with `prefix` sent just before the first chunk written to it. */
@@ -77,6 +78,10 @@ export class ShardGateway implements PointWriter, MonitorSampler, LiveFeed {
 
   get maxBodyBytes(): number {
     return this.shards.shards[0].maxBodyBytes;
+  }
+
+  get maxDaysPerWrite(): number {
+    return this.settings.maxDaysPerWrite;
   }
 
   /** `record` sees every write not applied from another node, before it is stored. */
@@ -141,7 +146,7 @@ export class ShardGateway implements PointWriter, MonitorSampler, LiveFeed {
       // No scope in the body: a worker resolves tags through the tag map and forwards what it does not own.
       shard = this.shards.shards[this.roundRobin++ % this.shards.shards.length];
     }
-    const header: WriteFrameHeader = { mode, contentType, autoCreate, allowedUnits, ...(defaultScope ? { defaultScope } : {}), ...extra };
+    const header: WriteFrameHeader = { mode, contentType, autoCreate, allowedUnits, ...(defaultScope ? { defaultScope } : {}), ...(options.replicated ? { replicated: true } : {}), ...extra };
     const outcome = await shard.write(body, header);
     return this.settle(outcome, header);
   }
@@ -153,7 +158,7 @@ export class ShardGateway implements PointWriter, MonitorSampler, LiveFeed {
     let points = outcome.points;
     for (const { collectionId, body, labels, contentType } of outcome.forward) {
       const owner = this.shards.shardFor(collectionId);
-      const forwarded = await owner.write(body, { mode: header.mode, contentType: contentType ?? 'application/octet-stream', autoCreate: header.autoCreate, allowedUnits: null, collectionId, ...(labels ? { labels } : {}), ...(header.backfill ? { backfill: true } : {}) });
+      const forwarded = await owner.write(body, { mode: header.mode, contentType: contentType ?? 'application/octet-stream', autoCreate: header.autoCreate, allowedUnits: null, collectionId, ...(labels ? { labels } : {}), ...(header.backfill ? { backfill: true } : {}), ...(header.replicated ? { replicated: true } : {}) });
       if (forwarded.error) throw ServiceError.fromWire(forwarded.error);
       if (forwarded.refused) return { success: false, error: forwarded.refused };
       this.absorb(forwarded);

@@ -44,6 +44,8 @@ export const storagePlugin = definePlugin({
       writeTimeoutMs: settings.writeTimeoutMs,
       queryMemoryBytes: settings.queryMemoryBytes,
       maxSeriesPerCollection: settings.maxSeriesPerCollection,
+      maxDaysPerWrite: settings.maxDaysPerWrite,
+      maxUnsealedDaysPerCollection: settings.maxUnsealedDaysPerCollection,
       workerYoungGenerationMb: 6,
       workerRestarted,
       log,

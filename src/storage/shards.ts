@@ -61,6 +61,8 @@ export interface ShardPoolOptions {
   writeTimeoutMs: number;
   queryMemoryBytes: number;
   maxSeriesPerCollection: number;
+  maxDaysPerWrite: number;
+  maxUnsealedDaysPerCollection: number;
   workerYoungGenerationMb: number;
   log: Logger;
   /** log.level, for the workers' own lines. */
@@ -132,6 +134,8 @@ export class Shard {
       resultStallTimeoutMs: opts.resultStallTimeoutMs,
       queryMemoryBytes: opts.queryMemoryBytes,
       maxSeriesPerCollection: opts.maxSeriesPerCollection,
+      maxDaysPerWrite: opts.maxDaysPerWrite,
+      maxUnsealedDaysPerCollection: opts.maxUnsealedDaysPerCollection,
       logLevel: opts.logLevel,
       logFormat: opts.logFormat,
       logToStderr: opts.logToStderr,
