@@ -202,7 +202,7 @@ describe('storage.maxDaysPerWrite and storage.maxUnsealedDaysPerCollection', () 
     assert.equal((await points(scope, 'u.v', D0 + 2 * MAX_DAYS * DAY, D0 + 4 * MAX_DAYS * DAY)).length, 0);
     // A write another node accepted is applied whatever this node has left unsealed: nodes seal
     // at their own times, and the same writes must land on each.
-    const shadow = await svc.request('POST', '/svcapi/shadow_write', { token: admin, rawBody: JSON.stringify(jsonBody), headers: { 'content-type': 'application/json', 'x-historian-epoch': '1', 'x-historian-seq': '1' } });
+    const shadow = await svc.request('POST', '/svcapi/shadow_write', { token: admin, rawBody: JSON.stringify(jsonBody), headers: { 'content-type': 'application/json', 'x-historian-epoch': '0', 'x-historian-seq': '1' } });
     assert.deepEqual(shadow.body, { success: true, points: MAX_DAYS }, shadow.text);
     // Sealing closes the day logs: the same write now goes through. The seal of these 1098 days
     // goes in slices: another tenant's write sent meanwhile is answered before it ends (sealed
