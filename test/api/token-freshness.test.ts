@@ -27,7 +27,8 @@ describe('tokens follow the account', () => {
     return { email, id: row.id as string, token, password };
   };
   const me = async (token: string) => call(token, 'GET', '/svcapi/me');
-  const canWrite = async (token: string) => (await call(token, 'POST', '/svcapi/labels', { name: `label-${++n}` })).status;
+  /** A change of the account's own row: what a read-write account with no grant may write (labels are admins' now). */
+  const canWrite = async (user: { token: string; id: string }) => (await call(user.token, 'PUT', `/svcapi/users/${user.id}`, { note: `change ${++n}` })).status;
   const visibleUnits = async (token: string) => {
     const res = await call(token, 'GET', '/svcapi/units');
     assert.equal(res.status, 200, res.text);
@@ -59,7 +60,7 @@ describe('tokens follow the account', () => {
     assert.equal((await me(user.token)).status, 200);
     assert.equal((await call(admin, 'DELETE', `/svcapi/users?${q({ email: user.email })}`)).status, 200);
     assert.equal((await me(user.token)).status, 401);
-    assert.equal((await canWrite(user.token)), 401);
+    assert.equal((await canWrite(user)), 401);
   });
 
   test('a user who deletes their own row loses their token with it', async () => {
@@ -85,10 +86,10 @@ describe('tokens follow the account', () => {
     ];
     for (const [i, demote] of demotions.entries()) {
       const user = await account();
-      assert.equal(await canWrite(user.token), 200, `case ${i}: writes before`);
+      assert.equal(await canWrite(user), 200, `case ${i}: writes before`);
       assert.equal(await demote(user.id, user.email), 200, `case ${i}: demoted`);
       assert.deepEqual((await me(user.token)).body, { user_id: user.email, role: 'read-only' }, `case ${i}: /me`);
-      assert.equal(await canWrite(user.token), 403, `case ${i}: writes after`);
+      assert.equal(await canWrite(user), 403, `case ${i}: writes after`);
     }
   });
 
