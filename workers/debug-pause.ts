@@ -5,11 +5,12 @@
 //
 // Phases: seal-writing (the temporary sealed file has its first tag), seal-before-rename (the
 // temporary file complete and fsynced), seal-after-rename (the sealed file in place, the day
-// logs still there), seal-logs-removed (the day logs deleted, the folder not yet fsynced).
+// logs still there), seal-logs-removed (the day logs deleted, the folder not yet fsynced);
+// backup-marked (a backup's instant taken: the shard's files linked into the staging folder).
 
 const PAUSE_AT = process.env.HISTORIAN_DEBUG_PAUSE_AT;
 
-export type DebugPhase = 'seal-writing' | 'seal-before-rename' | 'seal-after-rename' | 'seal-logs-removed';
+export type DebugPhase = 'seal-writing' | 'seal-before-rename' | 'seal-after-rename' | 'seal-logs-removed' | 'backup-marked';
 
 export function debugPause(phase: DebugPhase): void {
   if (PAUSE_AT === undefined || PAUSE_AT !== phase) return;

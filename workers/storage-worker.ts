@@ -23,6 +23,7 @@ import { WriteLoop } from './write-loop.js';
 import { MonitorWatch } from './monitor-watch.js';
 import { LiveWatch } from './live-watch.js';
 import { workerLog } from './worker-log.js';
+import { debugPause } from './debug-pause.js';
 
 const data = workerData as StorageWorkerData;
 const control = new Int32Array(data.control);
@@ -107,7 +108,9 @@ const handlers: { [Op in StorageOp]: (task: TaskOf<Op>) => ReplyOf<Op> | Promise
   },
   [OP.BACKUP_MARK]: (task) => {
     flushBuffer();
-    return store.backupMark(task.stagingDir);
+    const mark = store.backupMark(task.stagingDir);
+    debugPause('backup-marked');
+    return mark;
   },
   [OP.DETACH]: () => {
     flushBuffer();
