@@ -96,7 +96,7 @@ const handlers: { [Op in StorageOp]: (task: TaskOf<Op>) => ReplyOf<Op> | Promise
   [OP.LAST_VALUES]: (task) => task.tags.map((tag) => store.lastValue(task.collectionId, tag)),
   [OP.SEAL]: (task) => {
     flushBuffer();
-    const sealed = store.seal({ collectionId: task.collectionId ?? undefined, now: Date.now(), graceMs: data.sealGraceMs, force: task.force }).sealedDays;
+    const sealed = store.seal({ collectionId: task.collectionId ?? undefined, now: task.nowMs ?? Date.now(), graceMs: data.sealGraceMs, force: task.force }).sealedDays;
     sealedDays += sealed;
     return sealed;
   },
