@@ -300,16 +300,19 @@ function connect(target: FuzzTarget, token: string | null, query: boolean): Prom
   });
 }
 
-/** A fresh admin socket subscribes to the first collection and must be answered "subscribed". */
+/** A fresh admin socket subscribes to the first collection and must be answered (a hub or shard that no longer answers is the failure). */
 async function control(target: FuzzTarget, world: World): Promise<string | null> {
   const ws = await connect(target, world.identities[0]!.token, false);
   if (!(ws instanceof WebSocket)) return `control socket: ${ws.error}`;
   try {
     return await new Promise<string | null>((resolve) => {
-      const timer = setTimeout(() => resolve('control subscription not answered within 20 s'), 20_000);
+      const heard: string[] = [];
+      const timer = setTimeout(() => resolve(`control subscription not answered within 20 s${heard.length ? ` (heard: ${heard.join(' | ').slice(0, 300)})` : ' (nothing heard)'}`), 20_000);
       ws.on('message', (data) => {
         const text = String(data);
-        if (text.includes('"subscribed"')) {
+        heard.push(text.slice(0, 150));
+        // Any answer to it will do ("subscribed", or an error when a fuzzed request renamed the unit meanwhile): silence is the failure.
+        if (/"id":"control"/.test(text)) {
           clearTimeout(timer);
           resolve(null);
         }
@@ -321,7 +324,7 @@ async function control(target: FuzzTarget, world: World): Promise<string | null>
   }
 }
 
-/** `sessions` WebSocket sessions of fuzzed messages, one at a time, each followed by the control subscription. */
+/** `sessions` WebSocket sessions of fuzzed messages, one at a time; after every tenth (and the last) the control subscription. */
 export async function runWsFuzz(target: FuzzTarget, world: World, seed: number, sessions: number, makeGen: (rng: () => number) => Gen): Promise<WsFuzzReport> {
   const report: WsFuzzReport = { sessions: 0, messages: 0, refused: 0, closes: {}, failures: [] };
   for (let s = 0; s < sessions; s++) {

@@ -1407,6 +1407,8 @@ function judge(d: Draft, o: Outcome): { kind: FailureKind; status: number | null
   }
   if (o.status !== null && o.status >= 500) {
     if ((o.status === 503 || o.status === 507) && ALLOWED_UNAVAILABLE.test(o.text)) return null;
+    // PromQL past its timeout (the request's `timeout`, e.g. 0, or promql.timeoutMs): 503 errorType timeout, as Prometheus answers (README).
+    if (o.status === 503 && /"errorType":"timeout"/.test(o.text) && /^\/api\/v1\/query/.test(d.op?.path ?? '')) return null;
     // The group of the route itself: a HEAD or odd method drafted from a proxied route (group "unknown methods") too.
     if (o.status === 501 && (d.op?.group ?? d.group) === 'Proxied services' && (o.text === '' || ALLOWED_NOT_CONFIGURED.test(o.text))) return null;
     return { kind: o.status === 503 ? 'unavailable' : 'server-error', status: o.status };
