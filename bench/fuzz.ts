@@ -44,6 +44,7 @@ import { pack } from 'msgpackr';
 import { parse as parseYaml } from 'yaml';
 import { encodeBinaryBatch } from '../native-free-codecs/write-body.js';
 import { prng } from '../test/support/prng.js';
+import { PROTOCOL_GROUP, PROTOCOL_KINDS, protocolDraft, runWsFuzz } from './fuzz-protocols.js';
 
 // ---- types ------------------------------------------------------------------------------------
 
@@ -87,12 +88,14 @@ export interface FuzzOptions {
    * larger than `maxResponseBytes` and get abandoned half way, as a vanishing client would.
    */
   bigTagPoints: number;
+  /** WebSocket sessions of fuzzed live-data messages, run beside the HTTP requests (default requests / 500). */
+  wsSessions?: number;
   progress?: (done: number, total: number) => void;
   /** Called with every request and its outcome (the CLI's --trace). */
   trace?: (entry: { index: number; route: string; mutations: string[]; identity: string; status: number | null; error: string | null; abandoned: boolean; ms: number; text: string }) => void;
 }
 
-export type FailureKind = 'server-error' | 'unavailable' | 'hang' | 'connection' | 'keep-alive' | 'token-in-log' | 'health';
+export type FailureKind = 'server-error' | 'unavailable' | 'hang' | 'connection' | 'keep-alive' | 'token-in-log' | 'health' | 'websocket';
 
 export interface Failure {
   kind: FailureKind;
@@ -124,6 +127,8 @@ export interface FuzzReport {
   generatorError: string | null;
   durationMs: number;
   healthOk: boolean;
+  /** The live data socket: sessions, messages sent, upgrades refused (401), closes by code. */
+  ws: { sessions: number; messages: number; refused: number; closes: Record<string, number> };
   failures: Failure[];
 }
 
@@ -539,7 +544,7 @@ function craftTokens(target: FuzzTarget, secrets: Set<string>): Record<string, s
 
 type Rng = () => number;
 
-class Gen {
+export class Gen {
   /** The collection this request is about (index into world.collections), or -1 for a made-up one. */
   readonly scopeIndex: number;
   constructor(readonly r: Rng, readonly world: World) {
@@ -755,7 +760,7 @@ type Body =
   | { kind: 'json'; value: unknown; contentType: string }
   | { kind: 'bytes'; bytes: Buffer; contentType: string };
 
-interface Draft {
+export interface Draft {
   op: Operation | null;
   group: string;
   method: string;
@@ -1348,6 +1353,7 @@ export const MUTATION_NAMES: readonly string[] = [
   ...MUTATION_FAMILIES.flatMap((family) => Object.keys(family)),
   'unknown-route',
   'head-keep-alive',
+  ...PROTOCOL_KINDS.map((k) => `protocol-${k}`),
   ...ODD_METHODS.map((m) => `method-${m}`),
   ...[...VALID_RAW, ...INVALID_RAW].map((k) => `raw-${k}`),
 ];
@@ -1357,13 +1363,16 @@ function generate(index: number, seed: number, world: World, ops: Operation[], g
   const g = new Gen(prng((seed ^ Math.imul(index + 1, 0x9e3779b1)) >>> 0), world);
   // First every operation once (valid, so each route is reached at least once as intended), then at random.
   if (index < ops.length) return draftFor(ops[index]!, g);
-  const names = [...groups.keys(), UNKNOWN_ROUTE, UNKNOWN_METHOD];
+  const names = [...groups.keys(), UNKNOWN_ROUTE, UNKNOWN_METHOD, PROTOCOL_GROUP];
   const group = g.pick(names);
   if (group === UNKNOWN_ROUTE) return unknownRouteDraft(g);
   if (group === UNKNOWN_METHOD) return unknownMethodDraft(g, ops);
-  const d = draftFor(g.pick(groups.get(group)!), g);
-  if (g.chance(0.35)) return d; // valid
-  const count = g.chance(0.75) ? 1 : 2;
+  // Bodies and queries the document cannot describe; mostly sent as built, so they reach the parsers.
+  const protocol = group === PROTOCOL_GROUP ? protocolDraft(g, ops, (op) => draftFor(op, g)) : null;
+  if (group === PROTOCOL_GROUP && (!protocol || g.chance(0.6))) return protocol ?? unknownRouteDraft(g);
+  const d = protocol ?? draftFor(g.pick(groups.get(group)!), g);
+  if (!protocol && g.chance(0.35)) return d; // valid
+  const count = (g.chance(0.75) ? 1 : 2) + (protocol ? 1 : 0);
   for (let tries = 0; d.mutations.length < count && tries < 12; tries++) {
     const family = d.body && g.chance(0.45) ? BODY_MUTATIONS : g.pick(MUTATION_FAMILIES);
     const name = g.pick(Object.keys(family));
@@ -1398,6 +1407,8 @@ function judge(d: Draft, o: Outcome): { kind: FailureKind; status: number | null
   }
   if (o.status !== null && o.status >= 500) {
     if ((o.status === 503 || o.status === 507) && ALLOWED_UNAVAILABLE.test(o.text)) return null;
+    // PromQL past its timeout (the request's `timeout`, e.g. 0, or promql.timeoutMs): 503 errorType timeout, as Prometheus answers (README).
+    if (o.status === 503 && /"errorType":"timeout"/.test(o.text) && /^\/api\/v1\/query/.test(d.op?.path ?? '')) return null;
     // The group of the route itself: a HEAD or odd method drafted from a proxied route (group "unknown methods") too.
     if (o.status === 501 && (d.op?.group ?? d.group) === 'Proxied services' && (o.text === '' || ALLOWED_NOT_CONFIGURED.test(o.text))) return null;
     return { kind: o.status === 503 ? 'unavailable' : 'server-error', status: o.status };
@@ -1455,6 +1466,7 @@ export async function runFuzz(target: FuzzTarget, options: FuzzOptions): Promise
     const report: FuzzReport = {
       seed: options.seed, requests: 0, operations: ops.length, operationsExercised: 0, byGroup: {}, byStatus: {}, byMutation: {},
       abandonedLargeResponses: 0, generatorErrors: 0, generatorError: null, durationMs: 0, healthOk: false, failures: [],
+      ws: { sessions: 0, messages: 0, refused: 0, closes: {} },
     };
     const exercised = new Set<string>();
     const record = (kind: FailureKind, status: number | null, route: string, d: Draft, w: WireRequest, message: string | null) => {
@@ -1512,7 +1524,13 @@ export async function runFuzz(target: FuzzTarget, options: FuzzOptions): Promise
         options.progress?.(++done, options.requests);
       }
     };
-    await Promise.all(Array.from({ length: options.concurrency }, worker));
+    // The live data socket, beside the HTTP requests (so a wedged hub or shard shows on both).
+    const wsRun = runWsFuzz(target, world, options.seed, options.wsSessions ?? Math.ceil(options.requests / 500), (rng) => new Gen(rng, world)).then((ws) => {
+      report.ws = { sessions: ws.sessions, messages: ws.messages, refused: ws.refused, closes: ws.closes };
+      const d = unknownRouteDraft(new Gen(prng(0), world));
+      for (const problem of ws.failures) record('websocket', null, 'GET /svcapi/ws (live data socket)', d, { method: 'GET', path: '/svcapi/ws', headers: {} }, problem);
+    });
+    await Promise.all([...Array.from({ length: options.concurrency }, worker), wsRun]);
     report.operationsExercised = exercised.size;
 
     // The service must still answer.
@@ -1538,7 +1556,7 @@ export async function runFuzz(target: FuzzTarget, options: FuzzOptions): Promise
     // Replay the smallest example of each class once, on a fresh connection, to say whether it reproduces on its own.
     if (report.healthOk) {
       for (const f of failures.values()) {
-        if (f.kind === 'token-in-log' || f.kind === 'health') continue;
+        if (f.kind === 'token-in-log' || f.kind === 'health' || f.kind === 'websocket') continue;
         const o = f.kind === 'keep-alive'
           ? await transport.headThenGet(f.exampleWire.path, f.exampleWire.headers).then(({ head, next: after }) => ({ ...head, status: after.status !== 200 || after.error ? head.status : -1 }))
           : await transport.send({ ...f.exampleWire, fresh: true });
@@ -1628,6 +1646,7 @@ export function formatReport(r: FuzzReport): string {
   lines.push(`# Fuzz run, seed ${r.seed}`, '');
   lines.push(`${r.requests} requests in ${(r.durationMs / 1000).toFixed(1)} s; ${r.operationsExercised} of ${r.operations} operations of the OpenAPI document reached with their own method; ${r.abandonedLargeResponses} responses abandoned at the size cap; /ingest/health at the end: ${r.healthOk ? 'ok' : 'FAILED'}`, '');
   lines.push('| group | requests |', '|---|---|', ...Object.entries(r.byGroup).sort().map(([k, v]) => `| ${k} | ${v} |`), '');
+  lines.push(`Live data socket: ${r.ws.sessions} sessions, ${r.ws.messages} messages, ${r.ws.refused} upgrades refused (401); closes ${Object.entries(r.ws.closes).sort().map(([k, v]) => `${k} ×${v}`).join(', ') || 'none'}`, '');
   lines.push(`Statuses: ${Object.entries(r.byStatus).sort().map(([k, v]) => `${k} ×${v}`).join(', ')}`, '');
   lines.push(`Mutations: ${Object.entries(r.byMutation).sort().map(([k, v]) => `${k} ×${v}`).join(', ')}`, '');
   if (r.generatorErrors > 0) lines.push(`⚠ ${r.generatorErrors} requests could not be built (a fuzzer bug); first: ${r.generatorError}`, '');

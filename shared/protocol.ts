@@ -152,7 +152,8 @@ export type StorageTask =
     }
   | { op: typeof OP.QUERY_TABLE; seq: number; slot: number; deadline: number; collectionId: string; series: SeriesRequest[]; start: number; end: number }
   | { op: typeof OP.LAST_VALUES; collectionId: string; tags: string[] }
-  | { op: typeof OP.SEAL; collectionId: string | null; force: boolean }
+  /** nowMs: the service clock's now (the day it is in is not sealed); the worker's wall clock when absent. */
+  | { op: typeof OP.SEAL; collectionId: string | null; force: boolean; nowMs?: number }
   | { op: typeof OP.BUFFER_STATS }
   | { op: typeof OP.FLUSH }
   | { op: typeof OP.CLOSE_COLLECTION; id: string }

@@ -1,6 +1,7 @@
 // The service's clock: what token expiry and the token cache, the register/login
 // rate-limit windows, the lockout after failed logins, and notification times
-// (createdAt, expiry, the retention purge) read. It is
+// (createdAt, expiry, the retention purge), the time a line protocol line without a timestamp
+// takes, and the "today" before which seal_now seals, read. It is
 // the wall clock plus an offset that starts at 0 and only ever moves forward,
 // through POST /svcapi/_debug/advance_clock, which is mounted only with the
 // setting debug.clockRoute; so a test steps past a 15-minute lockout instead

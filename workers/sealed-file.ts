@@ -16,6 +16,7 @@ import path from 'node:path';
 import { compressSync, uncompressSync } from 'lz4-napi';
 import { ByteReader, ByteWriter, COLUMN_CODEC_VERSION, decodeTimestamps, decodeValues, encodeTimestamps, encodeValues, READABLE_COLUMN_CODEC_VERSIONS } from '../native-free-codecs/columns.js';
 import { crc32c } from './crc32.js';
+import { debugPause } from './debug-pause.js';
 import { fsyncDir, readFully, removeIfPresent, writeFully } from './durable-fs.js';
 import { PRIVATE_FILE_MODE } from '../shared/file-modes.js';
 import { internal } from '../shared/errors.js';
@@ -303,6 +304,7 @@ export class SealedFileWriter {
     fs.fsyncSync(this.fd);
     fs.closeSync(this.fd);
     this.fd = -1;
+    debugPause('seal-before-rename');
     fs.renameSync(this.tmpPath, this.finalPath);
     fsyncDir(path.dirname(this.finalPath));
     const index = new SealedIndex(

@@ -33,6 +33,7 @@ import { collectionDir, parseCollectionId, validateScope } from '../shared/scope
 import { walkCollectionFolders } from './collection-folders.js';
 import { unsealedDaysMessage } from './day-bounds.js';
 import { asStorageError, badRequest, notFound, ServiceError } from '../shared/errors.js';
+import { debugPause } from './debug-pause.js';
 import { dayEndMs, dayOf, dayStartMs } from './utc-day.js';
 import { silentLog, type WorkerLog } from './worker-log.js';
 
@@ -774,6 +775,7 @@ export class ShardStore {
       for (const tagId of [...tagIds].sort((a, b) => a - b)) {
         const n = this.mergeTagDay(collection, day, tagId, dayStartMs(day), dayEndMs(day));
         if (n > 0) writer.addTag(tagId, this.merger.resultTs, this.merger.resultValues, n);
+        if (n > 0) debugPause('seal-writing');
         points += n;
       }
       index = writer.finish();
@@ -784,6 +786,7 @@ export class ShardStore {
       this.merger.shrink();
     }
 
+    debugPause('seal-after-rename');
     // The sealed file is durable under its name: the day logs are now redundant.
     collection.sealedBytes.set(day, index.fileBytes);
     this.cacheFooter(collection, index);
@@ -795,6 +798,7 @@ export class ShardStore {
       (dayLog.kind === 'active' ? collection.active : collection.late).delete(day);
       removeIfPresent(dayLog.path);
     }
+    debugPause('seal-logs-removed');
     fsyncDir(collection.dir);
     this.log.info(
       { event: 'day-sealed', collection: collection.id, day: path.basename(index.path), tags: index.entryCount, points, bytes: index.fileBytes, ms: Math.round(performance.now() - started) },

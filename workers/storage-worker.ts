@@ -23,6 +23,7 @@ import { WriteLoop } from './write-loop.js';
 import { MonitorWatch } from './monitor-watch.js';
 import { LiveWatch } from './live-watch.js';
 import { workerLog } from './worker-log.js';
+import { debugPause } from './debug-pause.js';
 
 const data = workerData as StorageWorkerData;
 const control = new Int32Array(data.control);
@@ -66,11 +67,13 @@ let backgroundSealing = false;
  * collection with hundreds of days to seal does not hold every other collection of the shard
  * (1000 days took 17 s in one piece). Returns the days sealed.
  */
-async function sealInSlices(collectionId: string | undefined, force: boolean): Promise<number> {
+/** `nowMs`: the service clock's time for seal_now (the debug clock may be ahead); the wall clock otherwise. */
+async function sealInSlices(collectionId: string | undefined, force: boolean, nowMs?: number): Promise<number> {
   const epoch = storeEpoch;
+  const now = nowMs ?? Date.now();
   let total = 0;
   for (;;) {
-    const { sealedDays: n, more } = store.seal({ ...(collectionId !== undefined ? { collectionId } : {}), now: Date.now(), graceMs: data.sealGraceMs, force, budgetMs: SEAL_SLICE_MS });
+    const { sealedDays: n, more } = store.seal({ ...(collectionId !== undefined ? { collectionId } : {}), now, graceMs: data.sealGraceMs, force, budgetMs: SEAL_SLICE_MS });
     total += n;
     sealedDays += n;
     if (!more) return total;
@@ -122,7 +125,7 @@ const handlers: { [Op in StorageOp]: (task: TaskOf<Op>) => ReplyOf<Op> | Promise
   [OP.LAST_VALUES]: (task) => task.tags.map((tag) => store.lastValue(task.collectionId, tag)),
   [OP.SEAL]: (task) => {
     flushBuffer();
-    return sealInSlices(task.collectionId ?? undefined, task.force);
+    return sealInSlices(task.collectionId ?? undefined, task.force, task.nowMs ?? undefined);
   },
   [OP.BUFFER_STATS]: () => bufferStats(),
   [OP.FLUSH]: () => {
@@ -132,7 +135,9 @@ const handlers: { [Op in StorageOp]: (task: TaskOf<Op>) => ReplyOf<Op> | Promise
   },
   [OP.BACKUP_MARK]: (task) => {
     flushBuffer();
-    return store.backupMark(task.stagingDir);
+    const mark = store.backupMark(task.stagingDir);
+    debugPause('backup-marked');
+    return mark;
   },
   [OP.DETACH]: () => {
     storeEpoch++;

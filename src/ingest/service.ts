@@ -129,7 +129,7 @@ export class IngestService {
       backfill: ingest.backfill || undefined,
       route: req.route,
       ...(compressed ? { contentEncoding: compressed, maxDecodedBytes: settings.maxBodyBytes, maxDecodedSetting: 'ingest.maxBodyBytes' } : {}),
-      ...(ingest.precision ? { lineProtocol: { precision: ingest.precision, nowMs: Date.now() } } : {}),
+      ...(ingest.precision ? { lineProtocol: { precision: ingest.precision, nowMs: this.o.clock.now() } } : {}),
     };
     const contentType = ingest.precision ? LINE_PROTOCOL : ingest.remoteWrite ? PROM_REMOTE_WRITE : (req.headers['content-type'] ?? 'application/json').toLowerCase();
     const write = () => this.o.writer.write(req.grant, req.rawBody!, contentType, 'fast', req.signal, options);

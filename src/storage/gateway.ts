@@ -74,6 +74,8 @@ export class ShardGateway implements PointWriter, MonitorSampler, LiveFeed {
     private readonly disk: DiskGuard,
     private readonly settings: GatewaySettings,
     private readonly log: Logger,
+    /** The service clock: seal_now seals the days before its today (a debug clock moved ahead included). */
+    private readonly now: () => number = Date.now,
   ) {}
 
   get maxBodyBytes(): number {
@@ -319,12 +321,12 @@ export class ShardGateway implements PointWriter, MonitorSampler, LiveFeed {
     let replies: number[];
     if (collectionId !== null) {
       this.directory.get(grant, collectionId);
-      replies = [await this.shards.shardFor(collectionId).call({ op: OP.SEAL, collectionId, force: true })];
+      replies = [await this.shards.shardFor(collectionId).call({ op: OP.SEAL, collectionId, force: true, nowMs: this.now() })];
     } else if (grant.isAdmin) {
-      replies = await Promise.all(this.shards.shards.map((s) => s.call({ op: OP.SEAL, collectionId: null, force: true })));
+      replies = await Promise.all(this.shards.shards.map((s) => s.call({ op: OP.SEAL, collectionId: null, force: true, nowMs: this.now() })));
     } else {
       const ids = this.directory.visible(grant).map((r) => idOf(r));
-      replies = await Promise.all(ids.map((id) => this.shards.shardFor(id).call({ op: OP.SEAL, collectionId: id, force: true })));
+      replies = await Promise.all(ids.map((id) => this.shards.shardFor(id).call({ op: OP.SEAL, collectionId: id, force: true, nowMs: this.now() })));
     }
     return replies.reduce((n, days) => n + days, 0);
   }

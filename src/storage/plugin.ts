@@ -59,7 +59,7 @@ export const storagePlugin = definePlugin({
     const catalog = new CollectionCatalog(settings.dataDir, shards, log);
     const tagScopes = new TagScopes(meta.tagScopes, () => shards.tagMapChanged(), (id) => catalog.get(id) !== undefined);
     const directory = new CollectionDirectory(catalog, new CollectionAccess(meta.hierarchy), tagScopes, meta.hierarchy, gate, disk);
-    const gateway = new ShardGateway(shards, directory, gate, disk, settings, log);
+    const gateway = new ShardGateway(shards, directory, gate, disk, settings, log, clock.now);
     workerRestarted.subscribe((index) => gateway.rewatch(index));
     const maintenance = new Maintenance(settings.dataDir, shards, directory, gate);
     let running = false;

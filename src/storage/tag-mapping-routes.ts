@@ -127,17 +127,19 @@ export function tagMappingRoutes(mappings: TagMappingStore, directory: Collectio
       handler: async (req) => {
         const body = req.body as { data: Record<string, unknown[]>; mode?: WriteMode };
         const resolved = mappings.resolve(Object.keys(body.data));
-        const byCollection = new Map<string, { scope: TagMapping; tags: Record<string, unknown[]> }>();
+        // Points per tag in a Map: a tag may be named constructor or __proto__ (a plain object would read or set its prototype).
+        const byCollection = new Map<string, { scope: TagMapping; tags: Map<string, unknown[]> }>();
         for (const [external, points] of Object.entries(body.data)) {
           const m = resolved.get(external)!;
           const key = collectionOfMapping(m);
           let entry = byCollection.get(key);
-          if (!entry) byCollection.set(key, (entry = { scope: m, tags: {} }));
-          entry.tags[m.tag] = [...(entry.tags[m.tag] ?? []), ...points];
+          if (!entry) byCollection.set(key, (entry = { scope: m, tags: new Map() }));
+          entry.tags.set(m.tag, [...(entry.tags.get(m.tag) ?? []), ...points]);
         }
         let points = 0;
         for (const { scope, tags } of byCollection.values()) {
-          const bytes = Buffer.from(JSON.stringify({ organization: scope.organization, site: scope.site, unit: scope.unit, grid: scope.grid, tags }));
+          // fromEntries defines own properties, so "__proto__" stays a key of the JSON.
+          const bytes = Buffer.from(JSON.stringify({ organization: scope.organization, site: scope.site, unit: scope.unit, grid: scope.grid, tags: Object.fromEntries(tags) }));
           const result = await gateway.write(req.grant, bytes, 'application/json', body.mode ?? 'sync', req.signal, { route: req.route });
           if (!result.success) return { body: result };
           points += result.points;

@@ -1,12 +1,14 @@
 // The short form of the fuzz run that issue 12 ("Done when") asks for: bench/fuzz.ts against the
 // real service, a fixed seed, 5,000 requests over every route group of the service's own OpenAPI
-// document, valid and mutated. No 5xx (bar the backpressure the contract allows), no hang, the
+// document, valid and mutated, with the bodies the document cannot describe (line protocol, remote
+// write, InfluxQL, PromQL, blobs, collectors) and WebSocket sessions on the live data socket. No 5xx (bar the backpressure the contract allows), no hang, the
 // service still answers /ingest/health at the end, no token or password in any log line.
 // `npm run bench:fuzz -- --requests 50000 --seed N` is the long form.
 
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { FUZZ_SERVICE_SETTINGS, formatReport, MUTATION_NAMES, runFuzz, UNKNOWN_METHOD, UNKNOWN_ROUTE, type Failure } from '../../bench/fuzz.js';
+import { PROTOCOL_GROUP } from '../../bench/fuzz-protocols.js';
 import { ADMIN_EMAIL, ADMIN_PASSWORD, startService } from './harness.js';
 
 const SEED = 20260112;
@@ -56,11 +58,12 @@ test(`fuzz: ${REQUESTS} seeded requests over every route group answer without 5x
   assert.equal(report.generatorErrors, 0, report.generatorError ?? '');
   assert.equal(report.requests, REQUESTS);
   assert.equal(report.operationsExercised, report.operations, 'every operation of the OpenAPI document got a request');
-  for (const group of ['Authentication', 'Utility', 'Ingest', 'entities generic', 'entities nested', 'Entities', 'Time series', 'Time series queries', 'Tag mappings', UNKNOWN_ROUTE, UNKNOWN_METHOD]) {
+  for (const group of ['Authentication', 'Utility', 'Ingest', 'entities generic', 'entities nested', 'Entities', 'Time series', 'Time series queries', 'Tag mappings', PROTOCOL_GROUP, UNKNOWN_ROUTE, UNKNOWN_METHOD]) {
     assert.ok((report.byGroup[group] ?? 0) >= 100, `group ${group}: ${report.byGroup[group] ?? 0} requests`);
   }
   for (const mutation of MUTATION_NAMES) assert.ok((report.byMutation[mutation] ?? 0) > 0, `mutation ${mutation} was applied`);
 
+  assert.ok(report.ws.sessions > 0 && report.ws.messages > 0, `the live data socket was fuzzed: ${JSON.stringify(report.ws)}`);
   assert.ok(report.healthOk, '/ingest/health answers at the end');
   const unexpected = report.failures.filter((f) => !HTTP_LAYER_LIMITS.some((known) => known.matches(f)));
   const unused = HTTP_LAYER_LIMITS.filter((known) => !report.failures.some((f) => known.matches(f)));

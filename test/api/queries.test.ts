@@ -228,4 +228,18 @@ describe('query formats and aggregation', () => {
     assert.deepEqual((await svc.request('DELETE', `/svcapi/tag_mappings/${created.body.id}`, { token: admin })).body, { count: 1 });
     assert.equal((await svc.get(`/svcapi/tag_mappings/${created.body.id}`, admin)).status, 404);
   });
+
+  test('write_tag_mapping: tags named like Object.prototype members (constructor, __proto__, toString) are written, not a 500 or lost', async () => {
+    // Found by the fuzzer (issue 34): the points were grouped per tag in a plain object, so
+    // "constructor" read Object and the write failed with a TypeError, and "__proto__" set the prototype.
+    const names = ['constructor', '__proto__', 'toString'];
+    for (const tag of names) assert.equal((await post('/svcapi/tag_mappings', { external: `proto/${tag}`, tag, ...SCOPE })).status, 200);
+    const data = Object.fromEntries(names.map((tag, i) => [`proto/${tag}`, [[T0 + 5 * MIN, i + 1]]]));
+    const written = await post('/svcapi/write_tag_mapping', { data });
+    assert.equal(written.status, 200, written.text);
+    assert.deepEqual(written.body, { success: true, points: 3 });
+    const q = await post('/svcapi/fast_query_tag_mapping', { tags: Object.keys(data), start: T0, end: T0 + 10 * MIN });
+    assert.equal(q.status, 200, q.text);
+    assert.deepEqual(q.body, JSON.parse(JSON.stringify(Object.fromEntries(names.map((tag, i) => [`proto/${tag}`, [[T0 + 5 * MIN, i + 1]]])))));
+  });
 });

@@ -10,36 +10,50 @@ import { waitFor } from '../support/wait-for.js';
 export const ETCD_BIN = '/usr/bin/etcd';
 
 export class TestEtcd {
-  private constructor(readonly endpoint: string, private readonly child: ChildProcess, private readonly dir: string) {}
+  private constructor(readonly endpoint: string, private child: ChildProcess, private readonly dir: string, private readonly args: string[]) {}
 
   static async start(): Promise<TestEtcd> {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'etcd-test-'));
     const client = await freePort();
     const peer = await freePort();
     const endpoint = `http://127.0.0.1:${client}`;
-    const child = spawn(ETCD_BIN, [
+    const args = [
       '--name', 'test', '--data-dir', dir,
       '--listen-client-urls', endpoint, '--advertise-client-urls', endpoint,
       '--listen-peer-urls', `http://127.0.0.1:${peer}`, '--initial-advertise-peer-urls', `http://127.0.0.1:${peer}`,
       '--initial-cluster', `test=http://127.0.0.1:${peer}`, '--log-level', 'error',
-    ], { stdio: 'ignore' });
-    const etcd = new TestEtcd(endpoint, child, dir);
+    ];
+    const etcd = new TestEtcd(endpoint, spawn(ETCD_BIN, args, { stdio: 'ignore' }), dir, args);
+    await etcd.healthy();
+    return etcd;
+  }
+
+  private async healthy(): Promise<void> {
     await waitFor(async () => {
       try {
-        return (await fetch(`${endpoint}/health`)).ok;
+        return (await fetch(`${this.endpoint}/health`)).ok;
       } catch {
         return false;
       }
     }, 'etcd answers /health', { timeoutMs: 20_000, intervalMs: 100 });
-    return etcd;
+  }
+
+  /** SIGKILL, keeping the data dir and the ports for restart() (an etcd outage). */
+  async kill(): Promise<void> {
+    if (this.child.exitCode !== null || this.child.signalCode !== null) return;
+    const exited = new Promise((resolve) => this.child.once('exit', resolve));
+    this.child.kill('SIGKILL');
+    await exited;
+  }
+
+  /** Starts etcd again on its data dir and ports after kill(). */
+  async restart(): Promise<void> {
+    this.child = spawn(ETCD_BIN, this.args, { stdio: 'ignore' });
+    await this.healthy();
   }
 
   async stop(): Promise<void> {
-    if (this.child.exitCode === null) {
-      const exited = new Promise((resolve) => this.child.once('exit', resolve));
-      this.child.kill('SIGKILL');
-      await exited;
-    }
+    await this.kill();
     fs.rmSync(this.dir, { recursive: true, force: true });
   }
 }

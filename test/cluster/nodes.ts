@@ -55,7 +55,8 @@ export interface ClusterOptions {
 
 export class TestCluster {
   readonly nodes: ClusterNode[] = [];
-  private etcd: TestEtcd | null = null;
+  /** The cluster's etcd (an outage test kills and restarts it). */
+  etcd: TestEtcd | null = null;
   private readonly secretDir = fs.mkdtempSync(path.join(os.tmpdir(), 'cluster-secret-'));
   readonly secretFile = path.join(this.secretDir, 'secret');
   /** The data dir of the first node started: its tls/ca.crt and ca.key are every node's CA. */
