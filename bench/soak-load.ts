@@ -88,7 +88,9 @@ export class Recorder {
         if (reply.headers['retry-after'] !== undefined) this.unavailable.withRetryAfter++;
       }
       const ok = isOk(reply);
-      this.record(cls, reply.status, reply.ms, ok, ok ? '' : reply.body.subarray(0, 200).toString('utf8'));
+      // A 503 is told apart by whether it says when to come back (WIRE: ingest routes must).
+      const status = reply.status === 503 && reply.headers['retry-after'] !== undefined ? '503 Retry-After' : reply.status;
+      this.record(cls, status, reply.ms, ok, ok ? '' : reply.body.subarray(0, 200).toString('utf8'));
       return reply;
     } catch (err) {
       this.record(cls, 'network', performance.now() - start, false, err instanceof Error ? err.message : String(err));
