@@ -34,8 +34,13 @@ export interface SoakTarget {
 
 export interface SoakOptions {
   minutes: number;
-  /** Points/s of each write path; 0: measure each path flat out for `measureSeconds` first and take half. */
+  /**
+   * Points/s of each write path; 0: measure each path alone flat out for `measureSeconds` first,
+   * then run each at `rateFraction` of its maximum divided by the number of paths, so that the
+   * four together keep the service at that fraction of its ingest capacity.
+   */
   ratePerPath: number;
+  rateFraction: number;
   measureSeconds: number;
   tags: number;
   rows: number;
@@ -54,7 +59,7 @@ export interface SoakOptions {
 }
 
 export const DEFAULT_SOAK_OPTIONS: SoakOptions = {
-  minutes: 30, ratePerPath: 0, measureSeconds: 10, tags: 100, rows: 100, sseStreams: 500, webSockets: 200, rules: 10_000, tickMs: 1000,
+  minutes: 30, ratePerPath: 0, rateFraction: 0.5, measureSeconds: 10, tags: 100, rows: 100, sseStreams: 500, webSockets: 200, rules: 10_000, tickMs: 1000,
   queryConnections: 2, backupEveryMinutes: 5, crashEveryMinutes: 7, sampleSeconds: 10, warmupMinutes: 5, log: (line) => process.stderr.write(`${line}\n`),
 };
 
@@ -161,8 +166,8 @@ export async function runSoak(target: SoakTarget, options: Partial<SoakOptions> 
     await runWriter(rec, client(4), path, { connections: 4, pointsPerSecond: 0, until: () => performance.now() > end });
     const max = (path.points - before) / ((performance.now() - start) / 1000);
     measured.set(path.name, max);
-    rates.set(path.name, max / 2);
-    o.log(`  ${path.name}: ${Math.round(max)} points/s flat out; running at ${Math.round(max / 2)}`);
+    rates.set(path.name, (max * o.rateFraction) / paths.length);
+    o.log(`  ${path.name}: ${Math.round(max)} points/s flat out; running at ${Math.round((max * o.rateFraction) / paths.length)}`);
   }
 
   // ---- live data and notification streams ----

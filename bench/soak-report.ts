@@ -49,6 +49,15 @@ export function unexpectedAnswers(r: SoakResult): string[] {
   return out;
 }
 
+/** 4xx answers: every request the run sends is well formed and allowed, so each one is a finding. */
+export function clientErrors(r: SoakResult): string[] {
+  const out: string[] = [];
+  for (const [cls, f] of r.rec.classes) {
+    for (const [status, count] of f.statuses) if (/^4\d\d$/.test(status)) out.push(`${cls}: ${status} ×${count} (${f.samples.join(' | ')})`);
+  }
+  return out;
+}
+
 /** Route classes that never succeeded during the run. */
 export function classesWithoutSuccess(r: SoakResult): string[] {
   return [...r.rec.classes].filter(([, f]) => f.ok === 0).map(([cls]) => cls);
@@ -86,7 +95,8 @@ export function formatReport(r: SoakResult): string {
     markdownTable(
       ['check', 'result'],
       [
-        ['5xx other than 503, hangs, cut connections', unexpected.length === 0 ? 'none' : `${unexpected.length} kinds (see Errors)`],
+        ['5xx other than 503, hangs, cut connections', unexpected.length === 0 ? 'none' : `${unexpected.length} kinds (see Answers by class)`],
+        ['4xx (every request sent is valid)', clientErrors(r).join('; ') || 'none'],
         ['every acknowledged point present (4 write paths + live markers)', missing === 0 ? 'yes' : `NO: ${int(missing)} missing`],
         ['RSS after warm-up (goal < +10%)', `${mib(rss.base)} → ${mib(rss.end)} (${pct(rss.growth)})`],
         ['V8 heap used after warm-up', `${mib(heap.base)} → ${mib(heap.end)} (${pct(heap.growth)})`],

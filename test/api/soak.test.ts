@@ -8,7 +8,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { runSoak, SOAK_SERVICE_SETTINGS } from '../../bench/soak-driver.js';
-import { classesWithoutSuccess, fdFigures, formatReport, growthAfterWarmup, unexpectedAnswers } from '../../bench/soak-report.js';
+import { classesWithoutSuccess, clientErrors, fdFigures, formatReport, growthAfterWarmup, unexpectedAnswers } from '../../bench/soak-report.js';
 import { ADMIN_EMAIL, ADMIN_PASSWORD, startService } from './harness.js';
 
 test('soak: 3 minutes of mixed load with a storage worker killed each minute', { timeout: 15 * 60_000 }, async (t) => {
@@ -43,6 +43,7 @@ test('soak: 3 minutes of mixed load with a storage worker killed each minute', {
   for (const line of [...section('## Verdict'), ...section('## The rest')]) t.diagnostic(line);
 
   assert.deepEqual(unexpectedAnswers(result), [], 'no 5xx other than 503, no hang, no cut connection');
+  assert.deepEqual(clientErrors(result), [], 'no 4xx: every request sent is valid');
   for (const path of result.paths) {
     assert.ok(path.acknowledged > 0, `${path.path}: points acknowledged`);
     assert.equal(path.missing, 0, `${path.path}: every acknowledged point stored (${path.acknowledged} acknowledged, ${path.stored} stored)`);
