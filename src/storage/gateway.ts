@@ -342,7 +342,7 @@ export class ShardGateway implements PointWriter, MonitorSampler, LiveFeed {
   async watch(collectionId: string, tags: string[]): Promise<void> {
     if (tags.length === 0) this.liveWatches.delete(collectionId);
     else this.liveWatches.set(collectionId, tags);
-    await this.shards.shardFor(collectionId).call({ op: OP.LIVE_WATCH, collectionId, tags });
+    await this.shards.shardFor(collectionId).watchLive(collectionId, tags);
   }
 
   /** A restarted worker is told again which tags of its collections are watched. */

@@ -97,6 +97,8 @@ export class Shard {
   private closed = false;
   /** True from a worker's death until its successor answers. */
   restarting = false;
+  /** The live-watched tags of this shard's collections, the object in the workers' data: a restarted worker starts with them. */
+  private readonly liveWatches: Record<string, string[]> = Object.create(null) as Record<string, string[]>;
   /** Workers that died and were replaced since start (GET /metrics). */
   restarts = 0;
   /** Bytes of query results that came out of the result ring (GET /metrics). */
@@ -136,6 +138,7 @@ export class Shard {
       logFormat: opts.logFormat,
       logToStderr: opts.logToStderr,
       minTimestampMs: opts.minTimestampMs,
+      liveWatches: this.liveWatches,
     };
     this.pool = new Piscina({
       filename: WORKER_FILE,
@@ -199,6 +202,13 @@ export class Shard {
   /** Write frames the worker has taken from the request ring (wrapping); a monitor sample carries it to count what it waited behind. */
   get framesTaken(): number {
     return Atomics.load(this.control, CONTROL_FRAMES_TAKEN);
+  }
+
+  /** Which tags of a collection the worker hands back as they are written: told to the running worker, kept for its successors. */
+  async watchLive(collectionId: string, tags: string[]): Promise<void> {
+    if (tags.length === 0) delete this.liveWatches[collectionId];
+    else this.liveWatches[collectionId] = [...tags];
+    await this.call({ op: OP.LIVE_WATCH, collectionId, tags });
   }
 
   /** Bumps the tag-map version seen by this shard's worker. */
