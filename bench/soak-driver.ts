@@ -13,7 +13,7 @@ import { countStoredPoints, createCollection, createIngestClient, fastQueryUrl }
 import { runPool, sleep } from './runner.js';
 import { diskUsage, HttpsClient, json, type Reply } from './service.js';
 import { openStream, type OpenedStream } from './sse.js';
-import { oddReader, Recorder, runWriter, writeOnce, writePath, MEASUREMENT, type PathName, type WritePath } from './soak-load.js';
+import { oddReader, Recorder, runWriter, writeOnce, writePath, MEASUREMENT, type OddRead, type PathName, type WritePath } from './soak-load.js';
 
 /** What the run needs: the injected fault (a storage worker killed) needs the debug route. */
 export const SOAK_SERVICE_SETTINGS = {
@@ -193,7 +193,7 @@ export async function runSoak(target: SoakTarget, options: Partial<SoakOptions> 
         void s.ended.then(() => streamsEnded++);
       }
     } catch (err) {
-      rec.record('sse: open stream', 'network', performance.now() - start, false, String(err));
+      rec.record('sse: open stream', rec.cutStatus(), performance.now() - start, false, String(err));
     }
   });
   o.log(`  ${streams.length} notification streams open`);
@@ -313,12 +313,12 @@ export async function runSoak(target: SoakTarget, options: Partial<SoakOptions> 
     every(20, async () => {
       const start = performance.now();
       const r = await oddReader({ ...target, token }, bigQuery(), { vanish: false, pauseMs: 500, seconds: 15 });
-      rec.record('reader: slow (trickle)', r?.status ?? 'network', performance.now() - start, r?.status === 200);
+      rec.record('reader: slow (trickle)', readStatus(rec, r), performance.now() - start, typeof r === 'object' && r?.status === 200);
     }, 4),
     every(3, async () => {
       const start = performance.now();
       const r = await oddReader({ ...target, token }, bigQuery(), { vanish: true, pauseMs: 0, seconds: 10 });
-      rec.record('reader: vanishing (drops mid-body)', r?.status ?? 'network', performance.now() - start, r?.status === 200);
+      rec.record('reader: vanishing (drops mid-body)', readStatus(rec, r), performance.now() - start, typeof r === 'object' && r?.status === 200);
     }, 2),
     every(60, async () => o.log(`  min ${rec.minute()}: ${paths.map((p) => `${p.name.split(' ')[0]} ${p.points}`).join(', ')} points acknowledged; RSS ${Math.round((samples.at(-1)?.rssKb ?? 0) / 1024)} MiB`)),
   ];
@@ -383,6 +383,11 @@ export async function runSoak(target: SoakTarget, options: Partial<SoakOptions> 
     setupSeconds,
     runSeconds,
   };
+}
+
+function readStatus(rec: Recorder, r: OddRead): string | number {
+  if (r === 'timeout') return 'timeout';
+  return r === null ? rec.cutStatus() : r.status;
 }
 
 function readOr(file: string): string {

@@ -64,8 +64,18 @@ export class Recorder {
     }
   }
 
-  private nearCrash(at: number): boolean {
+  /** Whether an answer that came at `at` came less than CRASH_WINDOW_MS after a killed worker (the request may have started before it). */
+  nearCrash(at = performance.now()): boolean {
     return this.crashes.some((c) => at >= c && at - c < Recorder.CRASH_WINDOW_MS);
+  }
+
+  /**
+   * A connection cut before the whole answer came: documented for a streamed answer whose shard
+   * dies under it (README, Configuration: "else the connection is cut"), so a cut soon after a
+   * killed worker is recorded as 'cut after a crash'; any other is 'network'.
+   */
+  cutStatus(): string {
+    return this.nearCrash() ? 'cut after a crash' : 'network';
   }
 
   /**
@@ -83,7 +93,7 @@ export class Recorder {
         return null;
       }
       if (reply.status === 503) {
-        if (this.nearCrash(start)) this.unavailable.nearCrash++;
+        if (this.nearCrash()) this.unavailable.nearCrash++;
         else this.unavailable.elsewhere++;
         if (reply.headers['retry-after'] !== undefined) this.unavailable.withRetryAfter++;
       }
@@ -93,7 +103,7 @@ export class Recorder {
       this.record(cls, status, reply.ms, ok, ok ? '' : reply.body.subarray(0, 200).toString('utf8'));
       return reply;
     } catch (err) {
-      this.record(cls, 'network', performance.now() - start, false, err instanceof Error ? err.message : String(err));
+      this.record(cls, this.cutStatus(), performance.now() - start, false, err instanceof Error ? err.message : String(err));
       return null;
     } finally {
       clearTimeout(timer);
@@ -255,20 +265,22 @@ export async function runWriter(rec: Recorder, client: HttpsClient, path: WriteP
 /**
  * A streamed query read at a trickle (one chunk every `pauseMs`) for at most `seconds`, then
  * walked away from; or (`vanish`) dropped after its first chunk. Answers the bytes read and the
- * status, null when no answer came.
+ * status; null when the connection failed or was cut, 'timeout' when the answer stalled.
  */
-export function oddReader(target: { port: number; ca: string; token: string }, urlPath: string, o: { vanish: boolean; pauseMs: number; seconds: number }): Promise<{ status: number; bytes: number; ended: boolean } | null> {
+export type OddRead = { status: number; bytes: number; ended: boolean } | null | 'timeout';
+
+export function oddReader(target: { port: number; ca: string; token: string }, urlPath: string, o: { vanish: boolean; pauseMs: number; seconds: number }): Promise<OddRead> {
   return new Promise((resolve) => {
     let bytes = 0;
     let done = false;
-    const finish = (value: { status: number; bytes: number; ended: boolean } | null) => {
+    const finish = (value: OddRead) => {
       if (done) return;
       done = true;
       clearTimeout(giveUp);
       req.destroy();
       resolve(value);
     };
-    const giveUp = setTimeout(() => finish(null), o.seconds * 1000 + REQUEST_TIMEOUT_MS);
+    const giveUp = setTimeout(() => finish('timeout'), o.seconds * 1000 + REQUEST_TIMEOUT_MS);
     const req = https.request({ host: '127.0.0.1', servername: 'localhost', port: target.port, path: urlPath, ca: target.ca, agent: false, headers: { authorization: `Bearer ${target.token}` } }, (res) => {
       const status = res.statusCode ?? 0;
       res.on('error', () => {}); // destroyed on purpose
@@ -279,6 +291,8 @@ export function oddReader(target: { port: number; ca: string; token: string }, u
       }
       const stopAt = performance.now() + o.seconds * 1000;
       res.on('end', () => finish({ status, bytes, ended: true }));
+      // The server cut the answer short (not us: finish() has not run).
+      res.on('close', () => finish(res.complete ? { status, bytes, ended: true } : null));
       const readSome = () => {
         if (done) return;
         const chunk = res.read() as Buffer | null;

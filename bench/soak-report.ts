@@ -37,7 +37,10 @@ export function perMinute(latencies: number[][]): Array<{ p50: number; p99: numb
   return latencies.map((l) => ({ ...percentiles(l), n: l.length }));
 }
 
-/** Answers no contract allows: 5xx other than 503 (backpressure, a restarting shard), and requests that got no answer. */
+/**
+ * Answers no contract allows: 5xx other than 503 (backpressure, a restarting shard), requests
+ * that got no answer in REQUEST_TIMEOUT_MS, connections cut with no killed worker near.
+ */
 export function unexpectedAnswers(r: SoakResult): string[] {
   const out: string[] = [];
   for (const [cls, f] of r.rec.classes) {
