@@ -20,6 +20,8 @@ export const SOAK_SERVICE_SETTINGS = {
   debug: { crashRoute: true },
   // Line protocol at half of flat out sends more than the default 1,000 requests a minute per client.
   ingest: { rateLimitPerMinute: 1_000_000 },
+  // The admin holds every notification stream (a plant has one or two per user); past the default 20 more are refused.
+  notifications: { maxStreamsPerUser: 1000 },
 };
 
 export interface SoakTarget {
@@ -328,7 +330,10 @@ export async function runSoak(target: SoakTarget, options: Partial<SoakOptions> 
   const health = await probe.stop();
 
   // ---- the end: streams, sockets, every acknowledged point ----
-  await sleep(2000); // the last notification and marker reach their listeners
+  // The last notification and marker reach their listeners (or do not: then the figures say so).
+  const settled = performance.now() + 15_000;
+  const wsCount = async () => (o.webSockets > 0 ? (await ask<FromClient, 'count'>(wsChild, { op: 'count' }, 'count')).markers : 0);
+  while (performance.now() < settled && (delivered < (streams.length - streamsEnded) * posted || (await wsCount()) < opened.subscribedMs.length * markerAckedAt.size)) await sleep(250);
   for (const s of streams) s.close();
   let ws = { opened: opened.subscribedMs.length, failed: opened.failures, markers: markerAckedAt.size, delivered: 0, closed: 0, errors: [] as string[], missed: [] as string[] };
   if (o.webSockets > 0) {

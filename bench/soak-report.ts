@@ -73,6 +73,16 @@ export function fdFigures(r: SoakResult): { atWarmup: number; max: number; end: 
   return { atWarmup: most(r.samples.filter((s) => s.minute <= warm)), max: most(r.samples.filter((s) => s.minute > warm)), end: r.samples.at(-1)?.fds ?? NaN };
 }
 
+/**
+ * Bytes of the storage workers' per-day-log block index (workers/day-file.ts BlockList: four
+ * Float64 per block and tag) for the points the run acknowledged: memory that grows with the
+ * active day's writes and goes when the day is sealed, so not a leak.
+ */
+export function blockIndexBytes(r: SoakResult): number {
+  const rows = r.options.rows;
+  return r.paths.reduce((n, p) => n + (p.acknowledged / rows) * 32, 0);
+}
+
 const pct = (f: number) => (Number.isFinite(f) ? `${f >= 0 ? '+' : ''}${(f * 100).toFixed(1)}%` : 'n/a');
 const slope = (v: number) => (Number.isFinite(v) ? `${v >= 0 ? '+' : ''}${v.toFixed(2)} ms/min` : 'n/a');
 
@@ -103,6 +113,7 @@ export function formatReport(r: SoakResult): string {
         ['every acknowledged point present (4 write paths + live markers)', missing === 0 ? 'yes' : `NO: ${int(missing)} missing`],
         ['RSS after warm-up (goal < +10%)', `${mib(rss.base)} → ${mib(rss.end)} (${pct(rss.growth)})`],
         ['V8 heap used after warm-up', `${mib(heap.base)} → ${mib(heap.end)} (${pct(heap.growth)})`],
+        ['of which by design: the day logs\' block index (32 B per block and tag, every write request one block per tag; typed arrays grown by doubling)', `${mib(blockIndexBytes(r))} for the whole run's writes, up to twice that allocated`],
         ['file descriptors (most until the end of warm-up → most after it, at the end)', `${fds.atWarmup} → ${fds.max}, end ${fds.end}`],
         ['data-dir files after warm-up', `${int(files.base)} → ${int(files.end)} (${pct(files.growth)})`],
         ['route classes without a success', classesWithoutSuccess(r).join(', ') || 'none'],

@@ -52,6 +52,9 @@ test('soak: 3 minutes of mixed load with a storage worker killed each minute', {
   assert.ok(result.crashes >= 1, 'a storage worker was killed');
   assert.ok(result.backups.done >= 1, `a backup finished (${result.backups.failed.join('; ')})`);
   assert.ok(result.sse.open >= 40 && result.ws.opened >= 15, `streams and sockets open (${result.sse.open} SSE, ${result.ws.opened} WebSockets)`);
+  assert.equal(result.sse.ended, 0, 'no notification stream ended by the server');
+  assert.equal(result.sse.delivered, result.sse.expected, 'every notification reached every stream');
+  assert.equal(result.ws.delivered, result.ws.opened * result.ws.markers, `every acknowledged live marker reached every socket (${result.ws.missed.join('; ')})`);
 
   const rss = growthAfterWarmup(result.samples, (s) => s.rssKb, 1);
   assert.ok(rss.growth < 0.5, `RSS after warm-up within +50% (${rss.base} kB → ${rss.end} kB)`);
