@@ -219,11 +219,15 @@ export async function runSoak(target: SoakTarget, options: Partial<SoakOptions> 
   };
   const probe = startHealthProbe(target.port, target.ca, 250);
   const samples: Sample[] = [];
-  const metricsClient = client(1);
   const sample = async () => {
+    // A fresh connection each time: one kept idle for as long as the sampling interval meets the
+    // server's idle timeout just as the next request goes out (a reset no server can avoid).
+    const metricsClient = new HttpsClient(target.port, target.ca, 1);
+    metricsClient.headers.authorization = `Bearer ${token}`;
     const rssKb = Number(/^VmRSS:\s+(\d+)/m.exec(readOr(`/proc/${target.pid}/status`))?.[1] ?? NaN);
     const fds = countOr(`/proc/${target.pid}/fd`);
     const reply = await rec.timed('GET /metrics', () => metricsClient.get('/metrics'));
+    metricsClient.close();
     const heapUsedBytes = Number(/^nodejs_heap_size_used_bytes(?:\{[^}]*\})? (\S+)$/m.exec(reply?.body.toString('utf8') ?? '')?.[1] ?? NaN);
     const disk = diskUsage(target.dataDir);
     samples.push({ minute: (performance.now() - runStart) / 60_000, rssKb, heapUsedBytes, fds, dataFiles: disk.files, dataBytes: disk.bytes });
