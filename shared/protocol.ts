@@ -86,6 +86,12 @@ export interface StorageWorkerData {
   logToStderr: boolean;
   /** storage.minTimestampMs: writes with an earlier timestamp are refused. */
   minTimestampMs: number;
+  /**
+   * The live-watched tags of this shard's collections, kept current by the main thread: piscina
+   * hands a restarted worker this object as it is then, so the writes it takes from the ring
+   * before its first task are shown to live subscribers too.
+   */
+  liveWatches: Map<string, Set<string>>;
 }
 
 /**

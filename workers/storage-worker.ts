@@ -43,6 +43,8 @@ log.info({ ...recovered }, 'shard recovered');
 
 const monitor = new MonitorWatch(store);
 const live = new LiveWatch();
+// A restarted worker takes writes from the ring before its first task: it must know the watched tags already.
+for (const [collectionId, tags] of data.liveWatches) live.change(collectionId, [...tags], [], true);
 const queries = new QueryRunner({ store, results, control, stallTimeoutMs: data.resultStallTimeoutMs, memory: new QueryMemory(data.queryMemoryBytes) });
 
 const tagScopes = new TagScopeReader(data.dataDir, () => Atomics.load(control, CONTROL_TAGMAP_VERSION));

@@ -44,6 +44,10 @@ export function influxRoutes(executor: Executor, credentials: InfluxCredentials,
     if (statements.length === 0) return { status: 200, headers: VERSION_HEADERS, body: {} };
     const db = typeof params.db === 'string' && params.db !== '' ? params.db : null;
     const budget = { remaining: executor.requestBudgetBytes };
+    const run = (i: number) => executor.run(statements[i]!, { grant: req.grant, db, signal: req.signal, budget });
+    // The first statement runs before the answer starts: a refusal of the storage layer (503 while
+    // a shard's worker restarts) is then an HTTP status the client can retry on, not a cut connection.
+    const first = await run(0);
     // Streamed statement by statement: one statement's answer is held at a time, and a client that
     // stops reading is cut off after storage.resultStallTimeoutMs, as on the other query routes.
     return {
@@ -54,7 +58,7 @@ export function influxRoutes(executor: Executor, credentials: InfluxCredentials,
         await out.write(RESULTS_HEAD);
         for (let i = 0; i < statements.length; i++) {
           if (out.aborted) return;
-          const result = await executor.run(statements[i]!, { grant: req.grant, db, signal: req.signal, budget });
+          const result = i === 0 ? first : await run(i);
           if (i > 0) await out.write(',');
           const bytes = statementBytes(result, i, epoch);
           for (let at = 0; at < bytes.length; at += CHUNK_BYTES) await out.write(bytes.subarray(at, Math.min(bytes.length, at + CHUNK_BYTES)));

@@ -55,15 +55,31 @@ export function ingestRoutes(ingest: IngestService, maxBodyBytes: number): Route
     },
   });
 
+  /**
+   * Every 503 of a line protocol or remote write says when to come back (WIRE part 2): Telegraf,
+   * the Influx clients and Prometheus wait that long before they retry. A full request ring or a
+   * shard that does not answer in time says nothing of its own.
+   */
+  const withRetryAfter = async (write: () => Promise<Reply>): Promise<Reply> => {
+    try {
+      return await write();
+    } catch (err) {
+      if (err instanceof ServiceError && err.status === 503 && !err.headers?.['retry-after']) {
+        throw new ServiceError(err.code, err.message, { headers: { ...err.headers, 'retry-after': '1' } });
+      }
+      throw err;
+    }
+  };
+
   /** Answers a line protocol write: 204, or 400 partial write with the good lines written. */
-  const lineReply = async (req: Request, clientId: string, tagGroup: string | null, v2: boolean): Promise<Reply> => {
+  const lineReply = (req: Request, clientId: string, tagGroup: string | null, v2: boolean): Promise<Reply> => withRetryAfter(async () => {
     const result = await ingest.write(req, { clientId, tagGroup, backfill: false, precision: precisionOf(req.query.precision) });
     // Influx clients read their own error shapes: a body refused whole is answered like a partial write.
     if (!result.success) return { status: 400, body: v2 ? { code: 'invalid', message: result.error } : { error: result.error } };
     const partial = result.lines?.partialError ?? null;
     if (partial !== null) return { status: 400, body: v2 ? { code: 'invalid', message: partial } : { error: partial } };
     return { status: 204 };
-  };
+  });
   const lineDescription =
     'InfluxDB line protocol. Tag `<measurement>.<field>`, non-scope line tags joined in key order (`m,a=1,b=2.f`); line tags organization/site/unit/grid override the client\'s scope. ' +
     'Auth: `Authorization: Bearer|Token <jwt or API key>`, Basic email:password (or any user name and an API key), or `u`/`p` (`p` may be an API key). `Content-Encoding: gzip` accepted. 204 on success; 400 `partial write: line <n>: … dropped=<k>` with the good lines written; 413, 429 as the other ingest routes.';
@@ -84,17 +100,10 @@ export function ingestRoutes(ingest: IngestService, maxBodyBytes: number): Route
    * Prometheus remote write: 204, or 400 for a body refused whole (Prometheus drops it), and a
    * Retry-After on every 503 (Prometheus retries 5xx and 429, after that long when it is told).
    */
-  const remoteWrite = async (req: Request): Promise<Reply> => {
-    try {
-      const result = await ingest.write(req, { clientId: required(req, 'db'), tagGroup: null, backfill: false, remoteWrite: true });
-      return result.success ? { status: 204 } : { status: 400, body: { error: result.error } };
-    } catch (err) {
-      if (err instanceof ServiceError && err.status === 503 && !err.headers?.['retry-after']) {
-        throw new ServiceError(err.code, err.message, { headers: { ...err.headers, 'retry-after': '1' } });
-      }
-      throw err;
-    }
-  };
+  const remoteWrite = (req: Request): Promise<Reply> => withRetryAfter(async () => {
+    const result = await ingest.write(req, { clientId: required(req, 'db'), tagGroup: null, backfill: false, remoteWrite: true });
+    return result.success ? { status: 204 } : { status: 400, body: { error: result.error } };
+  });
 
   /** InfluxDB's ping (HEAD too, as every GET route): public, as InfluxDB's is. */
   const ping = (path: string): Route => ({

@@ -62,7 +62,6 @@ export class ShardGateway implements PointWriter, MonitorSampler, LiveFeed {
   readonly writes = new WriteCounters();
   private readonly recorders: WriteRecorder[] = [];
   /** The live-watched tags per collection, kept to send again to a restarted worker. */
-  private readonly liveWatches = new Map<string, Set<string>>();
   /** Per shard, the tags its worker said it watches after the last change. */
   private readonly watchedPerShard = new Map<number, number>();
   private roundRobin = 0;
@@ -358,13 +357,8 @@ export class ShardGateway implements PointWriter, MonitorSampler, LiveFeed {
   // ---- live data -------------------------------------------------------------
 
   async watch(collectionId: string, add: string[], remove: string[]): Promise<void> {
-    let tags = this.liveWatches.get(collectionId);
-    if (!tags && add.length > 0) this.liveWatches.set(collectionId, (tags = new Set()));
-    for (const tag of remove) tags?.delete(tag);
-    for (const tag of add) tags!.add(tag);
-    if (tags?.size === 0) this.liveWatches.delete(collectionId);
     const shard = this.shards.shardFor(collectionId);
-    this.watchedPerShard.set(shard.index, await shard.call({ op: OP.LIVE_WATCH, collectionId, add, remove }));
+    this.watchedPerShard.set(shard.index, await shard.watchLive(collectionId, add, remove));
   }
 
   get watchedTags(): number {
@@ -373,13 +367,17 @@ export class ShardGateway implements PointWriter, MonitorSampler, LiveFeed {
     return total;
   }
 
-  /** A restarted worker is told again which tags of its collections are watched. */
+  /**
+   * A restarted worker is told again which tags of its collections are watched. It already
+   * started with them (StorageWorkerData.liveWatches); this is a backstop for a change made
+   * while it was starting.
+   */
   rewatch(shardIndex: number): void {
-    this.watchedPerShard.set(shardIndex, 0); // a new worker starts with nothing watched
-    for (const [collectionId, tags] of this.liveWatches) {
-      const shard = this.shards.shardFor(collectionId);
-      if (shard.index !== shardIndex) continue;
+    this.watchedPerShard.set(shardIndex, 0);
+    const shard = this.shards.shards[shardIndex];
+    for (const [collectionId, tags] of shard.liveWatches) {
       shard.call({ op: OP.LIVE_WATCH, collectionId, add: [...tags], remove: [], replace: true }).then((count) => this.watchedPerShard.set(shardIndex, count)).catch((err) => this.log.warn({ err: String(err), collectionId }, 'live watch could not be sent again to a restarted storage worker'));
     }
   }
+
 }

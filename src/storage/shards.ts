@@ -99,6 +99,8 @@ export class Shard {
   private closed = false;
   /** True from a worker's death until its successor answers. */
   restarting = false;
+  /** The live-watched tags of this shard's collections, the object in the workers' data: a restarted worker starts with them. */
+  readonly liveWatches = new Map<string, Set<string>>();
   /** Workers that died and were replaced since start (GET /metrics). */
   restarts = 0;
   /** Bytes of query results that came out of the result ring (GET /metrics). */
@@ -140,6 +142,7 @@ export class Shard {
       logFormat: opts.logFormat,
       logToStderr: opts.logToStderr,
       minTimestampMs: opts.minTimestampMs,
+      liveWatches: this.liveWatches,
     };
     this.pool = new Piscina({
       filename: WORKER_FILE,
@@ -203,6 +206,16 @@ export class Shard {
   /** Write frames the worker has taken from the request ring (wrapping); a monitor sample carries it to count what it waited behind. */
   get framesTaken(): number {
     return Atomics.load(this.control, CONTROL_FRAMES_TAKEN);
+  }
+
+  /** Which tags of a collection the worker hands back as they are written: told to the running worker, kept for its successors. */
+  watchLive(collectionId: string, add: string[], remove: string[]): Promise<number> {
+    let tags = this.liveWatches.get(collectionId);
+    if (!tags && add.length > 0) this.liveWatches.set(collectionId, (tags = new Set()));
+    for (const tag of remove) tags?.delete(tag);
+    for (const tag of add) tags!.add(tag);
+    if (tags?.size === 0) this.liveWatches.delete(collectionId);
+    return this.call({ op: OP.LIVE_WATCH, collectionId, add, remove });
   }
 
   /** Bumps the tag-map version seen by this shard's worker. */
