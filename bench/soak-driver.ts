@@ -22,6 +22,8 @@ export const SOAK_SERVICE_SETTINGS = {
   ingest: { rateLimitPerMinute: 1_000_000 },
   // The admin holds every notification stream (a plant has one or two per user); past the default 20 more are refused.
   notifications: { maxStreamsPerUser: 1000 },
+  // The same admin holds every live-data socket and its markers' subscriptions (ws.maxSocketsPerUser is 16 by default).
+  ws: { maxSocketsPerUser: 1000, maxWatchedTagsPerUser: 1_000_000 },
 };
 
 export interface SoakTarget {
