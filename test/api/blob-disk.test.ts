@@ -9,7 +9,7 @@ import { after, before, describe, test } from 'node:test';
 import { BACKUP, runBackup, sha256, type FileInfo } from './backup-support.js';
 import { blobFiles, generated, upload } from './blob-support.js';
 import { startService, type TestService } from './harness.js';
-import { mountTmpfs, type Volume } from '../support/tmpfs.js';
+import { mountTmpfs, releaseVolume, type Volume } from '../support/tmpfs.js';
 import { waitFor } from '../support/wait-for.js';
 
 const MiB = 1024 * 1024;
@@ -41,13 +41,7 @@ describe('blobs on a small volume', () => {
     svc = await startService({ dataDir: volume.dir, config: CONFIG });
     admin = await svc.adminToken();
   });
-  after(async () => {
-    try {
-      await svc?.stop('SIGKILL');
-    } finally {
-      volume?.unmount();
-    }
-  });
+  after(() => releaseVolume(svc, volume));
 
   test('a blob is served as a download (attachment, nosniff, CSP sandbox), never rendered', async () => {
     const owner = await svc.newUser('page@plant.test');

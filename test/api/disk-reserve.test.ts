@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { startService, type TestService } from './harness.js';
-import { mountTmpfs, type Volume } from '../support/tmpfs.js';
+import { mountTmpfs, releaseVolume, type Volume } from '../support/tmpfs.js';
 
 const MiB = 1024 * 1024;
 const FLOOR = 24 * MiB;
@@ -41,13 +41,7 @@ describe('the disk floor under write bursts', () => {
     svc = await startService({ dataDir: volume.dir, config: { storage: { minFreeBytes: FLOOR, autoCreateCollections: true } } });
     admin = await svc.adminToken();
   });
-  after(async () => {
-    try {
-      await svc?.stop('SIGKILL');
-    } finally {
-      volume?.unmount();
-    }
-  });
+  after(() => releaseVolume(svc, volume));
 
   test('concurrent writers faster than the statfs refresh stop at the floor with 507: free space never goes under it by more than one body, no 500', async (t) => {
     const bodies = [0, 1, 2, 3, 4, 5, 6, 7].map((i) => body(i + 1, 16_000));

@@ -51,3 +51,12 @@ export function mountTmpfs(sizeBytes: number): Volume {
     },
   };
 }
+
+/** An after hook's body: the service on the volume is killed, then the volume unmounted, whatever happens. */
+export async function releaseVolume(service: { stop(signal: NodeJS.Signals): Promise<unknown> } | undefined, volume: Volume | undefined): Promise<void> {
+  try {
+    await service?.stop('SIGKILL');
+  } finally {
+    volume?.unmount();
+  }
+}

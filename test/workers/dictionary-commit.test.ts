@@ -15,44 +15,14 @@ import { compileGlob } from '../../shared/glob.js';
 import type { CollectionScope } from '../../shared/scope.js';
 import { collectionDir } from '../../shared/scope-path.js';
 import { ShardStore } from '../../workers/shard-store.js';
+import { batchOf, freshStore, ID, reopenStore, SCOPE, T0 } from './dictionary-fixture.js';
 import { TAG_LOG_FILE } from '../../workers/tag-log.js';
 
-const roots: string[] = [];
-after(() => {
-  for (const dir of roots) fs.rmSync(dir, { recursive: true, force: true });
-});
+/** Room for every series the memory test makes. */
+const MANY_SERIES = 10_000_000;
+const fresh = () => freshStore('dictionary-commit-', MANY_SERIES);
+const reopen = (dataDir: string) => reopenStore(dataDir, MANY_SERIES);
 
-const SCOPE: CollectionScope = { organization: 'acme', site: 'north', unit: 'boiler-1', grid: 'main' };
-const ID = 'acme/north/boiler-1/main';
-const T0 = Date.UTC(2024, 5, 1, 12);
-
-function fresh(): { dataDir: string; store: ShardStore; dir: string } {
-  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'dictionary-commit-'));
-  roots.push(dataDir);
-  const store = new ShardStore({ dataDir, owns: () => true, maxSeriesPerCollection: 10_000_000 });
-  store.recover();
-  store.createCollection(SCOPE);
-  return { dataDir, store, dir: collectionDir(dataDir, SCOPE) };
-}
-
-function reopen(dataDir: string): ShardStore {
-  const store = new ShardStore({ dataDir, owns: () => true, maxSeriesPerCollection: 10_000_000 });
-  store.recover();
-  return store;
-}
-
-/** One point per tag at `ts`, value = index; labels per tag where given. */
-function batchOf(tags: string[], ts: number, labels?: Array<SeriesLabels | null>): PointBatch {
-  return {
-    scope: SCOPE,
-    tagNames: tags,
-    ...(labels ? { labels } : {}),
-    tagStart: Uint32Array.from({ length: tags.length + 1 }, (_, i) => i),
-    timestamps: new Float64Array(tags.length).fill(ts),
-    values: Float64Array.from(tags, (_, i) => i),
-    pointCount: tags.length,
-  };
-}
 
 const names = (store: ShardStore) => store.listSeries([ID], compileGlob('*'), 10_000_000).series.map((s) => s.tag);
 

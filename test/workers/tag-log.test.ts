@@ -13,53 +13,17 @@ import { compileGlob } from '../../shared/glob.js';
 import type { CollectionScope } from '../../shared/scope.js';
 import { collectionDir } from '../../shared/scope-path.js';
 import { ShardStore } from '../../workers/shard-store.js';
+import { batchOf, freshStore, ID, reopenStore, SCOPE, T0 } from './dictionary-fixture.js';
 import { TAG_LOG_FILE } from '../../workers/tag-log.js';
 import { DAY_MS } from '../../workers/utc-day.js';
 
-const roots: string[] = [];
-after(() => {
-  for (const dir of roots) fs.rmSync(dir, { recursive: true, force: true });
-});
-
-const SCOPE: CollectionScope = { organization: 'acme', site: 'north', unit: 'boiler-1', grid: 'main' };
-const ID = 'acme/north/boiler-1/main';
-const T0 = Date.UTC(2024, 5, 1, 12);
-
-function fresh(maxSeriesPerCollection?: number): { dataDir: string; store: ShardStore; dir: string } {
-  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tag-log-'));
-  roots.push(dataDir);
-  const store = new ShardStore({ dataDir, owns: () => true, ...(maxSeriesPerCollection ? { maxSeriesPerCollection } : {}) });
-  store.recover();
-  store.createCollection(SCOPE);
-  return { dataDir, store, dir: collectionDir(dataDir, SCOPE) };
-}
-
-function reopen(dataDir: string): ShardStore {
-  const store = new ShardStore({ dataDir, owns: () => true });
-  store.recover();
-  return store;
-}
-
-/** One point per tag at `ts`, value = index; labels per tag where given. */
-function batchOf(tags: string[], ts: number, labels?: Array<SeriesLabels | null>): PointBatch {
-  const tagStart = Uint32Array.from({ length: tags.length + 1 }, (_, i) => i);
-  return {
-    scope: SCOPE,
-    tagNames: tags,
-    ...(labels ? { labels } : {}),
-    tagStart,
-    timestamps: new Float64Array(tags.length).fill(ts),
-    values: Float64Array.from(tags, (_, i) => i),
-    pointCount: tags.length,
-  };
-}
 
 const everything = compileGlob('*');
 const listed = (store: ShardStore, glob = everything) => store.listSeries([ID], glob, 1_000_000).series.map((s) => [s.tag, s.labels ?? null]);
 
 describe('tag dictionary log', () => {
   test('a new series is appended to tags.log; meta.json is not rewritten', () => {
-    const { store, dir } = fresh();
+    const { store, dir } = freshStore('tag-log-');
     store.append(ID, batchOf(['a'], T0), 'fsync');
     const metaBefore = fs.statSync(path.join(dir, 'meta.json'));
     const logBefore = fs.statSync(path.join(dir, TAG_LOG_FILE)).size;
@@ -75,10 +39,10 @@ describe('tag dictionary log', () => {
   });
 
   test('labels and names come back after reopening; the log is compacted into meta.json at open', () => {
-    const { dataDir, store, dir } = fresh();
+    const { dataDir, store, dir } = freshStore('tag-log-');
     store.append(ID, batchOf(['x.f', 'y'], T0, [{ field: 'f', measurement: 'x' }, null]), 'fsync');
     store.close();
-    const again = reopen(dataDir);
+    const again = reopenStore(dataDir);
     assert.deepEqual(listed(again), [['x.f', { field: 'f', measurement: 'x' }], ['y', null]]);
     assert.equal(fs.statSync(path.join(dir, TAG_LOG_FILE)).size, 0, 'the log starts empty after compaction');
     const meta = JSON.parse(fs.readFileSync(path.join(dir, 'meta.json'), 'utf8'));
@@ -88,42 +52,42 @@ describe('tag dictionary log', () => {
     // A later label set for a tag without one is a record of its own.
     again.append(ID, batchOf(['y'], T0 + 1, [{ measurement: 'y', field: 'value' }]), 'fsync');
     again.close();
-    assert.deepEqual(listed(reopen(dataDir)), [['x.f', { field: 'f', measurement: 'x' }], ['y', { measurement: 'y', field: 'value' }]]);
+    assert.deepEqual(listed(reopenStore(dataDir)), [['x.f', { field: 'f', measurement: 'x' }], ['y', { measurement: 'y', field: 'value' }]]);
   });
 
   test('a torn last record is cut; the records before it and their points stay', () => {
-    const { dataDir, store, dir } = fresh();
+    const { dataDir, store, dir } = freshStore('tag-log-');
     store.append(ID, batchOf(['a', 'b'], T0), 'fsync');
     store.close();
     fs.appendFileSync(path.join(dir, TAG_LOG_FILE), '0123abcd [2,"c",nu'); // a crash mid-append
-    const again = reopen(dataDir);
+    const again = reopenStore(dataDir);
     assert.deepEqual(listed(again).map(([t]) => t), ['a', 'b']);
     assert.deepEqual(again.lastValue(ID, 'b'), [T0, 1]);
     again.append(ID, batchOf(['c'], T0), 'fsync');
     again.close();
-    assert.deepEqual(listed(reopen(dataDir)).map(([t]) => t), ['a', 'b', 'c']);
+    assert.deepEqual(listed(reopenStore(dataDir)).map(([t]) => t), ['a', 'b', 'c']);
   });
 
   test('a record whose checksum does not match ends the log there', () => {
-    const { dataDir, store, dir } = fresh();
+    const { dataDir, store, dir } = freshStore('tag-log-');
     store.append(ID, batchOf(['a'], T0), 'fsync');
     store.append(ID, batchOf(['b'], T0), 'fsync');
     store.close();
     const file = path.join(dir, TAG_LOG_FILE);
     // Compaction at open moves a and b into meta.json; then two records are logged, the first to be damaged.
-    const store2 = reopen(dataDir);
+    const store2 = reopenStore(dataDir);
     assert.equal(fs.readFileSync(file, 'utf8'), '');
     store2.append(ID, batchOf(['c', 'd'], T0 + DAY_MS), 'fsync');
     store2.close();
     const text = fs.readFileSync(path.join(dir, TAG_LOG_FILE), 'utf8');
     fs.writeFileSync(file, text.replace('"c"', '"C"')); // CRC no longer matches
-    const again = reopen(dataDir);
+    const again = reopenStore(dataDir);
     assert.deepEqual(listed(again).map(([t]) => t), ['a', 'b'], 'c and d are gone with their record');
     again.close();
   });
 
   test('compaction replaces the log by rename: a hard link (a backup) keeps the bytes it had', () => {
-    const { dataDir, store, dir } = fresh();
+    const { dataDir, store, dir } = freshStore('tag-log-');
     store.append(ID, batchOf(['a', 'b'], T0), 'fsync');
     const link = path.join(dataDir, 'linked-tags.log');
     fs.linkSync(path.join(dir, TAG_LOG_FILE), link);
@@ -132,23 +96,23 @@ describe('tag dictionary log', () => {
     assert.equal(fs.statSync(path.join(dir, TAG_LOG_FILE)).size, 0);
     assert.deepEqual(fs.readFileSync(link), before);
     store.close();
-    assert.deepEqual(listed(reopen(dataDir)).map(([t]) => t), ['a', 'b']);
+    assert.deepEqual(listed(reopenStore(dataDir)).map(([t]) => t), ['a', 'b']);
   });
 
   test('meta.json of format 1 (no labels) opens as before', () => {
-    const { dataDir, store, dir } = fresh();
+    const { dataDir, store, dir } = freshStore('tag-log-');
     store.append(ID, batchOf(['old-1', 'old-2'], T0), 'fsync');
     store.close();
-    reopen(dataDir).close(); // compacts
+    reopenStore(dataDir).close(); // compacts
     const meta = JSON.parse(fs.readFileSync(path.join(dir, 'meta.json'), 'utf8'));
     fs.writeFileSync(path.join(dir, 'meta.json'), JSON.stringify({ version: 1, collection: meta.collection, tags: meta.tags }));
-    const again = reopen(dataDir);
+    const again = reopenStore(dataDir);
     assert.deepEqual(listed(again), [['old-1', null], ['old-2', null]]);
     assert.deepEqual(again.lastValue(ID, 'old-2'), [T0, 1]);
   });
 
   test('maxSeriesPerCollection: a batch that would pass it changes nothing', () => {
-    const { store, dir } = fresh(3);
+    const { store, dir } = freshStore('tag-log-', 3);
     store.append(ID, batchOf(['a', 'b'], T0), 'fsync');
     const log = fs.readFileSync(path.join(dir, TAG_LOG_FILE));
     assert.throws(() => store.append(ID, batchOf(['a', 'c', 'd'], T0 + 5), 'fsync'), /series "d" would pass storage\.maxSeriesPerCollection \(3\)/);
@@ -161,7 +125,7 @@ describe('tag dictionary log', () => {
   });
 
   test('listing: name order across appends, globs with a prefix, counting past the limit', () => {
-    const { store } = fresh();
+    const { store } = freshStore('tag-log-');
     store.append(ID, batchOf(['p.2', 'q.1', 'p.10'], T0), 'os');
     store.append(ID, batchOf(['p.1', 'a', 'p.3x'], T0), 'os');
     assert.deepEqual(listed(store).map(([t]) => t), ['a', 'p.1', 'p.10', 'p.2', 'p.3x', 'q.1']);
