@@ -105,7 +105,14 @@ describe('live data bounds per user', () => {
         }
       });
       const answers = () => sockets.flatMap((c, s) => c.messages.slice(from[s]).filter((m) => m.op === 'subscribed' || m.op === 'error'));
-      await waitFor(() => answers().length === attempts, `round ${r}: every subscribe is answered`, { timeoutMs: 30_000 });
+      try {
+        await waitFor(() => answers().length >= attempts, `round ${r}: every subscribe is answered`, { timeoutMs: 30_000 });
+      } catch (err) {
+        // What each socket got, and what the service said about live data, so a hang shows its cause.
+        const seen = sockets.map((c, s) => `socket ${s}: ${c.messages.length - from[s]} messages, closed ${JSON.stringify(c.closed)}, last ${JSON.stringify(c.messages.at(-1)).slice(0, 160)}`);
+        const said = svc.logLines.filter((l) => /live data|watch/.test(l)).slice(-10);
+        throw new Error(`${(err as Error).message}\n${seen.join('\n')}\n${said.join('\n')}`);
+      }
       const subscribed = answers().filter((m) => m.op === 'subscribed');
       const refused = answers().filter((m) => m.op === 'error');
       assert.equal(subscribed.length, accepted, `round ${r}: ${accepted} subscriptions of ${NAMES_PER_SUBSCRIPTION} names fit in ws.maxWatchedTagsPerUser`);
