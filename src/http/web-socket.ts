@@ -22,6 +22,8 @@ export interface WebSocketEndpoint {
   open(socket: uWS.WebSocket<SocketData>): void;
   message(socket: uWS.WebSocket<SocketData>, message: ArrayBuffer, isBinary: boolean): void;
   close(socket: uWS.WebSocket<SocketData>): void;
+  /** The socket took some of what was buffered for it: more may be sent. */
+  drain?(socket: uWS.WebSocket<SocketData>): void;
 }
 
 export interface SocketData {
@@ -84,6 +86,9 @@ export function mountWebSocket(app: uWS.TemplatedApp, endpoint: WebSocketEndpoin
       endpoint.open(socket);
     },
     message: (socket, message, isBinary) => endpoint.message(socket, message, isBinary),
+    drain: (socket) => {
+      if (!socket.getUserData().closed) endpoint.drain?.(socket);
+    },
     close: (socket) => {
       socket.getUserData().closed = true;
       sockets.delete(socket);

@@ -60,6 +60,13 @@ interface SocketState {
   grantsVersion: number;
   /** What the user's socket and tag counts hold for it; null for a socket refused at open. */
   user: UserCounts | null;
+  /**
+   * Messages waiting for the socket to take what uWS buffered (sent on `drain`): this uWS build
+   * can drop a message written after one it could not send whole, so nothing more is written
+   * while anything is buffered.
+   */
+  waiting: Array<{ bytes: number; write: () => void }>;
+  waitingBytes: number;
 }
 
 /** Per user (token subject), over all its sockets. */
@@ -130,6 +137,7 @@ export class LiveHub {
       open: (socket) => this.open(socket),
       message: (socket, message, isBinary) => this.message(socket, message, isBinary),
       close: (socket) => this.close(socket),
+      drain: (socket) => this.drain(socket),
     };
   }
 
@@ -140,7 +148,7 @@ export class LiveHub {
   private open(socket: Socket): void {
     const data = socket.getUserData();
     const { maxSocketsPerUser } = this.o.settings;
-    const state: SocketState = { subscriptions: new Map(), grant: this.o.grantOf(data.claims), grantsVersion: this.grantsVersion, user: null };
+    const state: SocketState = { subscriptions: new Map(), grant: this.o.grantOf(data.claims), grantsVersion: this.grantsVersion, user: null, waiting: [], waitingBytes: 0 };
     data.state = state;
     let user = this.users.get(data.claims.sub);
     if ((user?.sockets ?? 0) >= maxSocketsPerUser) {
@@ -385,7 +393,11 @@ export class LiveHub {
   /** Sends, and closes a client that has fallen too far behind (1013: try again later). */
   private sendBytes(socket: Socket, message: string | Uint8Array, binary: boolean): void {
     if (socket.getUserData().closed) return;
-    socket.cork(() => socket.send(message, binary));
+    if (this.mayWrite(socket)) socket.cork(() => socket.send(message, binary));
+    else {
+      const kept = typeof message === 'string' ? message : message.slice(); // the caller may reuse its buffer
+      this.wait(socket, byteLength(kept), () => socket.send(kept, binary));
+    }
     this.cutIfBehind(socket);
   }
 
@@ -393,26 +405,57 @@ export class LiveHub {
   private sendFragments(socket: Socket, head: string | Uint8Array, body: Uint8Array, tail: string | null, binary: boolean): void {
     if (socket.getUserData().closed) return;
     this.messagesSent++;
-    socket.cork(() => {
-      socket.sendFirstFragment(head, binary);
-      if (tail === null) socket.sendLastFragment(body);
+    const write = (h: string | Uint8Array, b: Uint8Array) => () => {
+      socket.sendFirstFragment(h, binary);
+      if (tail === null) socket.sendLastFragment(b);
       else {
-        socket.sendFragment(body);
+        socket.sendFragment(b);
         socket.sendLastFragment(tail);
       }
-    });
+    };
+    if (this.mayWrite(socket)) socket.cork(write(head, body));
+    else {
+      // The body is shared with other subscribers and its buffer reused: a waiting message keeps copies.
+      const h = typeof head === 'string' ? head : head.slice();
+      this.wait(socket, byteLength(h) + body.byteLength + (tail?.length ?? 0), write(h, body.slice()));
+    }
     this.cutIfBehind(socket);
+  }
+
+  /** Nothing waits and uWS holds nothing unsent for the socket. */
+  private mayWrite(socket: Socket): boolean {
+    return this.stateOf(socket).waiting.length === 0 && socket.getBufferedAmount() === 0;
+  }
+
+  private wait(socket: Socket, bytes: number, write: () => void): void {
+    const state = this.stateOf(socket);
+    state.waiting.push({ bytes, write });
+    state.waitingBytes += bytes;
+  }
+
+  /** Sends what waits, one message at a time, while uWS has sent everything before it. */
+  private drain(socket: Socket): void {
+    const state = this.stateOf(socket);
+    while (state.waiting.length > 0 && socket.getBufferedAmount() === 0) {
+      const next = state.waiting.shift()!;
+      state.waitingBytes -= next.bytes;
+      socket.cork(next.write);
+    }
   }
 
   private cutIfBehind(socket: Socket): void {
     const data = socket.getUserData();
-    const behind = socket.getBufferedAmount();
+    const behind = socket.getBufferedAmount() + this.stateOf(socket).waitingBytes;
     if (behind > this.o.settings.maxBufferedBytes) {
       this.slowClosed++;
       this.o.log.warn({ user: data.claims.sub, bufferedBytes: behind, limit: this.o.settings.maxBufferedBytes }, 'live data socket closed: the client reads too slowly (ws.maxBufferedBytes)');
       socket.end(1013, 'too slow: more than ws.maxBufferedBytes behind');
     }
   }
+}
+
+function byteLength(message: string | Uint8Array): number {
+  return typeof message === 'string' ? Buffer.byteLength(message) : message.byteLength;
 }
 
 /** Whether two claims give the same access (a token check may answer a new object for the same account). */
