@@ -393,11 +393,9 @@ export class LiveHub {
   /** Sends, and closes a client that has fallen too far behind (1013: try again later). */
   private sendBytes(socket: Socket, message: string | Uint8Array, binary: boolean): void {
     if (socket.getUserData().closed) return;
-    if (this.mayWrite(socket)) socket.cork(() => socket.send(message, binary));
-    else {
-      const kept = typeof message === 'string' ? message : message.slice(); // the caller may reuse its buffer
-      this.wait(socket, byteLength(kept), () => socket.send(kept, binary));
-    }
+    const write = () => socket.send(message, binary);
+    if (this.mayWrite(socket)) socket.cork(write);
+    else this.wait(socket, byteLength(message), write);
     this.cutIfBehind(socket);
   }
 
@@ -405,20 +403,18 @@ export class LiveHub {
   private sendFragments(socket: Socket, head: string | Uint8Array, body: Uint8Array, tail: string | null, binary: boolean): void {
     if (socket.getUserData().closed) return;
     this.messagesSent++;
-    const write = (h: string | Uint8Array, b: Uint8Array) => () => {
-      socket.sendFirstFragment(h, binary);
-      if (tail === null) socket.sendLastFragment(b);
+    // Head and body are fresh for each pass (encode), never written into again: a waiting message
+    // holds them as they are, the body shared with the other subscribers it goes to.
+    const write = () => {
+      socket.sendFirstFragment(head, binary);
+      if (tail === null) socket.sendLastFragment(body);
       else {
-        socket.sendFragment(b);
+        socket.sendFragment(body);
         socket.sendLastFragment(tail);
       }
     };
-    if (this.mayWrite(socket)) socket.cork(write(head, body));
-    else {
-      // The body is shared with other subscribers and its buffer reused: a waiting message keeps copies.
-      const h = typeof head === 'string' ? head : head.slice();
-      this.wait(socket, byteLength(h) + body.byteLength + (tail?.length ?? 0), write(h, body.slice()));
-    }
+    if (this.mayWrite(socket)) socket.cork(write);
+    else this.wait(socket, byteLength(head) + body.byteLength + (tail?.length ?? 0), write);
     this.cutIfBehind(socket);
   }
 
