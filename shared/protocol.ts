@@ -78,6 +78,9 @@ export interface StorageWorkerData {
   maxDaysPerWrite: number;
   /** storage.maxUnsealedDaysPerCollection: day logs one collection may have open at once. */
   maxUnsealedDaysPerCollection: number;
+  /** storage.dayLogCompactBlocks / dayLogCompactBytes: a day's logs past either are compacted into a part. */
+  dayLogCompactBlocks: number;
+  dayLogCompactBytes: number;
   /** The log.level setting (pino level name): the worker writes no line below it. */
   logLevel: string;
   /** log.format: the workers write their lines in the main thread's format. */
@@ -358,6 +361,9 @@ export interface BufferStats {
   /** Bytes of the day logs (active and late) and of the sealed day files the shard holds. */
   activeBytes: number;
   sealedBytes: number;
+  /** Blocks the day logs' indexes hold in memory (36 bytes each), and day logs compacted into parts since the worker started. */
+  logBlocks: number;
+  compactions: number;
   /** MONITOR_SAMPLE tasks answered since the worker started, and the write frames they waited behind in all (taken after the task was sent, before it ran). */
   monitorSamples: number;
   monitorSampleWaitedFrames: number;

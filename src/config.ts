@@ -56,6 +56,8 @@ export interface Config {
     readonly maxSeriesPerCollection: number;
     readonly maxDaysPerWrite: number;
     readonly maxUnsealedDaysPerCollection: number;
+    readonly dayLogCompactBlocks: number;
+    readonly dayLogCompactBytes: number;
   };
   readonly notifications: {
     readonly keepaliveSeconds: number;

@@ -79,6 +79,13 @@ export class BlockIndex {
     return this.maxTs[block]!;
   }
 
+  /** Points in the tag's blocks (a rewritten timestamp counts each time). */
+  pointsOf(tagId: number): number {
+    let points = 0;
+    for (let b = this.first(tagId); b !== NONE; b = this.nextOf[b]!) points += this.counts[b]!;
+    return points;
+  }
+
   /** Every tag id with a block (in no particular order). */
   *tagIds(): IterableIterator<number> {
     if (this.sparse !== null) {

@@ -13,7 +13,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { BadDayLogHeader, checkDayLogHeader, DAY_LOG_HEADER_BYTES, walkDayLogBlocks, type DayLogStop, type DayLogWalk } from './day-file.js';
-import { DAY_LOG_FILE, META_FILE, readDictionary, SEALED_FILE } from './collection.js';
+import { DAY_LOG_FILE, META_FILE, PART_FILE, readDictionary, SEALED_FILE } from './collection.js';
 import { SEALED_BLOCK_POINTS, SealedIndex } from './sealed-file.js';
 import { SUMMARY_SLOT_MS, SUMMARY_SLOTS, SummaryDirectory } from './sealed-summary.js';
 import { parseTagLog, TAG_LOG_FILE } from './tag-log.js';
@@ -67,9 +67,9 @@ export class CollectionCheck {
         this.sink.note(file, 'a day log set aside by recovery (its header was not ours); the service does not read it');
         continue;
       }
-      const sealed = SEALED_FILE.exec(name);
+      const sealed = SEALED_FILE.exec(name) ?? PART_FILE.exec(name); // a part is a sealed file of part of a day
       const dayLog = DAY_LOG_FILE.exec(name);
-      const day = sealed ? dayOfName(SEALED_FILE, name, 1) : dayLog ? dayOfName(DAY_LOG_FILE, name, 2) : null;
+      const day = sealed ? dayOfName(SEALED_FILE.test(name) ? SEALED_FILE : PART_FILE, name, 1) : dayLog ? dayOfName(DAY_LOG_FILE, name, 2) : null;
       if ((sealed || dayLog) && day === null) this.sink.note(file, 'its name is not a real date; the service passes it over');
       else if (sealed) this.guarded(name, () => this.checkSealed(name, day!));
       else if (dayLog) this.guarded(name, () => this.checkDayLog(name, day!, dayLog[1] === 'active' && sealedDays.has(day!)));

@@ -9,7 +9,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { parentPort, workerData } from 'node:worker_threads';
 import { CollectionCheck, type CheckSink } from './check-collection.js';
-import { DAY_LOG_FILE, META_FILE, SEALED_FILE } from './collection.js';
+import { DAY_LOG_FILE, META_FILE, PART_FILE, SEALED_FILE } from './collection.js';
 import { TAG_LOG_FILE } from './tag-log.js';
 import type { CheckProblem, CheckWorkerInput, CheckWorkerMessage, TimeSeriesChecked } from '../shared/check-protocol.js';
 import type { CollectionScope } from '../shared/scope.js';
@@ -75,7 +75,7 @@ export function checkTimeSeries(dataDir: string, serviceRunning: boolean, send: 
 
 /** The files a folder's check reads (and so counts in the plan). */
 function isReadByCheck(name: string): boolean {
-  return name === META_FILE || name === TAG_LOG_FILE || SEALED_FILE.test(name) || DAY_LOG_FILE.test(name);
+  return name === META_FILE || name === TAG_LOG_FILE || SEALED_FILE.test(name) || PART_FILE.test(name) || DAY_LOG_FILE.test(name);
 }
 
 /**
@@ -89,7 +89,7 @@ function collectionFolders(dataDir: string, sink: CheckSink): Folder[] {
     leaf(dir, names) {
       const rel = path.relative(dataDir, dir);
       const files = fs.readdirSync(dir, { withFileTypes: true }).filter((d) => d.isFile()).map((d) => d.name);
-      const dayFiles = files.filter((n) => SEALED_FILE.test(n) || DAY_LOG_FILE.test(n)).length;
+      const dayFiles = files.filter((n) => SEALED_FILE.test(n) || PART_FILE.test(n) || DAY_LOG_FILE.test(n)).length;
       if (!files.includes(META_FILE)) {
         if (dayFiles > 0) sink.problem(rel, `no ${META_FILE}: the service does not open this folder, and its ${dayFiles} day files are not served`);
         return;

@@ -32,6 +32,19 @@ export const MAX_TAG_NAME_BYTES = 256;
 /** File names recovery reads as day logs and sealed files (anything else in a collection folder is passed over). */
 export const DAY_LOG_FILE = /^(active|late)-(\d{8,})\.log$/;
 export const SEALED_FILE = /^sealed-(\d{8,})\.hsd$/;
+/** A part: day logs compacted before their day is sealed (sealed format; day, then generation). */
+export const PART_FILE = /^part-(\d{8,})-(\d{8})\.hsd$/;
+
+export function partFileName(dayText: string, generation: number): string {
+  return `part-${dayText}-${String(generation).padStart(8, '0')}.hsd`;
+}
+
+/** One part of a day (see PART_FILE): later generations hold later writes. */
+export interface DayPart {
+  generation: number;
+  path: string;
+  bytes: number;
+}
 
 /** Why `name` cannot be a tag name (same rules as the write-body decoders), or null. */
 export function tagNameProblem(name: unknown): string | null {
@@ -67,8 +80,16 @@ export class Collection {
   readonly late = new Map<number, DayLog>();
   /** Sealed days and their file sizes. */
   readonly sealedBytes = new Map<number, number>();
-  /** Footers read so far (the store bounds how many stay cached). */
-  readonly sealedIndexes = new Map<number, SealedIndex>();
+  /**
+   * Per day, its parts in generation order: the day's logs compacted into sealed-format files
+   * while the day is still written (ShardStore.compactDay). The day's points are its sealed
+   * file, then its parts, then its active and late logs, later ones winning a tie.
+   */
+  readonly parts = new Map<number, DayPart[]>();
+  /** The generation the next part gets (above every part on disk). */
+  nextPartGeneration = 1;
+  /** Footers (of sealed files and parts, by path) read so far (the store bounds how many stay cached). */
+  readonly sealedIndexes = new Map<string, SealedIndex>();
   private record: CollectionRecord;
   private readonly tagIds = new Map<string, number>();
   /** Latest point per tag among active and late data (-Infinity: none). */
@@ -142,6 +163,12 @@ export class Collection {
       if (sealed) {
         const day = parseDay(sealed[1]!);
         if (day !== null) collection.sealedBytes.set(day, fs.statSync(path.join(dir, name)).size);
+        continue;
+      }
+      const part = PART_FILE.exec(name);
+      if (part) {
+        const day = parseDay(part[1]!);
+        if (day !== null) collection.addPart(day, Number(part[2]), fs.statSync(path.join(dir, name)).size);
         continue;
       }
       const dayLog = DAY_LOG_FILE.exec(name);
@@ -338,6 +365,32 @@ export class Collection {
     return path.join(this.dir, sealedFileName(formatDay(day)));
   }
 
+  partPath(day: number, generation: number): string {
+    return path.join(this.dir, partFileName(formatDay(day), generation));
+  }
+
+  /** Registers a part (found at open or just written), keeping the day's parts in generation order. */
+  addPart(day: number, generation: number, bytes: number): DayPart {
+    const part: DayPart = { generation, path: this.partPath(day, generation), bytes };
+    const list = this.parts.get(day) ?? [];
+    const at = list.findIndex((p) => p.generation >= generation);
+    if (at < 0) list.push(part);
+    else if (list[at]!.generation === generation) list[at] = part;
+    else list.splice(at, 0, part);
+    this.parts.set(day, list);
+    if (generation >= this.nextPartGeneration) this.nextPartGeneration = generation + 1;
+    return part;
+  }
+
+  /** Forgets a part whose file was removed. */
+  dropPart(day: number, generation: number): void {
+    const list = this.parts.get(day);
+    if (list === undefined) return;
+    const rest = list.filter((p) => p.generation !== generation);
+    if (rest.length > 0) this.parts.set(day, rest);
+    else this.parts.delete(day);
+  }
+
   /** The log new points of `day` go to: the late log once the day is sealed, else the active one. */
   logForWrite(day: number, files: OpenFiles): DayLog {
     const kind: DayLogKind = this.sealedBytes.has(day) ? 'late' : 'active';
@@ -353,6 +406,7 @@ export class Collection {
   /** Every day with data, ascending. */
   days(): number[] {
     const days = new Set<number>(this.sealedBytes.keys());
+    for (const day of this.parts.keys()) days.add(day);
     for (const day of this.active.keys()) days.add(day);
     for (const day of this.late.keys()) days.add(day);
     return [...days].sort((a, b) => a - b);
@@ -391,7 +445,7 @@ export class Collection {
 
   /** True when the sealed side of the tag's last value still has to be looked up. */
   needsSealedLast(tagId: number): boolean {
-    return this.sealedLastState[tagId] === SEALED_LAST_UNKNOWN && this.sealedBytes.size > 0;
+    return this.sealedLastState[tagId] === SEALED_LAST_UNKNOWN && (this.sealedBytes.size > 0 || this.parts.size > 0);
   }
 
   setSealedLast(tagId: number, found: boolean, ts: number, value: number): void {
@@ -401,8 +455,8 @@ export class Collection {
   }
 
   /**
-   * Latest point of the tag. Every point not in a sealed file at lookup time is covered by the
-   * active/late side (it was replayed at open or appended since), and sealing only moves such
+   * Latest point of the tag. Every point not in a sealed file or part at lookup time is covered by the
+   * active/late side (it was replayed at open or appended since), and sealing and compaction only move such
    * points, so the newer of the two sides is the answer; on a tie the active/late side wins, as
    * it holds the later write.
    */

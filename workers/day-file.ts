@@ -380,6 +380,16 @@ export class DayLog {
     this.blocks.push(tagId, offset, count, minTs, maxTs);
   }
 
+  /** Blocks indexed in memory for this log (36 bytes each: what compaction bounds). */
+  get blockCount(): number {
+    return this.blocks.blocks;
+  }
+
+  /** Points in the tag's blocks. */
+  pointsOf(tagId: number): number {
+    return this.blocks.pointsOf(tagId);
+  }
+
   hasTag(tagId: number): boolean {
     return this.blocks.first(tagId) >= 0;
   }
@@ -402,6 +412,32 @@ export class DayLog {
   /** Its folder was fsynced after it was created. */
   folderSynced(): void {
     this.entryUnsynced = false;
+  }
+
+  /**
+   * Visits every block in file order, reading the file front to back in windows: a compaction
+   * or seal reads each byte once (a window per block of every tag read a log of interleaved
+   * tags once per block). The blocks were verified when indexed; their headers are checked
+   * against the index again.
+   */
+  visitInFileOrder(visit: BlockVisitor): void {
+    const index = this.blocks;
+    let fd = -1;
+    for (let b = 0; b < index.blocks; b++) {
+      const offset = index.offset(b);
+      const count = index.count(b);
+      const size = blockBytes(count);
+      if (!readWindow.holds(this, offset, size)) {
+        if (fd < 0) fd = this.files.fd(this);
+        if (readWindow.load(this, fd, offset, Math.min(Math.max(size, WINDOW_BYTES), this.size - offset)) < size) throw internal(`${this.path}: block at ${offset} is beyond the end of the file`);
+      }
+      const at = offset - readWindow.start;
+      const view = readWindow.view;
+      const tagId = view.getUint32(at + 8, true);
+      if (view.getUint32(at, true) !== 8 + 16 * count || view.getUint32(at + 12, true) !== count) throw internal(`${this.path}: block at ${offset} does not match its index`);
+      const buffer = readWindow.bytes.buffer;
+      visit(tagId, new Float64Array(buffer, at + BLOCK_HEADER_BYTES, count), new Float64Array(buffer, at + BLOCK_HEADER_BYTES + 8 * count, count), count);
+    }
   }
 
   /**

@@ -37,6 +37,8 @@ const store = new ShardStore({
   log,
   maxSeriesPerCollection: data.maxSeriesPerCollection,
   maxUnsealedDaysPerCollection: data.maxUnsealedDaysPerCollection,
+  dayLogCompactBlocks: data.dayLogCompactBlocks,
+  dayLogCompactBytes: data.dayLogCompactBytes,
 });
 const recovered = store.recover();
 log.info({ ...recovered }, 'shard recovered');
@@ -54,7 +56,14 @@ const buffer = new WriteBuffer(
   (collectionId, batch) => store.append(collectionId, batch, 'os'),
   (err, collectionId, points) => log.error({ err: String(err), collectionId, points }, 'buffered points could not be written at flush'),
 );
-const flushTimer = setInterval(() => flushBuffer(), data.flushIntervalMs);
+const flushTimer = setInterval(() => {
+  flushBuffer();
+  // A compaction made a part: parts of similar size may be due for a merge (runs in slices).
+  if (store.maintenanceWanted) {
+    store.maintenanceWanted = false;
+    backgroundSeal();
+  }
+}, data.flushIntervalMs);
 flushTimer.unref();
 /** Days sealed since this worker started (BUFFER_STATS, and so GET /metrics). */
 let sealedDays = 0;
@@ -74,8 +83,9 @@ async function sealInSlices(collectionId: string | undefined, force: boolean, no
   const epoch = storeEpoch;
   const now = nowMs ?? Date.now();
   let total = 0;
+  const sealedThisPass = new Set<string>();
   for (;;) {
-    const { sealedDays: n, more } = store.seal({ ...(collectionId !== undefined ? { collectionId } : {}), now, graceMs: data.sealGraceMs, force, budgetMs: SEAL_SLICE_MS });
+    const { sealedDays: n, more } = store.seal({ ...(collectionId !== undefined ? { collectionId } : {}), now, graceMs: data.sealGraceMs, force, budgetMs: SEAL_SLICE_MS, sealedThisPass });
     total += n;
     sealedDays += n;
     if (!more) return total;
@@ -193,6 +203,8 @@ function bufferStats(): BufferStats {
     ringUsedBytes: requests.usedBytes(),
     sealedDays,
     activeBytes: files.activeBytes,
+    logBlocks: files.logBlocks,
+    compactions: store.compactions,
     sealedBytes: files.sealedBytes,
     monitorSamples,
     monitorSampleWaitedFrames,

@@ -273,7 +273,7 @@ function isStorePath(entry: string): boolean {
   } catch {
     return false;
   }
-  return /^(meta\.json|tags\.log|(active|late)-\d{8,}\.log|sealed-\d{8,}\.hsd)$/.test(parts[5]);
+  return /^(meta\.json|tags\.log|(active|late)-\d{8,}\.log|sealed-\d{8,}\.hsd|part-\d{8,}-\d{8}\.hsd)$/.test(parts[5]);
 }
 
 /**

@@ -73,6 +73,8 @@ export function storageMetricSources(shards: ShardPool, gateway: ShardGateway, d
     counter('historian_seals_total', 'UTC days sealed into compressed day files, by shard (since its worker started).', workers.perShard((stats) => stats.sealedDays)),
     gauge('historian_storage_sealed_bytes', 'Bytes of sealed day files on disk, by shard.', workers.perShard((stats) => stats.sealedBytes)),
     gauge('historian_storage_active_bytes', 'Bytes of day logs (days not sealed yet, and late points) on disk, by shard.', workers.perShard((stats) => stats.activeBytes)),
+    gauge('historian_storage_day_log_blocks', 'Blocks the day logs of each shard index in memory (36 bytes each); storage.dayLogCompactBlocks bounds them.', workers.perShard((stats) => stats.logBlocks)),
+    counter('historian_storage_compactions_total', 'Day logs compacted into part files before their day was sealed, by shard (since its worker started).', workers.perShard((stats) => stats.compactions)),
     counter('historian_monitor_samples_total', 'Monitor tick samples each shard\'s worker answered (since it started).', workers.perShard((stats) => stats.monitorSamples)),
     counter('historian_monitor_sample_waited_frames_total', 'Write frames each shard\'s worker took between a monitor sample\'s sending and its running, summed over the samples (since it started).', workers.perShard((stats) => stats.monitorSampleWaitedFrames)),
     gauge('historian_write_buffer_points', 'Points waiting in each shard\'s write buffer (/svcapi/write_buffered) for the next flush.', workers.perShard((stats) => stats.pendingPoints)),

@@ -46,6 +46,8 @@ export const storagePlugin = definePlugin({
       maxSeriesPerCollection: settings.maxSeriesPerCollection,
       maxDaysPerWrite: settings.maxDaysPerWrite,
       maxUnsealedDaysPerCollection: settings.maxUnsealedDaysPerCollection,
+      dayLogCompactBlocks: settings.dayLogCompactBlocks,
+      dayLogCompactBytes: settings.dayLogCompactBytes,
       workerYoungGenerationMb: 6,
       workerRestarted,
       log,

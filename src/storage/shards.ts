@@ -63,6 +63,8 @@ export interface ShardPoolOptions {
   maxSeriesPerCollection: number;
   maxDaysPerWrite: number;
   maxUnsealedDaysPerCollection: number;
+  dayLogCompactBlocks: number;
+  dayLogCompactBytes: number;
   workerYoungGenerationMb: number;
   log: Logger;
   /** log.level, for the workers' own lines. */
@@ -138,6 +140,8 @@ export class Shard {
       maxSeriesPerCollection: opts.maxSeriesPerCollection,
       maxDaysPerWrite: opts.maxDaysPerWrite,
       maxUnsealedDaysPerCollection: opts.maxUnsealedDaysPerCollection,
+      dayLogCompactBlocks: opts.dayLogCompactBlocks,
+      dayLogCompactBytes: opts.dayLogCompactBytes,
       logLevel: opts.logLevel,
       logFormat: opts.logFormat,
       logToStderr: opts.logToStderr,

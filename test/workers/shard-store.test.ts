@@ -677,7 +677,7 @@ describe('ownership and lifecycle', () => {
     store.append(ID, batchOf({ x: [[DAY0, 1]] }), 'fsync');
     assert.equal(store.stats().openFiles, 1);
     store.closeCollection(ID);
-    assert.deepEqual(store.stats(), { collections: 0, openFiles: 0, activeBytes: 0, sealedBytes: 0 });
+    assert.deepEqual(store.stats(), { collections: 0, openFiles: 0, activeBytes: 0, sealedBytes: 0, logBlocks: 0, parts: 0 });
     assert.equal(store.openCollection(ID).unit, 'boiler-1');
     assert.deepEqual(scan(store, 'x').values, [1]);
     expectStorageError(() => store.openCollection('acme/north/none/main'), 'NOT_FOUND');
