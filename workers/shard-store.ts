@@ -15,7 +15,8 @@
  * Compaction: a day's logs that pass storage.dayLogCompactBlocks or dayLogCompactBytes (or the
  * shard's logs together four times that) are written into a part right after the write that
  * passed the limit, so memory and recovery stay bounded however much a day holds
- * (day-compaction.ts). Merges of parts and seals of large days run as a job in slices.
+ * (day-maintenance.ts, day-compaction.ts). Merges of parts and seals of large days run as a job
+ * in slices.
  *
  * Layout and byte formats: README.md beside this file.
  */
@@ -23,15 +24,17 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { PointBatch, SeriesLabels } from '../native-free-codecs/write-body.js';
-import { Collection, META_FILE, tagNameProblem, type CollectionOpenResult, type DayPart } from './collection.js';
-import { addFileBlocks, DayFileJob, GATHER_POINTS, partsToMerge } from './day-compaction.js';
+import { Collection, META_FILE, tagNameProblem, type CollectionOpenResult } from './collection.js';
+import { addFileBlocks, GATHER_POINTS } from './day-compaction.js';
+import { DayMaintenance, type SealOptions } from './day-maintenance.js';
+import { FooterCache } from './footer-cache.js';
 import { TAG_LOG_FILE } from './tag-log.js';
 import type { BackupMark, CollectionRecord, SeriesListing } from '../shared/protocol.js';
 import type { Glob } from '../shared/glob.js';
 import { BlockEncoder, OpenFiles, type DayLog } from './day-file.js';
 import { DayMerger } from './day-merge.js';
 import { DaySplitter } from './day-split.js';
-import { fsyncDir, linkOrCopy, removeIfPresent } from './durable-fs.js';
+import { fsyncDir, linkOrCopy } from './durable-fs.js';
 import { SealedIndex } from './sealed-file.js';
 import { SummaryDirectory, type SummaryKind } from './sealed-summary.js';
 import { TagScan, type ScanOptions } from './tag-scan.js';
@@ -40,7 +43,6 @@ import { collectionDir, parseCollectionId, validateScope } from '../shared/scope
 import { walkCollectionFolders } from './collection-folders.js';
 import { unsealedDaysMessage } from './day-bounds.js';
 import { asStorageError, badRequest, notFound, ServiceError } from '../shared/errors.js';
-import { debugPause } from './debug-pause.js';
 import { dayEndMs, dayOf, dayStartMs } from './utc-day.js';
 import { silentLog, type WorkerLog } from './worker-log.js';
 
@@ -69,22 +71,7 @@ export interface ShardStoreOptions {
   sealAtOncePoints?: number;
 }
 
-export interface SealOptions {
-  /** Only this collection; all open collections when absent. */
-  collectionId?: string;
-  now: number;
-  /** A day is sealed once it ended this long ago (and a late log once it is this long idle). */
-  graceMs: number;
-  /** seal_now: every day before today, and every late log, whatever the grace. */
-  force: boolean;
-  /** Stop once a day's seal ends this long after the call began (`more` then says days are left). */
-  budgetMs?: number;
-  /**
-   * Days (`<collection id> <day>`) sealed or being sealed by this pass, over its calls: each is
-   * sealed once per pass, so points that keep arriving for a day cannot keep a pass going.
-   */
-  sealedThisPass?: Set<string>;
-}
+export type { SealOptions } from './day-maintenance.js';
 
 /** Points handed to a scan's sink: views valid only during the call. */
 export type ScanSink = (ts: Float64Array, values: Float64Array, count: number) => void;
@@ -96,18 +83,6 @@ const NO_DAYS: ReadonlySet<number> = new Set();
 const LIST_SERIES_BUDGET_MS = 2000;
 const MAX_IDLE_MERGERS = 1;
 const MAX_TIMESTAMP = 2 ** 53 - 1;
-/** The shard's logs together may hold this many times the per-day compaction limits. */
-const SHARD_LOG_BUDGET_FACTOR = 4;
-
-/** The merge or seal under way, in slices (at most one per shard). */
-interface RunningJob {
-  collection: Collection;
-  /** 'seal': into the sealed file (the parts then go); 'merge': parts into one part. */
-  kind: 'seal' | 'merge';
-  parts: DayPart[];
-  job: DayFileJob;
-}
-
 export class ShardStore {
   private readonly dataDir: string;
   private readonly owns: (collectionId: string) => boolean;
@@ -118,9 +93,7 @@ export class ShardStore {
   private readonly pending = new Set<DayLog>();
   /** Collections whose tag log was appended to since the last syncPending() (by any write: see syncPending). */
   private readonly pendingTags = new Set<Collection>();
-  /** Cached sealed footers, least recently used first. */
-  private readonly footers = new Map<SealedIndex, Collection>();
-  private readonly maxCachedFooters: number;
+  private readonly footers: FooterCache;
   private readonly maxSeriesPerCollection: number;
   private readonly maxUnsealedDays: number;
   private readonly splitter = new DaySplitter();
@@ -128,28 +101,42 @@ export class ShardStore {
   private readonly merger = new DayMerger();
   /** Day mergers of finished scans, ready for the next one. */
   private readonly idleMergers: DayMerger[] = [];
-  private readonly compactBlocks: number;
-  private readonly compactBytes: number;
-  private readonly sealAtOncePoints: number;
-  /** Blocks appended since the shard's logs were last counted against their budget. */
-  private blocksSinceBudgetCheck = 0;
-  private running: RunningJob | null = null;
-  /** Set by a compaction: parts may be due for a merge (the worker then runs a seal pass soon). */
-  maintenanceWanted = false;
-  /** Compactions since this store was made (BUFFER_STATS). */
-  compactions = 0;
+  /** Compaction, merges and seals (day-maintenance.ts). */
+  private readonly maintenance: DayMaintenance;
 
   constructor(opts: ShardStoreOptions) {
     this.dataDir = path.resolve(opts.dataDir);
     this.owns = opts.owns;
     this.log = opts.log ?? silentLog;
     this.files = new OpenFiles(opts.maxOpenFiles ?? 256);
-    this.maxCachedFooters = opts.maxCachedFooters ?? 1024;
+    this.footers = new FooterCache(opts.maxCachedFooters ?? 1024);
     this.maxSeriesPerCollection = opts.maxSeriesPerCollection ?? 1_000_000;
     this.maxUnsealedDays = opts.maxUnsealedDaysPerCollection ?? Infinity;
-    this.compactBlocks = opts.dayLogCompactBlocks ?? 131_072;
-    this.compactBytes = opts.dayLogCompactBytes ?? 32 * 1024 * 1024;
-    this.sealAtOncePoints = opts.sealAtOncePoints ?? GATHER_POINTS;
+    this.maintenance = new DayMaintenance({
+      collections: this.collections,
+      files: this.files,
+      pending: this.pending,
+      footers: this.footers,
+      merger: this.merger,
+      log: this.log,
+      compactBlocks: opts.dayLogCompactBlocks ?? 131_072,
+      compactBytes: opts.dayLogCompactBytes ?? 32 * 1024 * 1024,
+      sealAtOncePoints: opts.sealAtOncePoints ?? GATHER_POINTS,
+    });
+  }
+
+  /** Set by a compaction: parts may be due for a merge (the worker then runs a seal pass soon). */
+  get maintenanceWanted(): boolean {
+    return this.maintenance.maintenanceWanted;
+  }
+
+  set maintenanceWanted(wanted: boolean) {
+    this.maintenance.maintenanceWanted = wanted;
+  }
+
+  /** Day logs compacted into parts since this store was made. */
+  get compactions(): number {
+    return this.maintenance.compactions;
   }
 
   /**
@@ -160,7 +147,7 @@ export class ShardStore {
   recover(): { collections: number; blocks: number; bytesCut: number } {
     return this.guard(() => {
       for (const id of [...this.collections.keys()]) this.closeCollection(id);
-      this.stopJob();
+      this.maintenance.stopJob();
       let blocks = 0;
       let bytesCut = 0;
       for (const scope of this.listScopes()) {
@@ -281,7 +268,7 @@ export class ShardStore {
           this.pending.add(dayLog);
         }
       }
-      this.compactOversized(collection, written, slices.length);
+      this.maintenance.compactOversized(collection, written, slices.length);
       return { points: batch.pointCount, newTags };
     });
   }
@@ -445,7 +432,7 @@ export class ShardStore {
     return this.guard(() => {
       const collection = this.require(collectionId);
       if (!collection.sealedBytes.has(day) || collection.active.has(day) || collection.late.has(day) || collection.parts.has(day)) return -1;
-      const index = this.sealedIndex(collection, day);
+      const index = this.footers.sealed(collection, day);
       if (index.find(tagId) < 0) return 0; // no point of the tag that day
       const summary = this.summaryOf(index);
       const e = summary === null || summary.bad.has(tagId) ? -1 : summary.find(tagId);
@@ -546,56 +533,11 @@ export class ShardStore {
     });
   }
 
-  /**
-   * Seals finished days: per day, sealed + parts + active + late points become one new sealed
-   * file, then the parts and logs are deleted. With `force` (seal_now) every day before today's
-   * UTC day and every late log is sealed; otherwise a day once it ended `graceMs` ago, and a late
-   * log once it has also been idle for `graceMs` (so a trickle of late points does not rewrite
-   * the day on every call). Between seals, parts of similar size are merged. A job under way (a
-   * large seal or a merge, day-compaction.ts) goes on first; `more` says work is left when the
-   * budget ran out.
-   */
+  /** See DayMaintenance.seal (day-maintenance.ts). */
   seal(opts: SealOptions): { sealedDays: number; more: boolean } {
     return this.guard(() => {
       const collections = opts.collectionId !== undefined ? [this.require(opts.collectionId)] : [...this.collections.values()];
-      const today = dayOf(opts.now);
-      const stopAt = performance.now() + (opts.budgetMs ?? Infinity);
-      let sealedDays = 0;
-      if (this.running !== null) {
-        const kind = this.running.kind;
-        if (!this.advanceJob(stopAt)) return { sealedDays, more: true };
-        if (kind === 'seal') sealedDays++;
-        if (performance.now() >= stopAt) return { sealedDays, more: true };
-      }
-      for (const collection of collections) {
-        // The tag log moves into meta.json at seal, but not at every seal pass of a collection
-        // that keeps adding series: only once the log is a fair share of the dictionary, so each
-        // rewrite of meta.json is paid for by as many new series (O(1) per series, amortised).
-        if (collection.tagLogRecords > Math.max(1000, collection.tagNames.length / 8)) collection.compactTags();
-        for (const day of collection.days()) {
-          const active = collection.active.get(day);
-          const late = collection.late.get(day);
-          const parts = collection.parts.get(day);
-          if (active === undefined && late === undefined && parts === undefined) continue;
-          const due = opts.force
-            ? day < today || late !== undefined
-            : dayEndMs(day) + 1 + opts.graceMs <= opts.now && (late === undefined || late.lastWriteAt + opts.graceMs <= opts.now);
-          const key = `${collection.id} ${day}`;
-          if (due && opts.sealedThisPass?.has(key) !== true) {
-            if (!this.sealDay(collection, day, stopAt, () => opts.sealedThisPass?.add(key))) return { sealedDays, more: true };
-            opts.sealedThisPass?.add(key);
-            sealedDays++;
-            collection.compactTags();
-            if (performance.now() >= stopAt) return { sealedDays, more: true };
-          } else if (parts !== undefined && this.running === null) {
-            const merge = partsToMerge(parts);
-            if (merge === null) continue;
-            this.startJob(collection, 'merge', day, merge);
-            if (!this.advanceJob(stopAt) || performance.now() >= stopAt) return { sealedDays, more: true };
-          }
-        }
-      }
-      return { sealedDays, more: false };
+      return this.maintenance.seal(collections, opts);
     });
   }
 
@@ -604,7 +546,7 @@ export class ShardStore {
     this.guard(() => {
       const collection = this.collections.get(id);
       if (collection === undefined) return;
-      if (this.running?.collection === collection) this.stopJob();
+      if (this.maintenance.runsFor(collection)) this.maintenance.stopJob();
       collection.syncTags(); // before the day logs, whose blocks may name its new series
       this.pendingTags.delete(collection);
       let newFiles = false;
@@ -615,7 +557,7 @@ export class ShardStore {
         newFiles ||= dayLog.unsyncedFolder !== null;
       }
       if (newFiles) fsyncDir(collection.dir);
-      for (const index of collection.sealedIndexes.values()) this.footers.delete(index);
+      this.footers.forgetCollection(collection);
       collection.close();
       this.collections.delete(id);
     });
@@ -655,13 +597,13 @@ export class ShardStore {
         };
         for (const [day, bytes] of collection.sealedBytes) {
           keep(path.basename(collection.sealedPath(day)), bytes, false);
-          countPoints(this.sealedIndex(collection, day));
+          countPoints(this.footers.sealed(collection, day));
         }
         // Parts are immutable too (a merge writes a new file and renames it).
         for (const [day, parts] of collection.parts) {
           for (const part of parts) {
             keep(path.basename(part.path), part.bytes, false);
-            countPoints(this.footer(collection, part.path, day));
+            countPoints(this.footers.get(collection, part.path, day));
           }
         }
         for (const dayLog of collection.dayLogs()) {
@@ -760,37 +702,12 @@ export class ShardStore {
     const lo = Math.max(start, dayStartMs(day));
     const hi = Math.min(end, dayEndMs(day));
     // Only the blocks of the tag that overlap [lo, hi] are read and decoded.
-    if (collection.sealedBytes.has(day)) addFileBlocks(this.sealedIndex(collection, day), tagId, lo, hi, merger);
-    for (const part of collection.parts.get(day) ?? []) addFileBlocks(this.footer(collection, part.path, day), tagId, lo, hi, merger);
+    if (collection.sealedBytes.has(day)) addFileBlocks(this.footers.sealed(collection, day), tagId, lo, hi, merger);
+    for (const part of collection.parts.get(day) ?? []) addFileBlocks(this.footers.get(collection, part.path, day), tagId, lo, hi, merger);
     const addBlock = (_tag: number, ts: Float64Array, values: Float64Array, count: number) => merger.add(ts, values, 0, count);
     collection.active.get(day)?.forEachBlock(tagId, lo, hi, addBlock);
     collection.late.get(day)?.forEachBlock(tagId, lo, hi, addBlock);
     return merger.finish();
-  }
-
-  /** The footer of a sealed day, from the cache or the file. */
-  private sealedIndex(collection: Collection, day: number): SealedIndex {
-    return this.footer(collection, collection.sealedPath(day), day);
-  }
-
-  /** The footer of a sealed file or part, from the cache or the file. */
-  private footer(collection: Collection, filePath: string, day: number): SealedIndex {
-    let index = collection.sealedIndexes.get(filePath);
-    if (index !== undefined) {
-      this.footers.delete(index);
-      this.footers.set(index, collection);
-      return index;
-    }
-    index = SealedIndex.read(filePath, day);
-    this.cacheFooter(collection, index);
-    return index;
-  }
-
-  private forgetFooter(collection: Collection, filePath: string): void {
-    const index = collection.sealedIndexes.get(filePath);
-    if (index === undefined) return;
-    collection.sealedIndexes.delete(filePath);
-    this.footers.delete(index);
   }
 
   /** A sealed file's summary directory, read on first use and kept with its footer; null when there is none or it is bad. */
@@ -807,17 +724,6 @@ export class ShardStore {
     return index.summary;
   }
 
-  private cacheFooter(collection: Collection, index: SealedIndex): void {
-    this.forgetFooter(collection, index.path);
-    collection.sealedIndexes.set(index.path, index);
-    this.footers.set(index, collection);
-    for (const [oldest, owner] of this.footers) {
-      if (this.footers.size <= this.maxCachedFooters) break;
-      this.footers.delete(oldest);
-      owner.sealedIndexes.delete(oldest.path);
-    }
-  }
-
   /**
    * The newest sealed point of a tag: the newest day whose sealed file or parts list the tag
    * holds it (a sealed file or part has only its own day's points), as the last point of the
@@ -827,8 +733,8 @@ export class ShardStore {
     const days = [...new Set([...collection.sealedBytes.keys(), ...collection.parts.keys()])].sort((a, b) => b - a);
     for (const day of days) {
       const files: SealedIndex[] = [];
-      if (collection.sealedBytes.has(day)) files.push(this.sealedIndex(collection, day));
-      for (const part of collection.parts.get(day) ?? []) files.push(this.footer(collection, part.path, day));
+      if (collection.sealedBytes.has(day)) files.push(this.footers.sealed(collection, day));
+      for (const part of collection.parts.get(day) ?? []) files.push(this.footers.get(collection, part.path, day));
       let found = false;
       let lastTs = -Infinity;
       let lastValue = 0;
@@ -854,208 +760,6 @@ export class ShardStore {
     collection.setSealedLast(tagId, false, 0, 0);
   }
 
-  /**
-   * Seals a day: its sealed file, parts and logs into one new sealed file. A small day is sealed
-   * at once (true); a large one has its logs compacted into a part and then its sealed file and
-   * parts merged by a job in slices (false until done, also while another job runs).
-   */
-  private sealDay(collection: Collection, day: number, stopAt: number, jobStarted: () => void): boolean {
-    if (this.running !== null && this.running.collection === collection && this.running.job.day === day) return false;
-    collection.syncTags(); // the sealed file names tag ids: their records go to disk first
-    const inputs = this.inputsOf(collection, day);
-    let points = 0;
-    for (const index of inputs) for (let e = 0; e < index.entryCount; e++) points += index.counts[e]!;
-    if (points > this.sealAtOncePoints) {
-      if (this.running !== null) return false; // one job at a time: this one comes after
-      this.compactDay(collection, day);
-      this.startJob(collection, 'seal', day, collection.parts.get(day) ?? []);
-      jobStarted();
-      return this.advanceJob(stopAt);
-    }
-    const logs = this.logsOf(collection, day);
-    const job = new DayFileJob(day, collection.sealedPath(day), inputs, logs, this.merger);
-    let index: SealedIndex;
-    try {
-      job.step();
-      index = job.finish();
-    } catch (err) {
-      job.abort();
-      throw err;
-    }
-    this.retireSeal(collection, day, index, collection.parts.get(day) ?? [], logs, job);
-    return true;
-  }
-
-  /**
-   * Compacts the day's logs into a new part and deletes them: the points stay where queries
-   * find them, the logs' memory and recovery time go.
-   */
-  private compactDay(collection: Collection, day: number): void {
-    const logs = this.logsOf(collection, day);
-    if (logs.length === 0) return;
-    collection.syncTags(); // the part names tag ids: their records go to disk first
-    const generation = collection.nextPartGeneration++;
-    const job = new DayFileJob(day, collection.partPath(day, generation), [], logs, this.merger);
-    let index: SealedIndex;
-    try {
-      job.step();
-      index = job.finish();
-    } catch (err) {
-      job.abort();
-      throw err;
-    }
-    collection.addPart(day, generation, index.fileBytes);
-    this.cacheFooter(collection, index);
-    let blocks = 0;
-    for (const dayLog of logs) blocks += dayLog.blockCount;
-    this.dropLogs(collection, logs);
-    fsyncDir(collection.dir);
-    this.compactions++;
-    this.maintenanceWanted = true;
-    this.log.info(
-      { event: 'day-compacted', collection: collection.id, day: path.basename(index.path), blocks, points: job.points, bytes: index.fileBytes, ms: Math.round(performance.now() - job.startedAt) },
-      'compacted day logs into a part',
-    );
-  }
-
-  /**
-   * After an append: compacts the days whose logs passed a limit, and now and then the largest
-   * days while the shard's logs together are over budget. A failure is logged, never thrown (the
-   * append is stored; the logs stay as they are) and the next try waits a while.
-   */
-  private compactOversized(collection: Collection, written: readonly DayLog[], newBlocks: number): void {
-    if (performance.now() < this.compactionPausedUntil) return;
-    try {
-      for (const dayLog of written) {
-        if (dayLog.blockCount >= this.compactBlocks || dayLog.size >= this.compactBytes) this.compactDay(collection, dayLog.day);
-      }
-      this.blocksSinceBudgetCheck += newBlocks;
-      if (this.blocksSinceBudgetCheck < this.compactBlocks / 8) return;
-      this.blocksSinceBudgetCheck = 0;
-      for (;;) {
-        let blocks = 0;
-        let bytes = 0;
-        let largest: { collection: Collection; day: number; blocks: number } | null = null;
-        for (const c of this.collections.values()) {
-          for (const dayLog of c.dayLogs()) {
-            blocks += dayLog.blockCount;
-            bytes += dayLog.size;
-            if (largest === null || dayLog.blockCount > largest.blocks) largest = { collection: c, day: dayLog.day, blocks: dayLog.blockCount };
-          }
-        }
-        if (largest === null || (blocks <= SHARD_LOG_BUDGET_FACTOR * this.compactBlocks && bytes <= SHARD_LOG_BUDGET_FACTOR * this.compactBytes)) return;
-        this.compactDay(largest.collection, largest.day);
-      }
-    } catch (err) {
-      this.compactionPausedUntil = performance.now() + 10_000;
-      this.log.warn({ event: 'compaction-failed', collection: collection.id, err: String(err) }, 'could not compact day logs into a part; trying again in 10 s');
-    }
-  }
-
-  private compactionPausedUntil = 0;
-
-  /** The day's sealed file and parts, oldest first. */
-  private inputsOf(collection: Collection, day: number): SealedIndex[] {
-    const inputs: SealedIndex[] = [];
-    if (collection.sealedBytes.has(day)) inputs.push(this.sealedIndex(collection, day));
-    for (const part of collection.parts.get(day) ?? []) inputs.push(this.footer(collection, part.path, day));
-    return inputs;
-  }
-
-  /** The day's logs in write order: active, then late. */
-  private logsOf(collection: Collection, day: number): DayLog[] {
-    const logs: DayLog[] = [];
-    const active = collection.active.get(day);
-    const late = collection.late.get(day);
-    if (active !== undefined) logs.push(active);
-    if (late !== undefined) logs.push(late);
-    return logs;
-  }
-
-  /** Forgets and deletes day logs whose points a durable sealed file or part now holds. */
-  private dropLogs(collection: Collection, logs: readonly DayLog[]): void {
-    for (const dayLog of logs) {
-      this.pending.delete(dayLog);
-      dayLog.needsSync = false;
-      this.files.forget(dayLog);
-      (dayLog.kind === 'active' ? collection.active : collection.late).delete(dayLog.day);
-      removeIfPresent(dayLog.path);
-    }
-  }
-
-  /**
-   * Deletes parts a durable file now holds, oldest first: should a crash stop this half way, the
-   * parts left are the newest of them, so merging them again after that file gives the same
-   * answers (each holds later writes than what it leaves out).
-   */
-  private dropParts(collection: Collection, day: number, parts: readonly DayPart[], keepGeneration = -1): void {
-    for (const part of [...parts].sort((a, b) => a.generation - b.generation)) {
-      if (part.generation === keepGeneration) continue;
-      this.forgetFooter(collection, part.path);
-      removeIfPresent(part.path);
-      collection.dropPart(day, part.generation);
-    }
-  }
-
-  /** The sealed file just written is durable under its name: its parts and logs go. */
-  private retireSeal(collection: Collection, day: number, index: SealedIndex, parts: readonly DayPart[], logs: readonly DayLog[], job: DayFileJob): void {
-    debugPause('seal-after-rename');
-    collection.sealedBytes.set(day, index.fileBytes);
-    this.cacheFooter(collection, index);
-    this.dropParts(collection, day, parts);
-    this.dropLogs(collection, logs);
-    debugPause('seal-logs-removed');
-    fsyncDir(collection.dir);
-    this.log.info(
-      { event: 'day-sealed', collection: collection.id, day: path.basename(index.path), tags: index.entryCount, points: job.points, parts: parts.length, bytes: index.fileBytes, ms: Math.round(performance.now() - job.startedAt) },
-      'sealed a day',
-    );
-  }
-
-  /** Starts a job over the day's sealed file (for a seal) and `parts`, none of its logs. */
-  private startJob(collection: Collection, kind: 'seal' | 'merge', day: number, parts: DayPart[]): void {
-    const inputs = kind === 'seal' && collection.sealedBytes.has(day) ? [this.sealedIndex(collection, day)] : [];
-    for (const part of parts) inputs.push(this.footer(collection, part.path, day));
-    // A merge's file takes the newest input's name (and so its place among the day's parts).
-    const output = kind === 'seal' ? collection.sealedPath(day) : parts[parts.length - 1]!.path;
-    this.running = { collection, kind, parts: [...parts], job: new DayFileJob(day, output, inputs, [], this.merger) };
-  }
-
-  /** Runs the job until done (true, its inputs retired) or `stopAt` (false). */
-  private advanceJob(stopAt: number): boolean {
-    const running = this.running!;
-    let index: SealedIndex;
-    try {
-      if (!running.job.step(stopAt)) return false;
-      this.running = null;
-      index = running.job.finish();
-    } catch (err) {
-      this.running = null;
-      running.job.abort();
-      throw err;
-    }
-    const { collection, job, parts } = running;
-    if (running.kind === 'seal') {
-      this.retireSeal(collection, job.day, index, parts, [], job);
-      return true;
-    }
-    const newest = parts[parts.length - 1]!;
-    collection.addPart(job.day, newest.generation, index.fileBytes);
-    this.cacheFooter(collection, index);
-    this.dropParts(collection, job.day, parts, newest.generation);
-    fsyncDir(collection.dir);
-    this.log.info(
-      { event: 'parts-merged', collection: collection.id, day: path.basename(index.path), parts: parts.length, points: job.points, bytes: index.fileBytes, ms: Math.round(performance.now() - job.startedAt) },
-      'merged parts of a day',
-    );
-    return true;
-  }
-
-  private stopJob(): void {
-    if (this.running === null) return;
-    this.running.job.abort();
-    this.running = null;
-  }
 }
 
 /** Checks the batch's shape, tag names and timestamps; throws BAD_REQUEST naming the problem. */

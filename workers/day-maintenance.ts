@@ -1,0 +1,354 @@
+/**
+ * What a shard does to its days besides appending to them: compacting day logs that passed their
+ * limits into parts (right after the write that passed it), merging parts of similar size, and
+ * sealing days; large merges and seals run as one job at a time, a slice per call. Files and
+ * their order on disk: day-compaction.ts; the store's read path reads what this leaves.
+ */
+
+import path from 'node:path';
+import type { Collection, DayPart } from './collection.js';
+import type { DayLog, OpenFiles } from './day-file.js';
+import type { DayMerger } from './day-merge.js';
+import { DayFileJob, partsToMerge } from './day-compaction.js';
+import { debugPause } from './debug-pause.js';
+import { fsyncDir, removeIfPresent } from './durable-fs.js';
+import type { FooterCache } from './footer-cache.js';
+import type { SealedIndex } from './sealed-file.js';
+import { dayEndMs, dayOf } from './utc-day.js';
+import type { WorkerLog } from './worker-log.js';
+
+export interface SealOptions {
+  /** Only this collection; all open collections when absent. */
+  collectionId?: string;
+  now: number;
+  /** A day is sealed once it ended this long ago (and a late log once it is this long idle). */
+  graceMs: number;
+  /** seal_now: every day before today's UTC day, and every late log, whatever the grace. */
+  force: boolean;
+  /** Stop once a day's seal ends this long after the call began (`more` then says days are left). */
+  budgetMs?: number;
+  /**
+   * Days (`<collection id> <day>`) sealed or being sealed by this pass, over its calls: each is
+   * sealed once per pass, so points that keep arriving for a day cannot keep a pass going.
+   */
+  sealedThisPass?: Set<string>;
+}
+
+/** The shard's state the maintenance works on (owned by ShardStore). */
+export interface MaintainedShard {
+  collections: ReadonlyMap<string, Collection>;
+  files: OpenFiles;
+  /** Day logs owed an fdatasync at the next group commit. */
+  pending: Set<DayLog>;
+  footers: FooterCache;
+  merger: DayMerger;
+  log: WorkerLog;
+  /** storage.dayLogCompactBlocks and dayLogCompactBytes. */
+  compactBlocks: number;
+  compactBytes: number;
+  /** A seal whose sealed file and parts hold more points runs as a job in slices. */
+  sealAtOncePoints: number;
+}
+
+/** The shard's logs together may hold this many times the per-day compaction limits. */
+const SHARD_LOG_BUDGET_FACTOR = 4;
+
+/** The merge or seal under way, in slices (at most one per shard). */
+interface RunningJob {
+  collection: Collection;
+  /** 'seal': into the sealed file (the parts then go); 'merge': parts into one part. */
+  kind: 'seal' | 'merge';
+  parts: DayPart[];
+  job: DayFileJob;
+}
+
+export class DayMaintenance {
+  private readonly collections: ReadonlyMap<string, Collection>;
+  private readonly files: OpenFiles;
+  private readonly pending: Set<DayLog>;
+  private readonly footers: FooterCache;
+  private readonly merger: DayMerger;
+  private readonly log: WorkerLog;
+  private readonly compactBlocks: number;
+  private readonly compactBytes: number;
+  private readonly sealAtOncePoints: number;
+  /** Blocks appended since the shard's logs were last counted against their budget. */
+  private blocksSinceBudgetCheck = 0;
+  private running: RunningJob | null = null;
+  /** Set by a compaction: parts may be due for a merge (the worker then runs a seal pass soon). */
+  maintenanceWanted = false;
+  /** Compactions since this store was made (BUFFER_STATS). */
+  compactions = 0;
+
+  constructor(shard: MaintainedShard) {
+    this.collections = shard.collections;
+    this.files = shard.files;
+    this.pending = shard.pending;
+    this.footers = shard.footers;
+    this.merger = shard.merger;
+    this.log = shard.log;
+    this.compactBlocks = shard.compactBlocks;
+    this.compactBytes = shard.compactBytes;
+    this.sealAtOncePoints = shard.sealAtOncePoints;
+  }
+
+  /** True while a job of the collection is under way. */
+  runsFor(collection: Collection): boolean {
+    return this.running?.collection === collection;
+  }
+
+  /**
+   * Seals finished days: per day, sealed + parts + active + late points become one new sealed
+   * file, then the parts and logs are deleted. With `force` (seal_now) every day before today's
+   * UTC day and every late log is sealed; otherwise a day once it ended `graceMs` ago, and a late
+   * log once it has also been idle for `graceMs` (so a trickle of late points does not rewrite
+   * the day on every call). Between seals, parts of similar size are merged. A job under way (a
+   * large seal or a merge, day-compaction.ts) goes on first; `more` says work is left when the
+   * budget ran out.
+   */
+  seal(collections: readonly Collection[], opts: SealOptions): { sealedDays: number; more: boolean } {
+    const today = dayOf(opts.now);
+    const stopAt = performance.now() + (opts.budgetMs ?? Infinity);
+    let sealedDays = 0;
+    if (this.running !== null) {
+      const kind = this.running.kind;
+      if (!this.advanceJob(stopAt)) return { sealedDays, more: true };
+      if (kind === 'seal') sealedDays++;
+      if (performance.now() >= stopAt) return { sealedDays, more: true };
+    }
+    for (const collection of collections) {
+      // The tag log moves into meta.json at seal, but not at every seal pass of a collection
+      // that keeps adding series: only once the log is a fair share of the dictionary, so each
+      // rewrite of meta.json is paid for by as many new series (O(1) per series, amortised).
+      if (collection.tagLogRecords > Math.max(1000, collection.tagNames.length / 8)) collection.compactTags();
+      for (const day of collection.days()) {
+        const active = collection.active.get(day);
+        const late = collection.late.get(day);
+        const parts = collection.parts.get(day);
+        if (active === undefined && late === undefined && parts === undefined) continue;
+        const due = opts.force
+          ? day < today || late !== undefined
+          : dayEndMs(day) + 1 + opts.graceMs <= opts.now && (late === undefined || late.lastWriteAt + opts.graceMs <= opts.now);
+        const key = `${collection.id} ${day}`;
+        if (due && opts.sealedThisPass?.has(key) !== true) {
+          if (!this.sealDay(collection, day, stopAt, () => opts.sealedThisPass?.add(key))) return { sealedDays, more: true };
+          opts.sealedThisPass?.add(key);
+          sealedDays++;
+          collection.compactTags();
+          if (performance.now() >= stopAt) return { sealedDays, more: true };
+        } else if (parts !== undefined && this.running === null) {
+          const merge = partsToMerge(parts);
+          if (merge === null) continue;
+          this.startJob(collection, 'merge', day, merge);
+          if (!this.advanceJob(stopAt) || performance.now() >= stopAt) return { sealedDays, more: true };
+        }
+      }
+    }
+    return { sealedDays, more: false };
+  }
+
+
+  /**
+   * Seals a day: its sealed file, parts and logs into one new sealed file. A small day is sealed
+   * at once (true); a large one has its logs compacted into a part and then its sealed file and
+   * parts merged by a job in slices (false until done, also while another job runs).
+   */
+  private sealDay(collection: Collection, day: number, stopAt: number, jobStarted: () => void): boolean {
+    if (this.running !== null && this.running.collection === collection && this.running.job.day === day) return false;
+    collection.syncTags(); // the sealed file names tag ids: their records go to disk first
+    const inputs = this.inputsOf(collection, day);
+    let points = 0;
+    for (const index of inputs) for (let e = 0; e < index.entryCount; e++) points += index.counts[e]!;
+    if (points > this.sealAtOncePoints) {
+      if (this.running !== null) return false; // one job at a time: this one comes after
+      this.compactDay(collection, day);
+      this.startJob(collection, 'seal', day, collection.parts.get(day) ?? []);
+      jobStarted();
+      return this.advanceJob(stopAt);
+    }
+    const logs = this.logsOf(collection, day);
+    const job = new DayFileJob(day, collection.sealedPath(day), inputs, logs, this.merger);
+    let index: SealedIndex;
+    try {
+      job.step();
+      index = job.finish();
+    } catch (err) {
+      job.abort();
+      throw err;
+    }
+    this.retireSeal(collection, day, index, collection.parts.get(day) ?? [], logs, job);
+    return true;
+  }
+
+  /**
+   * Compacts the day's logs into a new part and deletes them: the points stay where queries
+   * find them, the logs' memory and recovery time go.
+   */
+  private compactDay(collection: Collection, day: number): void {
+    const logs = this.logsOf(collection, day);
+    if (logs.length === 0) return;
+    collection.syncTags(); // the part names tag ids: their records go to disk first
+    const generation = collection.nextPartGeneration++;
+    const job = new DayFileJob(day, collection.partPath(day, generation), [], logs, this.merger);
+    let index: SealedIndex;
+    try {
+      job.step();
+      index = job.finish();
+    } catch (err) {
+      job.abort();
+      throw err;
+    }
+    collection.addPart(day, generation, index.fileBytes);
+    this.footers.put(collection, index);
+    let blocks = 0;
+    for (const dayLog of logs) blocks += dayLog.blockCount;
+    this.dropLogs(collection, logs);
+    fsyncDir(collection.dir);
+    this.compactions++;
+    this.maintenanceWanted = true;
+    this.log.info(
+      { event: 'day-compacted', collection: collection.id, day: path.basename(index.path), blocks, points: job.points, bytes: index.fileBytes, ms: Math.round(performance.now() - job.startedAt) },
+      'compacted day logs into a part',
+    );
+  }
+
+  /**
+   * After an append: compacts the days whose logs passed a limit, and now and then the largest
+   * days while the shard's logs together are over budget. A failure is logged, never thrown (the
+   * append is stored; the logs stay as they are) and the next try waits a while.
+   */
+  compactOversized(collection: Collection, written: readonly DayLog[], newBlocks: number): void {
+    if (performance.now() < this.compactionPausedUntil) return;
+    try {
+      for (const dayLog of written) {
+        if (dayLog.blockCount >= this.compactBlocks || dayLog.size >= this.compactBytes) this.compactDay(collection, dayLog.day);
+      }
+      this.blocksSinceBudgetCheck += newBlocks;
+      if (this.blocksSinceBudgetCheck < this.compactBlocks / 8) return;
+      this.blocksSinceBudgetCheck = 0;
+      for (;;) {
+        let blocks = 0;
+        let bytes = 0;
+        let largest: { collection: Collection; day: number; blocks: number } | null = null;
+        for (const c of this.collections.values()) {
+          for (const dayLog of c.dayLogs()) {
+            blocks += dayLog.blockCount;
+            bytes += dayLog.size;
+            if (largest === null || dayLog.blockCount > largest.blocks) largest = { collection: c, day: dayLog.day, blocks: dayLog.blockCount };
+          }
+        }
+        if (largest === null || (blocks <= SHARD_LOG_BUDGET_FACTOR * this.compactBlocks && bytes <= SHARD_LOG_BUDGET_FACTOR * this.compactBytes)) return;
+        this.compactDay(largest.collection, largest.day);
+      }
+    } catch (err) {
+      this.compactionPausedUntil = performance.now() + 10_000;
+      this.log.warn({ event: 'compaction-failed', collection: collection.id, err: String(err) }, 'could not compact day logs into a part; trying again in 10 s');
+    }
+  }
+
+  private compactionPausedUntil = 0;
+
+  /** The day's sealed file and parts, oldest first. */
+  private inputsOf(collection: Collection, day: number): SealedIndex[] {
+    const inputs: SealedIndex[] = [];
+    if (collection.sealedBytes.has(day)) inputs.push(this.footers.sealed(collection, day));
+    for (const part of collection.parts.get(day) ?? []) inputs.push(this.footers.get(collection, part.path, day));
+    return inputs;
+  }
+
+  /** The day's logs in write order: active, then late. */
+  private logsOf(collection: Collection, day: number): DayLog[] {
+    const logs: DayLog[] = [];
+    const active = collection.active.get(day);
+    const late = collection.late.get(day);
+    if (active !== undefined) logs.push(active);
+    if (late !== undefined) logs.push(late);
+    return logs;
+  }
+
+  /** Forgets and deletes day logs whose points a durable sealed file or part now holds. */
+  private dropLogs(collection: Collection, logs: readonly DayLog[]): void {
+    for (const dayLog of logs) {
+      this.pending.delete(dayLog);
+      dayLog.needsSync = false;
+      this.files.forget(dayLog);
+      (dayLog.kind === 'active' ? collection.active : collection.late).delete(dayLog.day);
+      removeIfPresent(dayLog.path);
+    }
+  }
+
+  /**
+   * Deletes parts a durable file now holds, oldest first: should a crash stop this half way, the
+   * parts left are the newest of them, so merging them again after that file gives the same
+   * answers (each holds later writes than what it leaves out).
+   */
+  private dropParts(collection: Collection, day: number, parts: readonly DayPart[], keepGeneration = -1): void {
+    for (const part of [...parts].sort((a, b) => a.generation - b.generation)) {
+      if (part.generation === keepGeneration) continue;
+      this.footers.forget(collection, part.path);
+      removeIfPresent(part.path);
+      collection.dropPart(day, part.generation);
+    }
+  }
+
+  /** The sealed file just written is durable under its name: its parts and logs go. */
+  private retireSeal(collection: Collection, day: number, index: SealedIndex, parts: readonly DayPart[], logs: readonly DayLog[], job: DayFileJob): void {
+    debugPause('seal-after-rename');
+    collection.sealedBytes.set(day, index.fileBytes);
+    this.footers.put(collection, index);
+    this.dropParts(collection, day, parts);
+    this.dropLogs(collection, logs);
+    debugPause('seal-logs-removed');
+    fsyncDir(collection.dir);
+    this.log.info(
+      { event: 'day-sealed', collection: collection.id, day: path.basename(index.path), tags: index.entryCount, points: job.points, parts: parts.length, bytes: index.fileBytes, ms: Math.round(performance.now() - job.startedAt) },
+      'sealed a day',
+    );
+  }
+
+  /** Starts a job over the day's sealed file (for a seal) and `parts`, none of its logs. */
+  private startJob(collection: Collection, kind: 'seal' | 'merge', day: number, parts: DayPart[]): void {
+    const inputs = kind === 'seal' && collection.sealedBytes.has(day) ? [this.footers.sealed(collection, day)] : [];
+    for (const part of parts) inputs.push(this.footers.get(collection, part.path, day));
+    // A merge's file takes the newest input's name (and so its place among the day's parts).
+    const output = kind === 'seal' ? collection.sealedPath(day) : parts[parts.length - 1]!.path;
+    this.running = { collection, kind, parts: [...parts], job: new DayFileJob(day, output, inputs, [], this.merger) };
+  }
+
+  /** Runs the job until done (true, its inputs retired) or `stopAt` (false). */
+  private advanceJob(stopAt: number): boolean {
+    const running = this.running!;
+    let index: SealedIndex;
+    try {
+      if (!running.job.step(stopAt)) return false;
+      this.running = null;
+      index = running.job.finish();
+    } catch (err) {
+      this.running = null;
+      running.job.abort();
+      throw err;
+    }
+    const { collection, job, parts } = running;
+    if (running.kind === 'seal') {
+      this.retireSeal(collection, job.day, index, parts, [], job);
+      return true;
+    }
+    const newest = parts[parts.length - 1]!;
+    collection.addPart(job.day, newest.generation, index.fileBytes);
+    this.footers.put(collection, index);
+    this.dropParts(collection, job.day, parts, newest.generation);
+    fsyncDir(collection.dir);
+    this.log.info(
+      { event: 'parts-merged', collection: collection.id, day: path.basename(index.path), parts: parts.length, points: job.points, bytes: index.fileBytes, ms: Math.round(performance.now() - job.startedAt) },
+      'merged parts of a day',
+    );
+    return true;
+  }
+
+  /** Gives up the job under way (its collection is being closed, or the store recovers). */
+  stopJob(): void {
+    if (this.running === null) return;
+    this.running.job.abort();
+    this.running = null;
+  }
+}
