@@ -355,12 +355,15 @@ describe('day logs compacted into parts', () => {
     }
     assert.ok(stuck !== null, 'a compaction reached seal-before-rename');
     assert.equal(partFiles(dataDir).length, 0, 'no part under its final name yet');
+    const tmpFiles = () => walk(path.join(dataDir, 'ts')).filter((f) => f.endsWith('.tmp'));
+    assert.ok(tmpFiles().some((f) => /^part-\d{8}-\d{8}\.hsd\.tmp$/.test(path.basename(f))), `the part is written under its temporary name: ${tmpFiles().join(', ')}`);
     assert.deepEqual(await svc.stop('SIGKILL'), { code: null, signal: 'SIGKILL' });
     await stuckAnswer;
     ing.unanswered(stuck);
 
     ({ svc, token } = await newService(dataDir));
     await assertAcknowledgedThere(svc, token, ing, 'after kill -9 before a part was renamed');
+    assert.deepEqual(tmpFiles(), [], 'the restart removed the temporary part');
     assert.deepEqual(await svc.stop(), { code: 0, signal: null });
     historianCheck(dataDir, 'after kill -9 before a part was renamed');
   });
