@@ -74,6 +74,8 @@ export interface Sample {
   fds: number;
   dataFiles: number;
   dataBytes: number;
+  /** Day-log blocks indexed in memory, summed over shards (historian_storage_day_log_blocks). */
+  logBlocks: number;
 }
 
 export interface PathCheck {
@@ -230,9 +232,11 @@ export async function runSoak(target: SoakTarget, options: Partial<SoakOptions> 
     const fds = countOr(`/proc/${target.pid}/fd`);
     const reply = await rec.timed('GET /metrics', () => metricsClient.get('/metrics'));
     metricsClient.close();
-    const heapUsedBytes = Number(/^nodejs_heap_size_used_bytes(?:\{[^}]*\})? (\S+)$/m.exec(reply?.body.toString('utf8') ?? '')?.[1] ?? NaN);
+    const metrics = reply?.body.toString('utf8') ?? '';
+    const heapUsedBytes = Number(/^nodejs_heap_size_used_bytes(?:\{[^}]*\})? (\S+)$/m.exec(metrics)?.[1] ?? NaN);
+    const logBlocks = [...metrics.matchAll(/^historian_storage_day_log_blocks(?:\{[^}]*\})? (\S+)$/gm)].reduce((n, m) => n + Number(m[1]), 0);
     const disk = diskUsage(target.dataDir);
-    samples.push({ minute: (performance.now() - runStart) / 60_000, rssKb, heapUsedBytes, fds, dataFiles: disk.files, dataBytes: disk.bytes });
+    samples.push({ minute: (performance.now() - runStart) / 60_000, rssKb, heapUsedBytes, fds, dataFiles: disk.files, dataBytes: disk.bytes, logBlocks });
   };
   await sample();
 

@@ -136,7 +136,7 @@ export function formatReport(r: SoakResult): string {
   out.push('## Memory, descriptors and files over time', '');
   const byMinute: Sample[] = [];
   for (const s of r.samples) if (byMinute.length === 0 || Math.floor(s.minute) > Math.floor(byMinute.at(-1)!.minute) || s === r.samples.at(-1)) byMinute.push(s);
-  out.push(markdownTable(['minute', 'RSS', 'V8 heap used', 'fds', 'data-dir files', 'data-dir bytes'], byMinute.map((s) => [num(s.minute, 1), mib(s.rssKb * 1024), mib(s.heapUsedBytes), String(s.fds), int(s.dataFiles), mib(s.dataBytes)])), '');
+  out.push(markdownTable(['minute', 'RSS', 'V8 heap used', 'fds', 'data-dir files', 'data-dir bytes', 'day-log blocks'], byMinute.map((s) => [num(s.minute, 1), mib(s.rssKb * 1024), mib(s.heapUsedBytes), String(s.fds), int(s.dataFiles), mib(s.dataBytes), int(s.logBlocks)])), '');
 
   out.push('## Latency per route class (successful requests)', '');
   out.push(`Slopes are least-squares fits over the minutes after warm-up; no upward trend means a slope near 0.`, '');
