@@ -244,7 +244,10 @@ export function encodeValues(values: Float64Array, count: number, w: ByteWriter,
   const varintBytes = analyseDeltas(ints, count, frameMin, frameWidth);
   const packedBytes = packedSize(ints, count, frameMin, frameWidth);
   const chooses = scaledMode === 0 || scaledMode === VALUES_MODE_SCALED_RANS || scaledMode === VALUES_MODE_SCALED_PREDICTED;
-  if (chooses) {
+  // A block of a few points (a part of many sparse tags) does not pay for a rANS table: trying
+  // it was a fifth of such a compaction's time. Mode 1 or 3 then, whichever is shorter (version
+  // 3 writers tried rANS at every size, and codecVersion 3 still chooses as they did).
+  if (chooses && !(scaledMode === 0 && codecVersion >= 4 && count < RANS_MIN_POINTS)) {
     // Strictly shorter than the others, so ties keep the simpler modes. Decoding cost is close
     // enough not to weigh: 7 ns a point for rANS, 4 to 9 for bit unpacking by width
     // (node dist/bench/result-codecs.js); mode 5 decodes as fast as mode 4 (its running mean
@@ -269,6 +272,9 @@ export function encodeValues(values: Float64Array, count: number, w: ByteWriter,
   if (packed) encodePacked(ints, count, k, frameMin, frameWidth, w);
   else encodeScaled(ints, count, k, w);
 }
+
+/** Below this many values the rANS modes are not tried (their table alone outweighs a few deltas). */
+export const RANS_MIN_POINTS = 32;
 
 /** Bits needed for an integer in 0..2^53-1. */
 function bitLength(v: number): number {

@@ -197,11 +197,19 @@ export class SealedIndex {
   }
 }
 
+/** Blocks are gathered up to this many bytes and written with one call (a part of 10,000 small tags made 10,000 writes). */
+const WRITE_BATCH_BYTES = 1 << 20;
+
 /** Writes one sealed file; tags must be added in increasing tag id order. */
 export class SealedFileWriter {
   private readonly tmpPath: string;
   private fd: number;
+  /** Where the next block goes (blocks not yet written included). */
   private position = SEALED_HEADER_BYTES;
+  /** Blocks not written yet, from file offset `batchStart`. */
+  private batch = Buffer.allocUnsafe(WRITE_BATCH_BYTES);
+  private batchLength = 0;
+  private batchStart = SEALED_HEADER_BYTES;
   private readonly tagIds: number[] = [];
   private readonly counts: number[] = [];
   private readonly offsets: number[] = [];
@@ -260,7 +268,7 @@ export class SealedFileWriter {
     const block = compressSync(Buffer.from(columns.buffer, columns.byteOffset, columns.length));
     if (w.length > 16 * 1024 * 1024) columnWriter = new ByteWriter(64 * 1024); // do not pin a huge buffer
     if (block.length > 0xffffffff) throw internal(`tag ${tagId} compresses to ${block.length} bytes, more than a sealed block can hold`);
-    writeFully(this.fd, block, this.position);
+    this.queue(block);
     this.tagIds.push(tagId);
     this.counts.push(count);
     this.offsets.push(this.position);
@@ -271,8 +279,28 @@ export class SealedFileWriter {
     this.position += block.length;
   }
 
+  /** Adds a block at `position` to the batch, writing the batch first when it would not fit. */
+  private queue(block: Uint8Array): void {
+    if (this.batchLength + block.length > this.batch.length) this.flushBatch();
+    if (block.length > this.batch.length) {
+      writeFully(this.fd, block, this.position);
+      this.batchStart = this.position + block.length;
+      return;
+    }
+    this.batch.set(block, this.batchLength);
+    this.batchLength += block.length;
+  }
+
+  private flushBatch(): void {
+    if (this.batchLength > 0) writeFully(this.fd, this.batch.subarray(0, this.batchLength), this.batchStart);
+    this.batchStart += this.batchLength;
+    this.batchLength = 0;
+  }
+
   /** Writes the summary section and the footer, makes the file durable and moves it to its final name. */
   finish(): SealedIndex {
+    this.flushBatch();
+    this.batch = Buffer.alloc(0);
     const { section, crc: summaryCrc } = this.summary.finish();
     const summaryOffset = this.position;
     writeFully(this.fd, section, summaryOffset);

@@ -65,7 +65,7 @@ export interface ShardStoreOptions {
   maxUnsealedDaysPerCollection?: number;
   /** storage.dayLogCompactBlocks: a day's logs with this many blocks are compacted into a part (default 131072). */
   dayLogCompactBlocks?: number;
-  /** storage.dayLogCompactBytes: ...or with this many bytes (default 32 MiB). */
+  /** storage.dayLogCompactBytes: ...or with this many bytes (default 16 MiB). */
   dayLogCompactBytes?: number;
   /** A seal whose sealed file and parts hold more points runs as a job in slices (tests make it small). */
   sealAtOncePoints?: number;
@@ -120,7 +120,7 @@ export class ShardStore {
       merger: this.merger,
       log: this.log,
       compactBlocks: opts.dayLogCompactBlocks ?? 131_072,
-      compactBytes: opts.dayLogCompactBytes ?? 32 * 1024 * 1024,
+      compactBytes: opts.dayLogCompactBytes ?? 16 * 1024 * 1024,
       sealAtOncePoints: opts.sealAtOncePoints ?? GATHER_POINTS,
     });
   }
