@@ -138,6 +138,17 @@ export class DayFileJob {
     return this.next >= this.tagIds.length;
   }
 
+  /** Writes the whole file in one go (a job with logs must): its footer; on a failure nothing is left of it. */
+  runAtOnce(): SealedIndex {
+    try {
+      this.step();
+      return this.finish();
+    } catch (err) {
+      this.abort();
+      throw err;
+    }
+  }
+
   /** Makes the file durable under its name; the caller then retires the inputs. */
   finish(): SealedIndex {
     try {

@@ -168,14 +168,7 @@ export class DayMaintenance {
     }
     const logs = this.logsOf(collection, day);
     const job = new DayFileJob(day, collection.sealedPath(day), inputs, logs, this.merger);
-    let index: SealedIndex;
-    try {
-      job.step();
-      index = job.finish();
-    } catch (err) {
-      job.abort();
-      throw err;
-    }
+    const index = job.runAtOnce();
     this.retireSeal(collection, day, index, collection.parts.get(day) ?? [], logs, job);
     return true;
   }
@@ -190,14 +183,7 @@ export class DayMaintenance {
     collection.syncTags(); // the part names tag ids: their records go to disk first
     const generation = collection.nextPartGeneration++;
     const job = new DayFileJob(day, collection.partPath(day, generation), [], logs, this.merger);
-    let index: SealedIndex;
-    try {
-      job.step();
-      index = job.finish();
-    } catch (err) {
-      job.abort();
-      throw err;
-    }
+    const index = job.runAtOnce();
     collection.addPart(day, generation, index.fileBytes);
     this.footers.put(collection, index);
     let blocks = 0;
