@@ -63,7 +63,7 @@ export interface ShardStoreOptions {
   maxSeriesPerCollection?: number;
   /** storage.maxUnsealedDaysPerCollection: a write that would open more day logs in a collection is refused. */
   maxUnsealedDaysPerCollection?: number;
-  /** storage.dayLogCompactBlocks: a day's logs with this many blocks are compacted into a part (default 131072). */
+  /** storage.dayLogCompactBlocks: a day's logs with this many blocks are compacted into a part (default 262144). */
   dayLogCompactBlocks?: number;
   /** storage.dayLogCompactBytes: ...or with this many bytes (default 16 MiB). */
   dayLogCompactBytes?: number;
@@ -119,7 +119,7 @@ export class ShardStore {
       footers: this.footers,
       merger: this.merger,
       log: this.log,
-      compactBlocks: opts.dayLogCompactBlocks ?? 131_072,
+      compactBlocks: opts.dayLogCompactBlocks ?? 262_144,
       compactBytes: opts.dayLogCompactBytes ?? 16 * 1024 * 1024,
       sealAtOncePoints: opts.sealAtOncePoints ?? GATHER_POINTS,
     });
