@@ -76,6 +76,9 @@ export interface Sample {
   dataBytes: number;
   /** Day-log blocks indexed in memory, summed over shards (historian_storage_day_log_blocks). */
   logBlocks: number;
+  /** The storage workers' V8 heaps and ArrayBuffer memory, summed over shards. */
+  workerHeapBytes: number;
+  workerArrayBufferBytes: number;
 }
 
 export interface PathCheck {
@@ -234,9 +237,12 @@ export async function runSoak(target: SoakTarget, options: Partial<SoakOptions> 
     metricsClient.close();
     const metrics = reply?.body.toString('utf8') ?? '';
     const heapUsedBytes = Number(/^nodejs_heap_size_used_bytes(?:\{[^}]*\})? (\S+)$/m.exec(metrics)?.[1] ?? NaN);
-    const logBlocks = [...metrics.matchAll(/^historian_storage_day_log_blocks(?:\{[^}]*\})? (\S+)$/gm)].reduce((n, m) => n + Number(m[1]), 0);
+    const sum = (name: string) => [...metrics.matchAll(new RegExp(`^${name}(?:\\{[^}]*\\})? (\\S+)$`, 'gm'))].reduce((n, m) => n + Number(m[1]), 0);
+    const logBlocks = sum('historian_storage_day_log_blocks');
+    const workerHeapBytes = sum('historian_storage_worker_heap_used_bytes');
+    const workerArrayBufferBytes = sum('historian_storage_worker_array_buffer_bytes');
     const disk = diskUsage(target.dataDir);
-    samples.push({ minute: (performance.now() - runStart) / 60_000, rssKb, heapUsedBytes, fds, dataFiles: disk.files, dataBytes: disk.bytes, logBlocks });
+    samples.push({ minute: (performance.now() - runStart) / 60_000, rssKb, heapUsedBytes, fds, dataFiles: disk.files, dataBytes: disk.bytes, logBlocks, workerHeapBytes, workerArrayBufferBytes });
   };
   await sample();
 

@@ -73,16 +73,6 @@ export function fdFigures(r: SoakResult): { atWarmup: number; max: number; end: 
   return { atWarmup: most(r.samples.filter((s) => s.minute <= warm)), max: most(r.samples.filter((s) => s.minute > warm)), end: r.samples.at(-1)?.fds ?? NaN };
 }
 
-/**
- * Bytes of the storage workers' per-day-log block index (workers/day-file.ts BlockList: four
- * Float64 per block and tag) for the points the run acknowledged: memory that grows with the
- * active day's writes and goes when the day is sealed, so not a leak.
- */
-export function blockIndexBytes(r: SoakResult): number {
-  const rows = r.options.rows;
-  return r.paths.reduce((n, p) => n + (p.acknowledged / rows) * 32, 0);
-}
-
 const pct = (f: number) => (Number.isFinite(f) ? `${f >= 0 ? '+' : ''}${(f * 100).toFixed(1)}%` : 'n/a');
 const slope = (v: number) => (Number.isFinite(v) ? `${v >= 0 ? '+' : ''}${v.toFixed(2)} ms/min` : 'n/a');
 
@@ -101,6 +91,8 @@ export function formatReport(r: SoakResult): string {
   const missing = r.paths.reduce((n, p) => n + p.missing, 0);
   const rss = growthAfterWarmup(r.samples, (s) => s.rssKb * 1024, o.warmupMinutes);
   const heap = growthAfterWarmup(r.samples, (s) => s.heapUsedBytes, o.warmupMinutes);
+  const workerHeap = growthAfterWarmup(r.samples, (s) => s.workerHeapBytes, o.warmupMinutes);
+  const workerBuffers = growthAfterWarmup(r.samples, (s) => s.workerArrayBufferBytes, o.warmupMinutes);
   const files = growthAfterWarmup(r.samples, (s) => s.dataFiles, o.warmupMinutes);
   const fds = fdFigures(r);
   out.push('## Verdict', '');
@@ -113,7 +105,8 @@ export function formatReport(r: SoakResult): string {
         ['every acknowledged point present (4 write paths + live markers)', missing === 0 ? 'yes' : `NO: ${int(missing)} missing`],
         ['RSS after warm-up (goal < +10%)', `${mib(rss.base)} → ${mib(rss.end)} (${pct(rss.growth)})`],
         ['V8 heap used after warm-up', `${mib(heap.base)} → ${mib(heap.end)} (${pct(heap.growth)})`],
-        ['of which by design: the day logs\' block index (32 B per block and tag, every write request one block per tag; typed arrays grown by doubling)', `${mib(blockIndexBytes(r))} for the whole run's writes, up to twice that allocated`],
+        ['storage workers\' heap and ArrayBuffers after warm-up', `${mib(workerHeap.base)} → ${mib(workerHeap.end)} (${pct(workerHeap.growth)}); ${mib(workerBuffers.base)} → ${mib(workerBuffers.end)} (${pct(workerBuffers.growth)})`],
+        ['day logs\' block index (36 B per block; storage.dayLogCompactBlocks bounds it)', `at most ${int(Math.max(...r.samples.map((s) => s.logBlocks)))} blocks (${mib(36 * Math.max(...r.samples.map((s) => s.logBlocks)))})`],
         ['file descriptors (most until the end of warm-up → most after it, at the end)', `${fds.atWarmup} → ${fds.max}, end ${fds.end}`],
         ['data-dir files after warm-up', `${int(files.base)} → ${int(files.end)} (${pct(files.growth)})`],
         ['route classes without a success', classesWithoutSuccess(r).join(', ') || 'none'],
@@ -136,7 +129,13 @@ export function formatReport(r: SoakResult): string {
   out.push('## Memory, descriptors and files over time', '');
   const byMinute: Sample[] = [];
   for (const s of r.samples) if (byMinute.length === 0 || Math.floor(s.minute) > Math.floor(byMinute.at(-1)!.minute) || s === r.samples.at(-1)) byMinute.push(s);
-  out.push(markdownTable(['minute', 'RSS', 'V8 heap used', 'fds', 'data-dir files', 'data-dir bytes', 'day-log blocks'], byMinute.map((s) => [num(s.minute, 1), mib(s.rssKb * 1024), mib(s.heapUsedBytes), String(s.fds), int(s.dataFiles), mib(s.dataBytes), int(s.logBlocks)])), '');
+  out.push(
+    markdownTable(
+      ['minute', 'RSS', 'V8 heap used (main)', 'storage workers: heap, ArrayBuffers', 'fds', 'data-dir files', 'data-dir bytes', 'day-log blocks'],
+      byMinute.map((s) => [num(s.minute, 1), mib(s.rssKb * 1024), mib(s.heapUsedBytes), `${mib(s.workerHeapBytes)}, ${mib(s.workerArrayBufferBytes)}`, String(s.fds), int(s.dataFiles), mib(s.dataBytes), int(s.logBlocks)]),
+    ),
+    '',
+  );
 
   out.push('## Latency per route class (successful requests)', '');
   out.push(`Slopes are least-squares fits over the minutes after warm-up; no upward trend means a slope near 0.`, '');

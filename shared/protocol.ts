@@ -367,6 +367,9 @@ export interface BufferStats {
   /** MONITOR_SAMPLE tasks answered since the worker started, and the write frames they waited behind in all (taken after the task was sent, before it ran). */
   monitorSamples: number;
   monitorSampleWaitedFrames: number;
+  /** The worker's own V8 heap in use and the ArrayBuffer memory (typed arrays, buffers) it holds, when asked. */
+  heapUsedBytes: number;
+  arrayBufferBytes: number;
 }
 
 /** What a shard holds at a backup's instant: its files (paths relative to the data dir) and per-collection totals. */

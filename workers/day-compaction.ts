@@ -108,7 +108,7 @@ export class DayFileJob {
     this.fds = [];
     try {
       for (const input of inputs) this.fds.push(fs.openSync(input.path, 'r'));
-      this.writer = new SealedFileWriter(outputPath, day);
+      this.writer = new SealedFileWriter(outputPath, day, undefined, this.isSeal ? 'best' : 'fast');
     } catch (err) {
       this.closeInputs();
       throw err;

@@ -228,6 +228,12 @@ export class SealedFileWriter {
      * reading old data dirs); seals use the current format 4 with codec 4.
      */
     private readonly columnCodecVersion = COLUMN_CODEC_VERSION,
+    /**
+     * 'fast' leaves the rANS value modes out: for parts, which a merge or the day's seal rewrites
+     * (compaction runs on the shard's thread right after a write: 87 to 51 ns a point, 0.65 to
+     * 0.79 B a point); sealed days get 'best'.
+     */
+    private readonly effort: 'best' | 'fast' = 'best',
   ) {
     const version = (this.version = columnCodecVersion === COLUMN_CODEC_VERSION ? SEALED_VERSION : 3);
     this.summary = new SummaryBuilder(version >= 4);
@@ -263,7 +269,7 @@ export class SealedFileWriter {
     const w = columnWriter;
     w.reset();
     encodeTimestamps(ts, count, w);
-    encodeValues(values, count, w, 0, this.columnCodecVersion);
+    encodeValues(values, count, w, 0, this.columnCodecVersion, this.effort === 'best');
     const columns = w.bytes();
     const block = compressSync(Buffer.from(columns.buffer, columns.byteOffset, columns.length));
     if (w.length > 16 * 1024 * 1024) columnWriter = new ByteWriter(64 * 1024); // do not pin a huge buffer

@@ -8,6 +8,7 @@
 //   query-runner.ts    queries: result fragments into the result ring, on the client's credit
 //   answers.ts         write answers on the result ring, and errors as they cross threads
 
+import v8 from 'node:v8';
 import { compileGlob } from '../shared/glob.js';
 import { workerData } from 'node:worker_threads';
 import { RingConsumer, RingProducer } from '../shared/ring.js';
@@ -208,6 +209,8 @@ function bufferStats(): BufferStats {
     sealedBytes: files.sealedBytes,
     monitorSamples,
     monitorSampleWaitedFrames,
+    heapUsedBytes: v8.getHeapStatistics().used_heap_size,
+    arrayBufferBytes: process.memoryUsage().arrayBuffers,
   };
 }
 

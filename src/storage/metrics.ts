@@ -75,6 +75,8 @@ export function storageMetricSources(shards: ShardPool, gateway: ShardGateway, d
     gauge('historian_storage_active_bytes', 'Bytes of day logs (days not sealed yet, and late points) on disk, by shard.', workers.perShard((stats) => stats.activeBytes)),
     gauge('historian_storage_day_log_blocks', 'Blocks the day logs of each shard index in memory (36 bytes each); storage.dayLogCompactBlocks bounds them.', workers.perShard((stats) => stats.logBlocks)),
     counter('historian_storage_compactions_total', 'Day logs compacted into part files before their day was sealed, by shard (since its worker started).', workers.perShard((stats) => stats.compactions)),
+    gauge('historian_storage_worker_heap_used_bytes', 'V8 heap in use in each shard\'s storage worker (its own isolate; nodejs_heap_size_used_bytes is the main thread\'s).', workers.perShard((stats) => stats.heapUsedBytes)),
+    gauge('historian_storage_worker_array_buffer_bytes', 'ArrayBuffer memory (typed arrays, buffers) each shard\'s storage worker holds.', workers.perShard((stats) => stats.arrayBufferBytes)),
     counter('historian_monitor_samples_total', 'Monitor tick samples each shard\'s worker answered (since it started).', workers.perShard((stats) => stats.monitorSamples)),
     counter('historian_monitor_sample_waited_frames_total', 'Write frames each shard\'s worker took between a monitor sample\'s sending and its running, summed over the samples (since it started).', workers.perShard((stats) => stats.monitorSampleWaitedFrames)),
     gauge('historian_write_buffer_points', 'Points waiting in each shard\'s write buffer (/svcapi/write_buffered) for the next flush.', workers.perShard((stats) => stats.pendingPoints)),
