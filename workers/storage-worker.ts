@@ -73,6 +73,27 @@ const SEAL_SLICE_MS = 50;
 /** Bumped whenever collections are closed or (re)opened: a sealing under way stops rather than reopen one. */
 let storeEpoch = 0;
 let backgroundSealing = false;
+/** A write was refused for storage.maxUnsealedDaysPerCollection: the background pass stops yielding to writes. */
+let urgentSeal = false;
+/**
+ * A background pass (timer or compaction) runs its next slice once writes pause (whenWritesIdle),
+ * or after this long at most: merges and seals yield to ingest (a merge of parts in the
+ * middle of a burst cost it a third of its rate) yet get a slice a second under any load.
+ */
+const MAINTENANCE_YIELD_MS = 1000;
+
+/** Writes idle: no write frame taken for this long (a ring empty for an instant is no pause: the next request is on its way). */
+const WRITES_IDLE_MS = 100;
+
+/** Waits until the write loop took no frame for WRITES_IDLE_MS, for at most MAINTENANCE_YIELD_MS. */
+async function whenWritesIdle(): Promise<void> {
+  const since = performance.now();
+  while (!urgentSeal && performance.now() - since < MAINTENANCE_YIELD_MS) {
+    const frames = Atomics.load(control, CONTROL_FRAMES_TAKEN);
+    await new Promise<void>((resolve) => setTimeout(resolve, WRITES_IDLE_MS));
+    if (Atomics.load(control, CONTROL_FRAMES_TAKEN) === frames && requests.usedBytes() === 0) return;
+  }
+}
 
 /**
  * Seals due days in slices of about SEAL_SLICE_MS with the event loop free in between, so a
@@ -80,12 +101,16 @@ let backgroundSealing = false;
  * (1000 days took 17 s in one piece). Returns the days sealed.
  */
 /** `nowMs`: the service clock's time for seal_now (the debug clock may be ahead); the wall clock otherwise. */
-async function sealInSlices(collectionId: string | undefined, force: boolean, nowMs?: number): Promise<number> {
+async function sealInSlices(collectionId: string | undefined, force: boolean, nowMs?: number, yieldToWrites = false): Promise<number> {
   const epoch = storeEpoch;
   const now = nowMs ?? Date.now();
   let total = 0;
   const sealedThisPass = new Set<string>();
   for (;;) {
+    if (yieldToWrites) {
+      await whenWritesIdle();
+      if (storeEpoch !== epoch) return total;
+    }
     const { sealedDays: n, more } = store.seal({ ...(collectionId !== undefined ? { collectionId } : {}), now, graceMs: data.sealGraceMs, force, budgetMs: SEAL_SLICE_MS, sealedThisPass });
     total += n;
     sealedDays += n;
@@ -95,15 +120,22 @@ async function sealInSlices(collectionId: string | undefined, force: boolean, no
   }
 }
 
-/** A background pass over every open collection, unless one is under way. */
-function backgroundSeal(): void {
+/**
+ * A background pass over every open collection, unless one is under way; it yields to waiting
+ * writes (whenWritesIdle) unless `urgent` (a write refused until days are sealed).
+ */
+function backgroundSeal(urgent = false): void {
+  if (urgent) urgentSeal = true;
   if (backgroundSealing) return;
   backgroundSealing = true;
-  sealInSlices(undefined, false)
+  sealInSlices(undefined, false, undefined, true)
     .catch((err) => log.error({ err: String(err) }, 'background seal failed'))
-    .finally(() => (backgroundSealing = false));
+    .finally(() => {
+      backgroundSealing = false;
+      urgentSeal = false;
+    });
 }
-const sealTimer = setInterval(backgroundSeal, Math.min(60_000, Math.max(1000, data.sealGraceMs / 4)));
+const sealTimer = setInterval(() => backgroundSeal(), Math.min(60_000, Math.max(1000, data.sealGraceMs / 4)));
 sealTimer.unref();
 
 let flushes = 0;
@@ -224,7 +256,7 @@ process.on('exit', () => {
   }
 });
 
-const writes = new WriteLoop({ shardIndex: data.shardIndex, shardCount: data.shardCount, requests, answers: new WriteAnswers(results, data.resultStallTimeoutMs, log), store, buffer, monitor, live, tagScopes, log, limits: { minTimestampMs: data.minTimestampMs }, maxDaysPerWrite: data.maxDaysPerWrite, sealSoon: () => setImmediate(backgroundSeal), control });
+const writes = new WriteLoop({ shardIndex: data.shardIndex, shardCount: data.shardCount, requests, answers: new WriteAnswers(results, data.resultStallTimeoutMs, log), store, buffer, monitor, live, tagScopes, log, limits: { minTimestampMs: data.minTimestampMs }, maxDaysPerWrite: data.maxDaysPerWrite, sealSoon: () => setImmediate(() => backgroundSeal(true)), control });
 void writes.run().catch((err) => {
   // The loop never ends on its own; a failure here is a bug: crash so piscina starts a fresh worker.
   log.fatal({ err: String((err as Error)?.stack ?? err) }, 'write loop failed');
