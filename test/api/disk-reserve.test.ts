@@ -38,7 +38,10 @@ describe('the disk floor under write bursts', () => {
 
   before(async () => {
     volume = mountTmpfs(64 * MiB);
-    svc = await startService({ dataDir: volume.dir, config: { storage: { minFreeBytes: FLOOR, autoCreateCollections: true } } });
+    // The writers repeat eight bodies: compaction into parts would keep one copy of each point
+    // and the volume would never fill, so the day logs keep every copy here (16 bytes a point).
+    const uncompacted = { dayLogCompactBytes: 1024 * MiB, dayLogCompactBlocks: 1 << 24 };
+    svc = await startService({ dataDir: volume.dir, config: { storage: { minFreeBytes: FLOOR, autoCreateCollections: true, ...uncompacted } } });
     admin = await svc.adminToken();
   });
   after(() => releaseVolume(svc, volume));
