@@ -32,8 +32,6 @@ export interface SealOptions {
    * sealed once per pass, so points that keep arriving for a day cannot keep a pass going.
    */
   sealedThisPass?: Set<string>;
-  /** Writes have paused: days whose logs passed the compaction limits are compacted first. */
-  writesIdle?: boolean;
 }
 
 /** The shard's state the maintenance works on (owned by ShardStore). */
@@ -52,15 +50,8 @@ export interface MaintainedShard {
   sealAtOncePoints: number;
 }
 
-/**
- * Past the limits a day's logs wait for a pause in the writes; past these multiples of them the
- * write compacts them at once (bytes: a burst of 256 MiB at the default limit leaves its
- * compression for after it; blocks, which cost memory: 1 Mi blocks, 36 MiB).
- */
-const HARD_BLOCKS_FACTOR = 4;
-const HARD_BYTES_FACTOR = 16;
-/** The shard's logs together may hold this many times what one day's may. */
-const SHARD_FACTOR = 4;
+/** The shard's logs together may hold this many times the per-day compaction limits. */
+const SHARD_LOG_BUDGET_FACTOR = 4;
 
 /** The merge or seal under way, in slices (at most one per shard). */
 interface RunningJob {
@@ -123,10 +114,6 @@ export class DayMaintenance {
       const kind = this.running.kind;
       if (!this.advanceJob(stopAt)) return { sealedDays, more: true };
       if (kind === 'seal') sealedDays++;
-      if (performance.now() >= stopAt) return { sealedDays, more: true };
-    }
-    if (opts.writesIdle === true) {
-      this.compactWhenIdle(stopAt);
       if (performance.now() >= stopAt) return { sealedDays, more: true };
     }
     for (const collection of collections) {
@@ -212,78 +199,36 @@ export class DayMaintenance {
   }
 
   /**
-   * After an append. Past the limits (storage.dayLogCompactBlocks, dayLogCompactBytes) a day's
-   * logs wait for the next pause in the writes (compactWhenIdle); the write that takes them past
-   * HARD_BLOCKS_FACTOR times the block limit or HARD_BYTES_FACTOR times the byte limit compacts
-   * them at once, as does one that takes the shard's logs together past SHARD_FACTOR times that
-   * (largest day first): memory and restart time stay bounded under any load, and a burst is not
-   * slowed by compression it can leave for later. A failure is logged, never thrown (the append
-   * is stored; the logs stay as they are), and the next try waits a while.
+   * After an append: compacts the days whose logs passed a limit, and now and then the largest
+   * days while the shard's logs together are over budget. A failure is logged, never thrown (the
+   * append is stored; the logs stay as they are) and the next try waits a while.
    */
   compactOversized(collection: Collection, written: readonly DayLog[], newBlocks: number): void {
-    for (const dayLog of written) if (this.overLimit(dayLog, 1, 1)) this.maintenanceWanted = true;
     if (performance.now() < this.compactionPausedUntil) return;
-    this.guardCompaction(collection, () => {
+    try {
       for (const dayLog of written) {
-        if (this.overLimit(dayLog, HARD_BLOCKS_FACTOR, HARD_BYTES_FACTOR)) this.compactDay(collection, dayLog.day);
+        if (dayLog.blockCount >= this.compactBlocks || dayLog.size >= this.compactBytes) this.compactDay(collection, dayLog.day);
       }
       this.blocksSinceBudgetCheck += newBlocks;
       if (this.blocksSinceBudgetCheck < this.compactBlocks / 8) return;
       this.blocksSinceBudgetCheck = 0;
-      this.compactWhileOverBudget(SHARD_FACTOR * HARD_BLOCKS_FACTOR, SHARD_FACTOR * HARD_BYTES_FACTOR, () => false);
-    });
-  }
-
-  /**
-   * While writes pause (the background pass calls this first, when its wait ended in a pause):
-   * compacts the days past the limits, and the largest days while the shard's logs together are
-   * past SHARD_FACTOR times them, until done or `stopAt`.
-   */
-  compactWhenIdle(stopAt: number): void {
-    if (performance.now() < this.compactionPausedUntil) return;
-    for (const collection of this.collections.values()) {
-      for (const dayLog of [...collection.dayLogs()]) {
-        if (!this.overLimit(dayLog, 1, 1)) continue;
-        if (!this.guardCompaction(collection, () => this.compactDay(collection, dayLog.day))) return;
-        if (performance.now() >= stopAt) return;
-      }
-    }
-    if (!this.guardCompaction(null, () => this.compactWhileOverBudget(SHARD_FACTOR, SHARD_FACTOR, () => performance.now() >= stopAt))) return;
-    if (performance.now() < stopAt) this.maintenanceWanted = false; // every log is within the limits
-  }
-
-  private overLimit(dayLog: DayLog, blocksFactor: number, bytesFactor: number): boolean {
-    return dayLog.blockCount >= blocksFactor * this.compactBlocks || dayLog.size >= bytesFactor * this.compactBytes;
-  }
-
-  /** Compacts the largest day while the shard's logs hold more than the factors times the limits. */
-  private compactWhileOverBudget(blocksFactor: number, bytesFactor: number, stop: () => boolean): void {
-    for (;;) {
-      let blocks = 0;
-      let bytes = 0;
-      let largest: { collection: Collection; day: number; blocks: number } | null = null;
-      for (const c of this.collections.values()) {
-        for (const dayLog of c.dayLogs()) {
-          blocks += dayLog.blockCount;
-          bytes += dayLog.size;
-          if (largest === null || dayLog.blockCount > largest.blocks) largest = { collection: c, day: dayLog.day, blocks: dayLog.blockCount };
+      for (;;) {
+        let blocks = 0;
+        let bytes = 0;
+        let largest: { collection: Collection; day: number; blocks: number } | null = null;
+        for (const c of this.collections.values()) {
+          for (const dayLog of c.dayLogs()) {
+            blocks += dayLog.blockCount;
+            bytes += dayLog.size;
+            if (largest === null || dayLog.blockCount > largest.blocks) largest = { collection: c, day: dayLog.day, blocks: dayLog.blockCount };
+          }
         }
+        if (largest === null || (blocks <= SHARD_LOG_BUDGET_FACTOR * this.compactBlocks && bytes <= SHARD_LOG_BUDGET_FACTOR * this.compactBytes)) return;
+        this.compactDay(largest.collection, largest.day);
       }
-      if (largest === null || (blocks <= blocksFactor * this.compactBlocks && bytes <= bytesFactor * this.compactBytes)) return;
-      this.compactDay(largest.collection, largest.day);
-      if (stop()) return;
-    }
-  }
-
-  /** Runs a compaction; a failure is logged and pauses compactions for 10 s (false). */
-  private guardCompaction(collection: Collection | null, compact: () => void): boolean {
-    try {
-      compact();
-      return true;
     } catch (err) {
       this.compactionPausedUntil = performance.now() + 10_000;
-      this.log.warn({ event: 'compaction-failed', ...(collection ? { collection: collection.id } : {}), err: String(err) }, 'could not compact day logs into a part; trying again in 10 s');
-      return false;
+      this.log.warn({ event: 'compaction-failed', collection: collection.id, err: String(err) }, 'could not compact day logs into a part; trying again in 10 s');
     }
   }
 

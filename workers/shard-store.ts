@@ -533,11 +533,6 @@ export class ShardStore {
     });
   }
 
-  /** Compacts the days whose logs passed the limits, as the worker does once writes pause (DayMaintenance.compactWhenIdle). */
-  compactPending(budgetMs = Infinity): void {
-    this.guard(() => this.maintenance.compactWhenIdle(performance.now() + budgetMs));
-  }
-
   /** See DayMaintenance.seal (day-maintenance.ts). */
   seal(opts: SealOptions): { sealedDays: number; more: boolean } {
     return this.guard(() => {

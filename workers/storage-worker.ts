@@ -59,9 +59,11 @@ const buffer = new WriteBuffer(
 );
 const flushTimer = setInterval(() => {
   flushBuffer();
-  // Logs past the compaction limits, or a new part (parts may be due for a merge): a pass, which
-  // waits for writes to pause; the flag stays until a pass has compacted every such log.
-  if (store.maintenanceWanted) backgroundSeal();
+  // A compaction made a part: parts of similar size may be due for a merge (runs in slices).
+  if (store.maintenanceWanted) {
+    store.maintenanceWanted = false;
+    backgroundSeal();
+  }
 }, data.flushIntervalMs);
 flushTimer.unref();
 /** Days sealed since this worker started (BUFFER_STATS, and so GET /metrics). */
@@ -83,15 +85,14 @@ const MAINTENANCE_YIELD_MS = 1000;
 /** Writes idle: no write frame taken for this long (a ring empty for an instant is no pause: the next request is on its way). */
 const WRITES_IDLE_MS = 100;
 
-/** Waits until the write loop took no frame for WRITES_IDLE_MS (true), for at most MAINTENANCE_YIELD_MS (false). */
-async function whenWritesIdle(): Promise<boolean> {
+/** Waits until the write loop took no frame for WRITES_IDLE_MS, for at most MAINTENANCE_YIELD_MS. */
+async function whenWritesIdle(): Promise<void> {
   const since = performance.now();
   while (!urgentSeal && performance.now() - since < MAINTENANCE_YIELD_MS) {
     const frames = Atomics.load(control, CONTROL_FRAMES_TAKEN);
     await new Promise<void>((resolve) => setTimeout(resolve, WRITES_IDLE_MS));
-    if (Atomics.load(control, CONTROL_FRAMES_TAKEN) === frames && requests.usedBytes() === 0) return true;
+    if (Atomics.load(control, CONTROL_FRAMES_TAKEN) === frames && requests.usedBytes() === 0) return;
   }
-  return false;
 }
 
 /**
@@ -106,12 +107,11 @@ async function sealInSlices(collectionId: string | undefined, force: boolean, no
   let total = 0;
   const sealedThisPass = new Set<string>();
   for (;;) {
-    let writesIdle = false;
     if (yieldToWrites) {
-      writesIdle = await whenWritesIdle();
+      await whenWritesIdle();
       if (storeEpoch !== epoch) return total;
     }
-    const { sealedDays: n, more } = store.seal({ ...(collectionId !== undefined ? { collectionId } : {}), now, graceMs: data.sealGraceMs, force, budgetMs: SEAL_SLICE_MS, sealedThisPass, writesIdle });
+    const { sealedDays: n, more } = store.seal({ ...(collectionId !== undefined ? { collectionId } : {}), now, graceMs: data.sealGraceMs, force, budgetMs: SEAL_SLICE_MS, sealedThisPass });
     total += n;
     sealedDays += n;
     if (!more) return total;
