@@ -24,6 +24,14 @@ import { debugPause } from './debug-pause.js';
 /** Points of one pass over a day's logs held in memory at once (16 bytes each). */
 export const GATHER_POINTS = 1 << 20;
 
+/**
+ * The passes' buffers, kept for the next compaction of this thread (each compaction allocated
+ * 16 MiB afresh, which the worker's GC returned late: a soak saw its ArrayBuffers swing 25-98
+ * MiB). A pass larger than GATHER_POINTS (one tag with more points) gets buffers of its own.
+ */
+let gatherTs = new Float64Array(0);
+let gatherValues = new Float64Array(0);
+
 /** A pass over day logs: the points of tags [tagIds] in write order, tag i at [starts[i], starts[i + 1]). */
 interface GatheredPass {
   tagIds: number[];
@@ -41,8 +49,6 @@ export function* gatherLogs(logs: readonly DayLog[], maxPoints = GATHER_POINTS):
   const counts = new Map<number, number>();
   for (const log of logs) for (const id of log.tagIds()) counts.set(id, (counts.get(id) ?? 0) + log.pointsOf(id));
   const ids = [...counts.keys()].sort((a, b) => a - b);
-  let ts = new Float64Array(0);
-  let values = new Float64Array(0);
   for (let first = 0; first < ids.length; ) {
     const tagIds: number[] = [];
     const starts: number[] = [0];
@@ -52,9 +58,15 @@ export function* gatherLogs(logs: readonly DayLog[], maxPoints = GATHER_POINTS):
       points += counts.get(ids[first]!)!;
       starts.push(points);
     }
+    let ts = gatherTs;
+    let values = gatherValues;
     if (ts.length < points) {
-      ts = new Float64Array(points);
-      values = new Float64Array(points);
+      ts = new Float64Array(Math.max(points, Math.min(GATHER_POINTS, 2 * ts.length)));
+      values = new Float64Array(ts.length);
+      if (ts.length <= GATHER_POINTS) {
+        gatherTs = ts;
+        gatherValues = values;
+      }
     }
     const cursor = new Map<number, number>();
     tagIds.forEach((id, i) => cursor.set(id, starts[i]!));
