@@ -82,7 +82,7 @@ export class Collection {
   readonly sealedBytes = new Map<number, number>();
   /**
    * Per day, its parts in generation order: the day's logs compacted into sealed-format files
-   * while the day is still written (ShardStore.compactDay). The day's points are its sealed
+   * while the day is still written (DayMaintenance.compactDay). The day's points are its sealed
    * file, then its parts, then its active and late logs, later ones winning a tie.
    */
   readonly parts = new Map<number, DayPart[]>();

@@ -147,7 +147,6 @@ export class DayMaintenance {
     return { sealedDays, more: false };
   }
 
-
   /**
    * Seals a day: its sealed file, parts and logs into one new sealed file. A small day is sealed
    * at once (true); a large one has its logs compacted into a part and then its sealed file and
@@ -156,7 +155,7 @@ export class DayMaintenance {
   private sealDay(collection: Collection, day: number, stopAt: number, jobStarted: () => void): boolean {
     if (this.running !== null && this.running.collection === collection && this.running.job.day === day) return false;
     collection.syncTags(); // the sealed file names tag ids: their records go to disk first
-    const inputs = this.inputsOf(collection, day);
+    const inputs = this.footers.ofDay(collection, day);
     let points = 0;
     for (const index of inputs) for (let e = 0; e < index.entryCount; e++) points += index.counts[e]!;
     if (points > this.sealAtOncePoints) {
@@ -234,14 +233,6 @@ export class DayMaintenance {
 
   private compactionPausedUntil = 0;
 
-  /** The day's sealed file and parts, oldest first. */
-  private inputsOf(collection: Collection, day: number): SealedIndex[] {
-    const inputs: SealedIndex[] = [];
-    if (collection.sealedBytes.has(day)) inputs.push(this.footers.sealed(collection, day));
-    for (const part of collection.parts.get(day) ?? []) inputs.push(this.footers.get(collection, part.path, day));
-    return inputs;
-  }
-
   /** The day's logs in write order: active, then late. */
   private logsOf(collection: Collection, day: number): DayLog[] {
     const logs: DayLog[] = [];
@@ -292,10 +283,9 @@ export class DayMaintenance {
     );
   }
 
-  /** Starts a job over the day's sealed file (for a seal) and `parts`, none of its logs. */
+  /** Starts a job over `parts` (a seal: every part of the day, and its sealed file), none of the day's logs. */
   private startJob(collection: Collection, kind: 'seal' | 'merge', day: number, parts: DayPart[]): void {
-    const inputs = kind === 'seal' && collection.sealedBytes.has(day) ? [this.footers.sealed(collection, day)] : [];
-    for (const part of parts) inputs.push(this.footers.get(collection, part.path, day));
+    const inputs = kind === 'seal' ? this.footers.ofDay(collection, day) : parts.map((part) => this.footers.get(collection, part.path, day));
     // A merge's file takes the newest input's name (and so its place among the day's parts).
     const output = kind === 'seal' ? collection.sealedPath(day) : parts[parts.length - 1]!.path;
     this.running = { collection, kind, parts: [...parts], job: new DayFileJob(day, output, inputs, [], this.merger) };

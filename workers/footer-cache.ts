@@ -18,6 +18,14 @@ export class FooterCache {
     return this.get(collection, collection.sealedPath(day), day);
   }
 
+  /** The footers of the day's sealed file (if any) and parts, in write order: oldest first. */
+  ofDay(collection: Collection, day: number): SealedIndex[] {
+    const files: SealedIndex[] = [];
+    if (collection.sealedBytes.has(day)) files.push(this.sealed(collection, day));
+    for (const part of collection.parts.get(day) ?? []) files.push(this.get(collection, part.path, day));
+    return files;
+  }
+
   /** The footer of a sealed file or part, from the cache or the file. */
   get(collection: Collection, filePath: string, day: number): SealedIndex {
     const cached = collection.sealedIndexes.get(filePath);

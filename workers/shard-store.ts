@@ -732,9 +732,7 @@ export class ShardStore {
   private lookUpSealedLast(collection: Collection, tagId: number): void {
     const days = [...new Set([...collection.sealedBytes.keys(), ...collection.parts.keys()])].sort((a, b) => b - a);
     for (const day of days) {
-      const files: SealedIndex[] = [];
-      if (collection.sealedBytes.has(day)) files.push(this.footers.sealed(collection, day));
-      for (const part of collection.parts.get(day) ?? []) files.push(this.footers.get(collection, part.path, day));
+      const files = this.footers.ofDay(collection, day);
       let found = false;
       let lastTs = -Infinity;
       let lastValue = 0;
