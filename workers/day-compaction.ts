@@ -13,7 +13,6 @@
  */
 
 import fs from 'node:fs';
-import path from 'node:path';
 import type { DayLog } from './day-file.js';
 import type { DayMerger } from './day-merge.js';
 import { SealedFileWriter, type SealedIndex } from './sealed-file.js';
@@ -100,11 +99,14 @@ export class DayFileJob {
   /** Points written so far. */
   points = 0;
   readonly startedAt = performance.now();
-  /** Writes a day's sealed file (not a part): the fault tests' seal phases apply. */
-  private readonly isSeal: boolean;
 
   constructor(
     readonly day: number,
+    /**
+     * 'sealed': the day's sealed file, coded for size, where the fault tests' seal phases apply;
+     * 'part': a part, which a merge or the day's seal rewrites, coded for speed.
+     */
+    readonly output: 'sealed' | 'part',
     readonly outputPath: string,
     /** Sealed file and parts, oldest first. */
     readonly inputs: readonly SealedIndex[],
@@ -115,12 +117,11 @@ export class DayFileJob {
     for (const input of inputs) for (const id of input.tagIds) ids.add(id);
     for (const log of logs) for (const id of log.tagIds()) ids.add(id);
     this.tagIds = [...ids].sort((a, b) => a - b);
-    this.isSeal = path.basename(outputPath).startsWith('sealed-');
     this.passes = logs.length > 0 ? gatherLogs(logs) : null;
     this.fds = [];
     try {
       for (const input of inputs) this.fds.push(fs.openSync(input.path, 'r'));
-      this.writer = new SealedFileWriter(outputPath, day, undefined, this.isSeal ? 'best' : 'fast');
+      this.writer = new SealedFileWriter(outputPath, day, undefined, output === 'sealed' ? 'best' : 'fast');
     } catch (err) {
       this.closeInputs();
       throw err;
@@ -143,7 +144,7 @@ export class DayFileJob {
       }
       const n = merger.finish();
       if (n > 0) this.writer.addTag(tagId, merger.resultTs, merger.resultValues, n);
-      if (n > 0 && this.isSeal) debugPause('seal-writing');
+      if (n > 0 && this.output === 'sealed') debugPause('seal-writing');
       this.points += n;
       if (this.passes === null && performance.now() >= deadline) break;
     }

@@ -166,7 +166,7 @@ export class DayMaintenance {
       return this.advanceJob(stopAt);
     }
     const logs = this.logsOf(collection, day);
-    const job = new DayFileJob(day, collection.sealedPath(day), inputs, logs, this.merger);
+    const job = new DayFileJob(day, 'sealed', collection.sealedPath(day), inputs, logs, this.merger);
     const index = job.runAtOnce();
     this.retireSeal(collection, day, index, collection.parts.get(day) ?? [], logs, job);
     return true;
@@ -181,7 +181,7 @@ export class DayMaintenance {
     if (logs.length === 0) return;
     collection.syncTags(); // the part names tag ids: their records go to disk first
     const generation = collection.nextPartGeneration++;
-    const job = new DayFileJob(day, collection.partPath(day, generation), [], logs, this.merger);
+    const job = new DayFileJob(day, 'part', collection.partPath(day, generation), [], logs, this.merger);
     const index = job.runAtOnce();
     collection.addPart(day, generation, index.fileBytes);
     this.footers.put(collection, index);
@@ -288,7 +288,7 @@ export class DayMaintenance {
     const inputs = kind === 'seal' ? this.footers.ofDay(collection, day) : parts.map((part) => this.footers.get(collection, part.path, day));
     // A merge's file takes the newest input's name (and so its place among the day's parts).
     const output = kind === 'seal' ? collection.sealedPath(day) : parts[parts.length - 1]!.path;
-    this.running = { collection, kind, parts: [...parts], job: new DayFileJob(day, output, inputs, [], this.merger) };
+    this.running = { collection, kind, parts: [...parts], job: new DayFileJob(day, kind === 'seal' ? 'sealed' : 'part', output, inputs, [], this.merger) };
   }
 
   /** Runs the job until done (true, its inputs retired) or `stopAt` (false). */
