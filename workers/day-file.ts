@@ -422,21 +422,11 @@ export class DayLog {
    */
   visitInFileOrder(visit: BlockVisitor): void {
     const index = this.blocks;
-    let fd = -1;
     for (let b = 0; b < index.blocks; b++) {
       const offset = index.offset(b);
       const count = index.count(b);
-      const size = blockBytes(count);
-      if (!readWindow.holds(this, offset, size)) {
-        if (fd < 0) fd = this.files.fd(this);
-        if (readWindow.load(this, fd, offset, Math.min(Math.max(size, WINDOW_BYTES), this.size - offset)) < size) throw internal(`${this.path}: block at ${offset} is beyond the end of the file`);
-      }
-      const at = offset - readWindow.start;
-      const view = readWindow.view;
-      const tagId = view.getUint32(at + 8, true);
-      if (view.getUint32(at, true) !== 8 + 16 * count || view.getUint32(at + 12, true) !== count) throw internal(`${this.path}: block at ${offset} does not match its index`);
-      const buffer = readWindow.bytes.buffer;
-      visit(tagId, new Float64Array(buffer, at + BLOCK_HEADER_BYTES, count), new Float64Array(buffer, at + BLOCK_HEADER_BYTES + 8 * count, count), count);
+      if (!readWindow.holds(this, offset, blockBytes(count))) this.loadWindow(offset, count, Math.min(Math.max(blockBytes(count), WINDOW_BYTES), this.size - offset));
+      this.visitBlock(offset, count, -1, visit);
     }
   }
 
@@ -446,31 +436,43 @@ export class DayLog {
    */
   forEachBlock(tagId: number, lo: number, hi: number, visit: BlockVisitor): void {
     const index = this.blocks;
-    let fd = -1;
     for (let b = index.first(tagId); b >= 0; b = index.next(b)) {
       if (index.max(b) < lo || index.min(b) > hi) continue;
       const offset = index.offset(b);
       const count = index.count(b);
-      const size = blockBytes(count);
-      if (!readWindow.holds(this, offset, size)) {
-        let end = offset + size;
+      if (!readWindow.holds(this, offset, blockBytes(count))) {
+        // Up to the last wanted block of the tag that fits in the window with this one.
+        let end = offset + blockBytes(count);
         for (let k = index.next(b); k >= 0; k = index.next(k)) {
           if (index.max(k) < lo || index.min(k) > hi) continue;
           const kEnd = index.offset(k) + blockBytes(index.count(k));
           if (kEnd - offset > WINDOW_BYTES) break;
           end = kEnd;
         }
-        if (fd < 0) fd = this.files.fd(this);
-        if (readWindow.load(this, fd, offset, end - offset) < size) throw internal(`${this.path}: block at ${offset} is beyond the end of the file`);
+        this.loadWindow(offset, count, end - offset);
       }
-      const at = offset - readWindow.start;
-      const view = readWindow.view;
-      if (view.getUint32(at, true) !== 8 + 16 * count || view.getUint32(at + 8, true) !== tagId || view.getUint32(at + 12, true) !== count) {
-        throw internal(`${this.path}: block at ${offset} does not match its index`);
-      }
-      const buffer = readWindow.bytes.buffer;
-      visit(tagId, new Float64Array(buffer, at + BLOCK_HEADER_BYTES, count), new Float64Array(buffer, at + BLOCK_HEADER_BYTES + 8 * count, count), count);
+      this.visitBlock(offset, count, tagId, visit);
     }
+  }
+
+  /** Loads `bytes` bytes from `offset` into the read window; they must hold the whole block there. */
+  private loadWindow(offset: number, count: number, bytes: number): void {
+    if (readWindow.load(this, this.files.fd(this), offset, bytes) < blockBytes(count)) throw internal(`${this.path}: block at ${offset} is beyond the end of the file`);
+  }
+
+  /**
+   * Visits the block at `offset` (of `count` points, as the index says), which the read window
+   * holds. Its header must agree with the index, and name `tagId` unless that is -1.
+   */
+  private visitBlock(offset: number, count: number, tagId: number, visit: BlockVisitor): void {
+    const at = offset - readWindow.start;
+    const view = readWindow.view;
+    const headerTag = view.getUint32(at + 8, true);
+    if (view.getUint32(at, true) !== 8 + 16 * count || (tagId !== -1 && headerTag !== tagId) || view.getUint32(at + 12, true) !== count) {
+      throw internal(`${this.path}: block at ${offset} does not match its index`);
+    }
+    const buffer = readWindow.bytes.buffer;
+    visit(headerTag, new Float64Array(buffer, at + BLOCK_HEADER_BYTES, count), new Float64Array(buffer, at + BLOCK_HEADER_BYTES + 8 * count, count), count);
   }
 }
 
