@@ -59,8 +59,9 @@ const buffer = new WriteBuffer(
 );
 const flushTimer = setInterval(() => {
   flushBuffer();
-  // A compaction made a part: parts of similar size may be due for a merge (runs in slices).
-  if (store.maintenanceWanted) {
+  // A compaction made a part: parts of similar size may be due for a merge (runs in slices). The
+  // flag stays while a pass is under way (it may have passed that day already), for the next one.
+  if (store.maintenanceWanted && !backgroundSealing) {
     store.maintenanceWanted = false;
     backgroundSeal();
   }
