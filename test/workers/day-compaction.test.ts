@@ -93,14 +93,20 @@ function filesOf(dataDir: string): string[] {
 }
 
 const parts = (dataDir: string) => filesOf(dataDir).filter((n) => n.startsWith('part-'));
+/** The day logs, parts and sealed files of the collection. */
+const dayFiles = (dataDir: string) => filesOf(dataDir).filter((n) => /^(active|late|sealed|part)-/.test(n));
+
+/** A new data dir with the collection in a store, an empty model and the random source of `seed`. */
+function newCollection(seed: number, opts?: Partial<ShardStoreOptions>): { dataDir: string; store: ShardStore; model: Model; random: () => number } {
+  const dataDir = tempDir();
+  const store = openStore(dataDir, opts);
+  store.createCollection(SCOPE);
+  return { dataDir, store, model: new Map(), random: makeRandom(seed) };
+}
 
 describe('day logs compacted into parts', () => {
   test('logs that pass dayLogCompactBlocks become parts; memory stays bounded and every answer stays the same, also after a restart', () => {
-    const dataDir = tempDir();
-    let store = openStore(dataDir);
-    store.createCollection(SCOPE);
-    const model: Model = new Map();
-    const random = makeRandom(34);
+    let { dataDir, store, model, random } = newCollection(34);
     let mostBlocks = 0;
     for (let w = 0; w < 600; w++) {
       writeSome(store, model, random);
@@ -119,11 +125,7 @@ describe('day logs compacted into parts', () => {
   });
 
   test('parts of similar size are merged by a seal pass before the day ends; the merge keeps the newest part\'s name', () => {
-    const dataDir = tempDir();
-    const store = openStore(dataDir);
-    store.createCollection(SCOPE);
-    const model: Model = new Map();
-    const random = makeRandom(7);
+    const { dataDir, store, model, random } = newCollection(7);
     while (store.compactions < PARTS_PER_MERGE + 1) writeSome(store, model, random);
     const before = parts(dataDir);
     assert.ok(before.length >= PARTS_PER_MERGE);
@@ -139,15 +141,11 @@ describe('day logs compacted into parts', () => {
   });
 
   test('the day-end seal merges sealed file, parts and logs into the one sealed file', () => {
-    const dataDir = tempDir();
-    let store = openStore(dataDir);
-    store.createCollection(SCOPE);
-    const model: Model = new Map();
-    const random = makeRandom(11);
+    let { dataDir, store, model, random } = newCollection(11);
     for (let w = 0; w < 300; w++) writeSome(store, model, random);
     assert.ok(parts(dataDir).length > 0);
     store.seal({ now: DAY0 + 2 * DAY_MS, graceMs: 0, force: true });
-    assert.deepEqual(filesOf(dataDir).filter((n) => /^(active|late|sealed|part)-/.test(n)), ['sealed-20240601.hsd']);
+    assert.deepEqual(dayFiles(dataDir), ['sealed-20240601.hsd']);
     assertMatches(store, model, 'sealed');
     // Late points after the seal: a late log, then (past the limit) parts again, then a second seal.
     for (let w = 0; w < 300; w++) writeSome(store, model, random);
@@ -157,17 +155,13 @@ describe('day logs compacted into parts', () => {
     store = openStore(dataDir);
     assertMatches(store, model, 'sealed day with late parts, reopened');
     store.seal({ now: DAY0 + 2 * DAY_MS, graceMs: 0, force: true });
-    assert.deepEqual(filesOf(dataDir).filter((n) => /^(active|late|sealed|part)-/.test(n)), ['sealed-20240601.hsd']);
+    assert.deepEqual(dayFiles(dataDir), ['sealed-20240601.hsd']);
     assertMatches(store, model, 'sealed again');
     store.close();
   });
 
   test('a large seal runs in slices while writes and queries go on between them', () => {
-    const dataDir = tempDir();
-    const store = openStore(dataDir, { ...SMALL, sealAtOncePoints: 100 });
-    store.createCollection(SCOPE);
-    const model: Model = new Map();
-    const random = makeRandom(5);
+    const { dataDir, store, model, random } = newCollection(5, { ...SMALL, sealAtOncePoints: 100 });
     for (let w = 0; w < 400; w++) writeSome(store, model, random);
     let slices = 0;
     const sealedThisPass = new Set<string>();
@@ -182,17 +176,13 @@ describe('day logs compacted into parts', () => {
     assert.ok(slices > 3, `sealed in ${slices} slices`);
     assertMatches(store, model, 'after the sliced seal');
     store.seal({ now: DAY0 + 2 * DAY_MS, graceMs: 0, force: true });
-    assert.deepEqual(filesOf(dataDir).filter((n) => /^(active|late|sealed|part)-/.test(n)), ['sealed-20240601.hsd']);
+    assert.deepEqual(dayFiles(dataDir), ['sealed-20240601.hsd']);
     assertMatches(store, model, 'all sealed');
     store.close();
   });
 
   test('closing the collection in the middle of a sliced job leaves the files it had: nothing lost, the temporary file gone at open', () => {
-    const dataDir = tempDir();
-    let store = openStore(dataDir, { ...SMALL, sealAtOncePoints: 100 });
-    store.createCollection(SCOPE);
-    const model: Model = new Map();
-    const random = makeRandom(9);
+    let { dataDir, store, model, random } = newCollection(9, { ...SMALL, sealAtOncePoints: 100 });
     for (let w = 0; w < 400; w++) writeSome(store, model, random);
     assert.equal(store.seal({ now: DAY0 + 2 * DAY_MS, graceMs: 0, force: true, budgetMs: 0 }).more, true);
     store.close();
@@ -203,11 +193,7 @@ describe('day logs compacted into parts', () => {
   });
 
   test('a crash between a merge\'s rename and its last delete leaves older inputs beside the merged part: answers unchanged', () => {
-    const dataDir = tempDir();
-    let store = openStore(dataDir);
-    store.createCollection(SCOPE);
-    const model: Model = new Map();
-    const random = makeRandom(3);
+    let { dataDir, store, model, random } = newCollection(3);
     while (store.compactions < PARTS_PER_MERGE) writeSome(store, model, random);
     const inputs = parts(dataDir);
     const dir = collectionDir(dataDir, SCOPE);
@@ -224,12 +210,8 @@ describe('day logs compacted into parts', () => {
   });
 
   test('a crash between a compaction\'s rename and the log\'s delete leaves the log beside its part: answers unchanged', () => {
-    const dataDir = tempDir();
     const big = { dayLogCompactBlocks: 1 << 20, dayLogCompactBytes: 1 << 30, sealAtOncePoints: -1 };
-    let store = openStore(dataDir, big);
-    store.createCollection(SCOPE);
-    const model: Model = new Map();
-    const random = makeRandom(21);
+    let { dataDir, store, model, random } = newCollection(21, big);
     for (let w = 0; w < 100; w++) writeSome(store, model, random);
     const dir = collectionDir(dataDir, SCOPE);
     const logName = filesOf(dataDir).find((n) => n.startsWith('active-'))!;
@@ -246,7 +228,7 @@ describe('day logs compacted into parts', () => {
     for (let w = 0; w < 50; w++) writeSome(store, model, random);
     assertMatches(store, model, 'log and its part, written to');
     store.seal({ now: DAY0 + 2 * DAY_MS, graceMs: 0, force: true });
-    assert.deepEqual(filesOf(dataDir).filter((n) => /^(active|late|sealed|part)-/.test(n)), ['sealed-20240601.hsd']);
+    assert.deepEqual(dayFiles(dataDir), ['sealed-20240601.hsd']);
     assertMatches(store, model, 'sealed');
     store.close();
   });
