@@ -1,23 +1,27 @@
 /**
  * The shard's side of its compaction thread (compaction-thread.ts): a second thread per shard
- * that writes parts from frozen day logs while the shard's own thread goes on taking writes and
- * queries. Compacting on the shard's thread held every write of the shard for 50-150 ms per
+ * that writes parts from frozen day logs, and merges parts, while the shard's own thread goes on
+ * taking writes and queries. Compacting on the shard's thread held every write of the shard for 50-150 ms per
  * compaction and cost line-protocol ingest a fifth of its rate, with the machine's second core
  * partly idle (bench/README.md, "Compaction on the shard's thread").
  *
  * The thread is started on the first request and does not keep the process alive while idle
- * (tools and tests that never compact never start it). Requests are answered in order; a
- * thread that dies fails what it had and is started again on the next request.
+ * (tools and tests that never compact never start it). Compactions are answered in order,
+ * merges after them; a thread that dies fails what it had and is started again on the next
+ * request.
  */
 
 import { Worker } from 'node:worker_threads';
 
+/** A part to write: a compaction (frozen logs) or a merge (parts); never both. */
 export interface CompactionRequest {
   id: number;
   day: number;
   /** The part's final name, for the file's own checks; the thread writes `tmpPath` only. */
   outputPath: string;
   tmpPath: string;
+  /** Parts to merge, oldest first (immutable files: only the shard replaces them, and not while they are merged). */
+  inputs: string[];
   /** The frozen logs in write order, each with its verified length and its tags' point counts. */
   logs: { path: string; size: number; tagIds: Uint32Array; points: Float64Array }[];
 }

@@ -90,6 +90,10 @@ export class DayMaintenance {
   /** Collections with frozen logs not handed to the compaction thread (recovered, or a failed try). */
   private readonly unsubmitted = new Set<Collection>();
   private tmpSequence = 0;
+  /** Compactions handed to the thread and not answered yet. */
+  private compactionsWaiting = 0;
+  /** Parts the thread is merging: a pass does not ask for a merge of them again. */
+  private readonly merging = new Set<DayPart>();
   /** Blocks appended since the shard's logs were last counted against their budget. */
   private blocksSinceBudgetCheck = 0;
   private running: RunningJob | null = null;
@@ -157,7 +161,11 @@ export class DayMaintenance {
           if (performance.now() >= stopAt) return { sealedDays, more: true };
         } else if (parts !== undefined && this.running === null) {
           const merge = partsToMerge(parts);
-          if (merge === null) continue;
+          if (merge === null || merge.some((part) => this.merging.has(part))) continue;
+          if (this.compactor !== null) {
+            this.submitMerge(collection, day, merge);
+            continue;
+          }
           this.startJob(collection, 'merge', day, merge);
           if (!this.advanceJob(stopAt) || performance.now() >= stopAt) return { sealedDays, more: true };
         }
@@ -226,7 +234,7 @@ export class DayMaintenance {
   private compactSoon(collection: Collection, day: number): void {
     const logs = [collection.active.get(day), collection.late.get(day)].filter((l): l is DayLog => l !== undefined);
     if (logs.length === 0) return;
-    if (this.compactor === null || this.compactor.pending >= MAX_COMPACTIONS_WAITING || logs.some((l) => l.broken)) {
+    if (this.compactor === null || this.compactionsWaiting >= MAX_COMPACTIONS_WAITING || logs.some((l) => l.broken)) {
       this.compactDay(collection, day);
       return;
     }
@@ -255,7 +263,9 @@ export class DayMaintenance {
       const ids = Uint32Array.from(dayLog.tagIds());
       return { path: dayLog.path, size: dayLog.size, tagIds: ids, points: Float64Array.from(ids, (id) => dayLog.pointsOf(id)) };
     });
-    this.compactor!.submit({ day, outputPath, tmpPath, logs }, (outcome) => {
+    this.compactionsWaiting++;
+    this.compactor!.submit({ day, outputPath, tmpPath, inputs: [], logs }, (outcome) => {
+      this.compactionsWaiting--;
       // The set may be gone: sealed or compacted on this thread meanwhile, or its collection closed.
       const current = this.collections.get(collection.id) === collection && (collection.frozen.get(day) ?? []).includes(set);
       if (!current || !outcome.ok) {
@@ -292,6 +302,43 @@ export class DayMaintenance {
     });
   }
 
+  /**
+   * Hands a merge to the compaction thread. Its answer is used only if every input is still the
+   * day's part it was (a seal or another merge may have taken them meanwhile); the merged file
+   * then replaces the newest input under its name, and the others are deleted oldest first, as
+   * a merge on this thread does (advanceJob).
+   */
+  private submitMerge(collection: Collection, day: number, parts: DayPart[]): void {
+    const newest = parts[parts.length - 1]!;
+    const tmpPath = `${newest.path}.${++this.tmpSequence}.tmp`;
+    for (const part of parts) this.merging.add(part);
+    this.compactor!.submit({ day, outputPath: newest.path, tmpPath, inputs: parts.map((part) => part.path), logs: [] }, (outcome) => {
+      for (const part of parts) this.merging.delete(part);
+      const list = collection.parts.get(day) ?? [];
+      const current = this.collections.get(collection.id) === collection && parts.every((part) => list.includes(part));
+      if (!current || !outcome.ok) {
+        removeIfPresent(tmpPath);
+        if (current && !outcome.ok) this.log.warn({ event: 'merge-failed', collection: collection.id, day, err: outcome.error }, 'could not merge parts of a day; the next pass tries again');
+        return;
+      }
+      try {
+        fs.renameSync(tmpPath, newest.path);
+        this.footers.forget(collection, newest.path);
+        collection.addPart(day, newest.generation, outcome.bytes);
+        fsyncDir(collection.dir);
+        this.dropParts(collection, day, parts, newest.generation);
+        fsyncDir(collection.dir);
+        this.log.info(
+          { event: 'parts-merged', collection: collection.id, day: path.basename(newest.path), parts: parts.length, points: outcome.points, bytes: outcome.bytes, ms: outcome.ms, thread: true },
+          'merged parts of a day',
+        );
+      } catch (err) {
+        removeIfPresent(tmpPath);
+        this.log.warn({ event: 'merge-failed', collection: collection.id, day, err: String(err) }, 'could not put merged parts in place; the next pass tries again');
+      }
+    });
+  }
+
   /** Frozen logs found at recovery (a compaction a crash interrupted) go to the compaction thread, or are compacted here. */
   adopt(collection: Collection): void {
     if (collection.frozen.size === 0) return;
@@ -308,7 +355,7 @@ export class DayMaintenance {
       if (this.collections.get(collection.id) !== collection) continue;
       for (const [day, sets] of collection.frozen) {
         if (!sets.some((set) => !set.submitted)) continue;
-        if (this.compactor === null || this.compactor.pending >= MAX_COMPACTIONS_WAITING) this.compactDay(collection, day);
+        if (this.compactor === null || this.compactionsWaiting >= MAX_COMPACTIONS_WAITING) this.compactDay(collection, day);
         else for (const set of sets) if (!set.submitted) this.submit(collection, day, set);
       }
     }

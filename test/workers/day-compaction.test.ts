@@ -99,7 +99,7 @@ function filesOf(dataDir: string): string[] {
   return fs.readdirSync(collectionDir(dataDir, SCOPE)).sort();
 }
 
-const parts = (dataDir: string) => filesOf(dataDir).filter((n) => n.startsWith('part-'));
+const parts = (dataDir: string) => filesOf(dataDir).filter((n) => /^part-\d{8}-\d{8}\.hsd$/.test(n));
 /** The day logs, parts and sealed files of the collection. */
 const dayFiles = (dataDir: string) => filesOf(dataDir).filter((n) => /^(active|late|sealed|part)-/.test(n));
 
@@ -348,6 +348,41 @@ describe('day logs compacted on the compaction thread', () => {
     await store.compactionsSettled();
     assert.deepEqual(frozen(dataDir), []);
     assertMatches(store, model, 'its frozen logs compacted after the reopen');
+    store.close();
+  });
+
+  test('merges run on the thread too: the merged part takes the newest input\'s name; a seal meanwhile makes the thread\'s answer moot', async () => {
+    const { dataDir, store, model, random } = newCollection(53, THREADED);
+    while (store.compactions < PARTS_PER_MERGE + 1) {
+      writeSome(store, model, random);
+      await turn();
+    }
+    await store.compactionsSettled();
+    const before = parts(dataDir);
+    assert.ok(before.length >= PARTS_PER_MERGE, before.join(' '));
+    // The day has not ended: nothing is due for sealing, but the pass asks the thread for a merge.
+    assert.equal(store.seal({ now: DAY0 + 1000, graceMs: 0, force: false }).sealedDays, 0);
+    assert.deepEqual(parts(dataDir), before, 'the pass did not merge on the shard\'s thread');
+    assertMatches(store, model, 'merge in flight');
+    await store.compactionsSettled();
+    const after = parts(dataDir);
+    assert.ok(after.length < before.length, `${before.length} parts before, ${after.length} after`);
+    assert.ok(after.includes(before[before.length - 1]!), 'the newest part name stays');
+    assert.ok(!filesOf(dataDir).some((n) => n.endsWith('.tmp')), filesOf(dataDir).join(' '));
+    assertMatches(store, model, 'after the merge');
+
+    // Another merge asked for, and the day sealed before the thread answers.
+    while (parts(dataDir).length < after.length + PARTS_PER_MERGE) {
+      writeSome(store, model, random);
+      await turn();
+    }
+    await store.compactionsSettled();
+    store.seal({ now: DAY0 + 1000, graceMs: 0, force: false });
+    store.seal({ now: DAY0 + 2 * DAY_MS, graceMs: 0, force: true });
+    await store.compactionsSettled();
+    assert.deepEqual(dayFiles(dataDir), ['sealed-20240601.hsd']);
+    assert.ok(!filesOf(dataDir).some((n) => n.endsWith('.tmp')), filesOf(dataDir).join(' '));
+    assertMatches(store, model, 'sealed while a merge was in flight');
     store.close();
   });
 });
