@@ -23,21 +23,12 @@ import type { WorkerLog } from './worker-log.js';
 import { isLabels, readTagLog, TAG_LOG_FILE, TagLog, type TagLogRecord } from './tag-log.js';
 import type { SeriesLabels } from '../native-free-codecs/write-body.js';
 import { LabelSets } from './label-sets.js';
+import { DAY_LOG_FILE, META_FILE, PART_FILE, SEALED_FILE } from '../shared/collection-files.js';
 
-export const META_FILE = 'meta.json';
+export { META_FILE, DAY_LOG_FILE, SEALED_FILE, PART_FILE } from '../shared/collection-files.js';
 /** Format 2 adds `labels`; format 1 (no labels) is still read. */
 export const META_VERSION = 2;
 export const MAX_TAG_NAME_BYTES = 256;
-
-/**
- * File names recovery reads as day logs and sealed files (anything else in a collection folder
- * is passed over). A day log with a generation (`active-YYYYMMDD-GGGGGGGG.log`) is frozen: no
- * longer written, waiting to become part GGGGGGGG (DayMaintenance.freezeDay).
- */
-export const DAY_LOG_FILE = /^(active|late)-(\d{8,})(?:-(\d{8}))?\.log$/;
-export const SEALED_FILE = /^sealed-(\d{8,})\.hsd$/;
-/** A part: day logs compacted before their day is sealed (sealed format; day, then generation). */
-export const PART_FILE = /^part-(\d{8,})-(\d{8})\.hsd$/;
 
 export function partFileName(dayText: string, generation: number): string {
   return `part-${dayText}-${String(generation).padStart(8, '0')}.hsd`;
