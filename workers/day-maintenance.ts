@@ -376,7 +376,7 @@ export class DayMaintenance {
     try {
       this.submitWaiting();
       for (const dayLog of written) {
-        if ((dayLog.blockCount >= this.compactBlocks || dayLog.size >= this.compactBytes) && this.logsOf(collection, dayLog.day).includes(dayLog)) this.compactSoon(collection, dayLog.day);
+        if ((dayLog.blockCount >= this.compactBlocks || dayLog.size >= this.compactBytes) && (collection.active.get(dayLog.day) === dayLog || collection.late.get(dayLog.day) === dayLog)) this.compactSoon(collection, dayLog.day);
       }
       this.blocksSinceBudgetCheck += newBlocks;
       if (this.blocksSinceBudgetCheck < this.compactBlocks / 8) return;

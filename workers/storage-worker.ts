@@ -196,10 +196,13 @@ const handlers: { [Op in StorageOp]: (task: TaskOf<Op>) => ReplyOf<Op> | Promise
     storeEpoch++;
     return store.recover().collections;
   },
-  [OP.CLOSE_COLLECTION]: (task) => {
+  [OP.CLOSE_COLLECTION]: async (task) => {
     storeEpoch++;
     flushBuffer();
     store.closeCollection(task.id);
+    // The caller may move or delete the folder next: no part of the compaction thread's may be
+    // written into it after that (its answers for a closed collection are dropped with their file).
+    await store.compactionsSettled();
     return null;
   },
   [OP.OPEN_COLLECTION]: (task) => {
@@ -207,10 +210,11 @@ const handlers: { [Op in StorageOp]: (task: TaskOf<Op>) => ReplyOf<Op> | Promise
     store.openCollection(task.id);
     return null;
   },
-  [OP.REMOVE_COLLECTION]: (task) => {
+  [OP.REMOVE_COLLECTION]: async (task) => {
     storeEpoch++;
     buffer.drop(task.id);
     store.closeCollection(task.id);
+    await store.compactionsSettled(); // as for CLOSE_COLLECTION: the folder is deleted next
     return null;
   },
 };
