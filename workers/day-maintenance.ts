@@ -13,7 +13,7 @@ import type { Collection, DayPart, FrozenLogs } from './collection.js';
 import type { CompactionThread } from './compaction-client.js';
 import type { DayLog, OpenFiles } from './day-file.js';
 import type { DayMerger } from './day-merge.js';
-import { DayFileJob, partsToMerge } from './day-compaction.js';
+import { DayFileJob, PARTS_PER_MERGE, partsToMerge } from './day-compaction.js';
 import { debugPause } from './debug-pause.js';
 import { fsyncDir, removeIfPresent } from './durable-fs.js';
 import type { FooterCache } from './footer-cache.js';
@@ -36,6 +36,13 @@ export interface SealOptions {
    * sealed once per pass, so points that keep arriving for a day cannot keep a pass going.
    */
   sealedThisPass?: Set<string>;
+  /**
+   * Writes are coming in (a background pass that waited a second for a pause and got none):
+   * merges of parts wait, unless a day has MERGE_ANYWAY_PARTS parts. A merge bounds neither
+   * memory nor recovery, only the files a query opens, and during a burst it took CPU from the
+   * writes (line protocol ingest, bench/README.md "Compaction off the shard's thread").
+   */
+  writesBusy?: boolean;
 }
 
 /** The shard's state the maintenance works on (owned by ShardStore). */
@@ -64,6 +71,8 @@ const SHARD_LOG_BUDGET_FACTOR = 4;
  * writes cannot let frozen logs, and their block index in memory, pile up.
  */
 const MAX_COMPACTIONS_WAITING = 4;
+/** Parts a day may have before a merge runs also while writes are busy (three merges' worth). */
+const MERGE_ANYWAY_PARTS = 3 * PARTS_PER_MERGE;
 /** A failed compaction is tried again after this long. */
 const COMPACTION_RETRY_MS = 10_000;
 
@@ -162,6 +171,10 @@ export class DayMaintenance {
         } else if (parts !== undefined && this.running === null) {
           const merge = partsToMerge(parts);
           if (merge === null || merge.some((part) => this.merging.has(part))) continue;
+          if (opts.writesBusy === true && parts.length < MERGE_ANYWAY_PARTS) {
+            this.maintenanceWanted = true; // the next pass looks again
+            continue;
+          }
           if (this.compactor !== null) {
             this.submitMerge(collection, day, merge);
             continue;

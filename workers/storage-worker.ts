@@ -86,14 +86,15 @@ const MAINTENANCE_YIELD_MS = 1000;
 /** Writes idle: no write frame taken for this long (a ring empty for an instant is no pause: the next request is on its way). */
 const WRITES_IDLE_MS = 100;
 
-/** Waits until the write loop took no frame for WRITES_IDLE_MS, for at most MAINTENANCE_YIELD_MS. */
-async function whenWritesIdle(): Promise<void> {
+/** Waits until the write loop took no frame for WRITES_IDLE_MS, for at most MAINTENANCE_YIELD_MS; false if writes never paused. */
+async function whenWritesIdle(): Promise<boolean> {
   const since = performance.now();
   while (!urgentSeal && performance.now() - since < MAINTENANCE_YIELD_MS) {
     const frames = Atomics.load(control, CONTROL_FRAMES_TAKEN);
     await new Promise<void>((resolve) => setTimeout(resolve, WRITES_IDLE_MS));
-    if (Atomics.load(control, CONTROL_FRAMES_TAKEN) === frames && requests.usedBytes() === 0) return;
+    if (Atomics.load(control, CONTROL_FRAMES_TAKEN) === frames && requests.usedBytes() === 0) return true;
   }
+  return urgentSeal;
 }
 
 /**
@@ -108,11 +109,12 @@ async function sealInSlices(collectionId: string | undefined, force: boolean, no
   let total = 0;
   const sealedThisPass = new Set<string>();
   for (;;) {
+    let writesBusy = false;
     if (yieldToWrites) {
-      await whenWritesIdle();
+      writesBusy = !(await whenWritesIdle());
       if (storeEpoch !== epoch) return total;
     }
-    const { sealedDays: n, more } = store.seal({ ...(collectionId !== undefined ? { collectionId } : {}), now, graceMs: data.sealGraceMs, force, budgetMs: SEAL_SLICE_MS, sealedThisPass });
+    const { sealedDays: n, more } = store.seal({ ...(collectionId !== undefined ? { collectionId } : {}), now, graceMs: data.sealGraceMs, force, budgetMs: SEAL_SLICE_MS, sealedThisPass, writesBusy });
     total += n;
     sealedDays += n;
     if (!more) return total;
