@@ -79,6 +79,11 @@ export interface Sample {
   /** The storage workers' V8 heaps and ArrayBuffer memory, summed over shards. */
   workerHeapBytes: number;
   workerArrayBufferBytes: number;
+  /** Of RSS, the anonymous part (heaps, buffers, malloc) as the kernel counts it (RssAnon). */
+  rssAnonKb: number;
+  /** The main thread's V8 heap as allocated (nodejs_heap_size_total_bytes) and its memory outside the heap (nodejs_external_memory_bytes). */
+  heapTotalBytes: number;
+  externalBytes: number;
 }
 
 export interface PathCheck {
@@ -231,18 +236,21 @@ export async function runSoak(target: SoakTarget, options: Partial<SoakOptions> 
     // server's idle timeout just as the next request goes out (a reset no server can avoid).
     const metricsClient = new HttpsClient(target.port, target.ca, 1);
     metricsClient.headers.authorization = `Bearer ${token}`;
-    const rssKb = Number(/^VmRSS:\s+(\d+)/m.exec(readOr(`/proc/${target.pid}/status`))?.[1] ?? NaN);
+    const status = readOr(`/proc/${target.pid}/status`);
+    const rssKb = Number(/^VmRSS:\s+(\d+)/m.exec(status)?.[1] ?? NaN);
+    const rssAnonKb = Number(/^RssAnon:\s+(\d+)/m.exec(status)?.[1] ?? NaN);
     const fds = countOr(`/proc/${target.pid}/fd`);
     const reply = await rec.timed('GET /metrics', () => metricsClient.get('/metrics'));
     metricsClient.close();
     const metrics = reply?.body.toString('utf8') ?? '';
-    const heapUsedBytes = Number(/^nodejs_heap_size_used_bytes(?:\{[^}]*\})? (\S+)$/m.exec(metrics)?.[1] ?? NaN);
+    const gauge = (name: string) => Number(new RegExp(`^${name}(?:\\{[^}]*\\})? (\\S+)$`, 'm').exec(metrics)?.[1] ?? NaN);
+    const heapUsedBytes = gauge('nodejs_heap_size_used_bytes');
     const sum = (name: string) => [...metrics.matchAll(new RegExp(`^${name}(?:\\{[^}]*\\})? (\\S+)$`, 'gm'))].reduce((n, m) => n + Number(m[1]), 0);
     const logBlocks = sum('historian_storage_day_log_blocks');
     const workerHeapBytes = sum('historian_storage_worker_heap_used_bytes');
     const workerArrayBufferBytes = sum('historian_storage_worker_array_buffer_bytes');
     const disk = diskUsage(target.dataDir);
-    samples.push({ minute: (performance.now() - runStart) / 60_000, rssKb, heapUsedBytes, fds, dataFiles: disk.files, dataBytes: disk.bytes, logBlocks, workerHeapBytes, workerArrayBufferBytes });
+    samples.push({ minute: (performance.now() - runStart) / 60_000, rssKb, heapUsedBytes, fds, dataFiles: disk.files, dataBytes: disk.bytes, logBlocks, workerHeapBytes, workerArrayBufferBytes, rssAnonKb, heapTotalBytes: gauge('nodejs_heap_size_total_bytes'), externalBytes: gauge('nodejs_external_memory_bytes') });
   };
   await sample();
 

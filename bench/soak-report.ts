@@ -22,6 +22,26 @@ export function growthAfterWarmup(samples: Sample[], pick: (s: Sample) => number
   return { base, end, growth: end / base - 1 };
 }
 
+/**
+ * The least-squares line through every sample after warm-up: its value at the end of warm-up and
+ * at the last sample, and the growth between them. Samples swing with each isolate's GC (RSS by
+ * ±80 MiB in a soak), so two one-minute medians can differ by that swing alone; the line uses
+ * all of them.
+ */
+export function trendAfterWarmup(samples: Sample[], pick: (s: Sample) => number, warmupMinutes: number): { from: number; to: number; growth: number } {
+  const lastMinute = samples.at(-1)?.minute ?? 0;
+  const warm = Math.min(warmupMinutes, Math.max(0, lastMinute - 1));
+  const points = samples.filter((s) => s.minute >= warm && Number.isFinite(pick(s))).map((s) => [s.minute, pick(s)] as const);
+  if (points.length < 2) return { from: NaN, to: NaN, growth: NaN };
+  const mx = points.reduce((a, [x]) => a + x, 0) / points.length;
+  const my = points.reduce((a, [, y]) => a + y, 0) / points.length;
+  const sxx = points.reduce((a, [x]) => a + (x - mx) ** 2, 0);
+  const slope = sxx === 0 ? 0 : points.reduce((a, [x, y]) => a + (x - mx) * (y - my), 0) / sxx;
+  const from = my + slope * (warm - mx);
+  const to = my + slope * (lastMinute - mx);
+  return { from, to, growth: to / from - 1 };
+}
+
 /** Least-squares slope of `values[i]` over minute i, minutes before `fromMinute` and NaNs left out. */
 export function slopePerMinute(values: number[], fromMinute: number): number {
   const points = values.map((v, i) => [i, v] as const).filter(([i, v]) => i >= fromMinute && Number.isFinite(v));
@@ -93,6 +113,7 @@ export function formatReport(r: SoakResult): string {
   const heap = growthAfterWarmup(r.samples, (s) => s.heapUsedBytes, o.warmupMinutes);
   const workerHeap = growthAfterWarmup(r.samples, (s) => s.workerHeapBytes, o.warmupMinutes);
   const workerBuffers = growthAfterWarmup(r.samples, (s) => s.workerArrayBufferBytes, o.warmupMinutes);
+  const rssTrend = trendAfterWarmup(r.samples, (s) => s.rssKb * 1024, o.warmupMinutes);
   const files = growthAfterWarmup(r.samples, (s) => s.dataFiles, o.warmupMinutes);
   const fds = fdFigures(r);
   out.push('## Verdict', '');
@@ -104,6 +125,7 @@ export function formatReport(r: SoakResult): string {
         ['4xx (every request sent is valid)', clientErrors(r).join('; ') || 'none'],
         ['every acknowledged point present (4 write paths + live markers)', missing === 0 ? 'yes' : `NO: ${int(missing)} missing`],
         ['RSS after warm-up (goal < +10%)', `${mib(rss.base)} → ${mib(rss.end)} (${pct(rss.growth)})`],
+        ['RSS after warm-up, least-squares line over every sample (one GC\'s swing moves it less than two minutes\' medians)', `${mib(rssTrend.from)} → ${mib(rssTrend.to)} (${pct(rssTrend.growth)})`],
         ['V8 heap used after warm-up', `${mib(heap.base)} → ${mib(heap.end)} (${pct(heap.growth)})`],
         ['storage workers\' heap and ArrayBuffers after warm-up', `${mib(workerHeap.base)} → ${mib(workerHeap.end)} (${pct(workerHeap.growth)}); ${mib(workerBuffers.base)} → ${mib(workerBuffers.end)} (${pct(workerBuffers.growth)})`],
         ['day logs\' block index (36 B per block; storage.dayLogCompactBlocks bounds it)', `at most ${int(Math.max(...r.samples.map((s) => s.logBlocks)))} blocks (${mib(36 * Math.max(...r.samples.map((s) => s.logBlocks)))})`],
@@ -131,8 +153,17 @@ export function formatReport(r: SoakResult): string {
   for (const s of r.samples) if (byMinute.length === 0 || Math.floor(s.minute) > Math.floor(byMinute.at(-1)!.minute) || s === r.samples.at(-1)) byMinute.push(s);
   out.push(
     markdownTable(
-      ['minute', 'RSS', 'V8 heap used (main)', 'storage workers: heap, ArrayBuffers', 'fds', 'data-dir files', 'data-dir bytes', 'day-log blocks'],
-      byMinute.map((s) => [num(s.minute, 1), mib(s.rssKb * 1024), mib(s.heapUsedBytes), `${mib(s.workerHeapBytes)}, ${mib(s.workerArrayBufferBytes)}`, String(s.fds), int(s.dataFiles), mib(s.dataBytes), int(s.logBlocks)]),
+      ['minute', 'RSS (of it anonymous)', 'main thread: V8 heap used, allocated; external', 'storage workers: heap, ArrayBuffers', 'fds', 'data-dir files', 'data-dir bytes', 'day-log blocks'],
+      byMinute.map((s) => [
+        num(s.minute, 1),
+        `${mib(s.rssKb * 1024)} (${mib(s.rssAnonKb * 1024)})`,
+        `${mib(s.heapUsedBytes)}, ${mib(s.heapTotalBytes)}; ${mib(s.externalBytes)}`,
+        `${mib(s.workerHeapBytes)}, ${mib(s.workerArrayBufferBytes)}`,
+        String(s.fds),
+        int(s.dataFiles),
+        mib(s.dataBytes),
+        int(s.logBlocks),
+      ]),
     ),
     '',
   );

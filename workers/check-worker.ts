@@ -9,8 +9,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { parentPort, workerData } from 'node:worker_threads';
 import { CollectionCheck, type CheckSink } from './check-collection.js';
-import { DAY_LOG_FILE, META_FILE, PART_FILE, SEALED_FILE } from './collection.js';
-import { TAG_LOG_FILE } from './tag-log.js';
+import { DAY_LOG_FILE, isCollectionFileName, META_FILE, PART_FILE, SEALED_FILE } from '../shared/collection-files.js';
 import type { CheckProblem, CheckWorkerInput, CheckWorkerMessage, TimeSeriesChecked } from '../shared/check-protocol.js';
 import type { CollectionScope } from '../shared/scope.js';
 import { validateScope } from '../shared/scope-path.js';
@@ -75,7 +74,7 @@ export function checkTimeSeries(dataDir: string, serviceRunning: boolean, send: 
 
 /** The files a folder's check reads (and so counts in the plan). */
 function isReadByCheck(name: string): boolean {
-  return name === META_FILE || name === TAG_LOG_FILE || SEALED_FILE.test(name) || PART_FILE.test(name) || DAY_LOG_FILE.test(name);
+  return isCollectionFileName(name);
 }
 
 /**

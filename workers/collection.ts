@@ -23,20 +23,30 @@ import type { WorkerLog } from './worker-log.js';
 import { isLabels, readTagLog, TAG_LOG_FILE, TagLog, type TagLogRecord } from './tag-log.js';
 import type { SeriesLabels } from '../native-free-codecs/write-body.js';
 import { LabelSets } from './label-sets.js';
+import { DAY_LOG_FILE, META_FILE, PART_FILE, SEALED_FILE } from '../shared/collection-files.js';
 
-export const META_FILE = 'meta.json';
+export { META_FILE, DAY_LOG_FILE, SEALED_FILE, PART_FILE } from '../shared/collection-files.js';
 /** Format 2 adds `labels`; format 1 (no labels) is still read. */
 export const META_VERSION = 2;
 export const MAX_TAG_NAME_BYTES = 256;
 
-/** File names recovery reads as day logs and sealed files (anything else in a collection folder is passed over). */
-export const DAY_LOG_FILE = /^(active|late)-(\d{8,})\.log$/;
-export const SEALED_FILE = /^sealed-(\d{8,})\.hsd$/;
-/** A part: day logs compacted before their day is sealed (sealed format; day, then generation). */
-export const PART_FILE = /^part-(\d{8,})-(\d{8})\.hsd$/;
-
 export function partFileName(dayText: string, generation: number): string {
   return `part-${dayText}-${String(generation).padStart(8, '0')}.hsd`;
+}
+
+export function frozenLogName(kind: DayLogKind, dayText: string, generation: number): string {
+  return `${kind}-${dayText}-${String(generation).padStart(8, '0')}.log`;
+}
+
+/**
+ * A day's logs frozen for compaction off the shard's thread (active, then late: write order):
+ * queries read them until part `generation` replaces them.
+ */
+export interface FrozenLogs {
+  generation: number;
+  logs: DayLog[];
+  /** Handed to the compaction thread and not answered yet. */
+  submitted: boolean;
 }
 
 /** One part of a day (see PART_FILE): later generations hold later writes. */
@@ -86,7 +96,13 @@ export class Collection {
    * file, then its parts, then its active and late logs, later ones winning a tie.
    */
   readonly parts = new Map<number, DayPart[]>();
-  /** The generation the next part gets (above every part on disk). */
+  /**
+   * Per day, logs frozen and waiting to be compacted into parts, in generation order. They come
+   * after the day's parts and before its active and late logs in write order: a frozen set's
+   * generation is above every part's, and its part takes that generation.
+   */
+  readonly frozen = new Map<number, FrozenLogs[]>();
+  /** The generation the next part gets (above every part and frozen log on disk). */
   nextPartGeneration = 1;
   /** Footers (of sealed files and parts, by path) read so far (the store bounds how many stay cached). */
   readonly sealedIndexes = new Map<string, SealedIndex>();
@@ -151,7 +167,7 @@ export class Collection {
       collection.tagLog.reset();
     }
 
-    const logs: { kind: DayLogKind; day: number; name: string }[] = [];
+    const logs: { kind: DayLogKind; day: number; name: string; generation: number }[] = [];
     for (const name of fs.readdirSync(dir).sort()) {
       if (name.endsWith('.tmp')) {
         // A seal, meta.json or tag log rewrite that crashed before its rename: the originals are intact.
@@ -173,18 +189,27 @@ export class Collection {
       }
       const dayLog = DAY_LOG_FILE.exec(name);
       const day = dayLog ? parseDay(dayLog[2]!) : null;
-      if (dayLog && day !== null) logs.push({ kind: dayLog[1] as DayLogKind, day, name });
+      if (dayLog && day !== null) logs.push({ kind: dayLog[1] as DayLogKind, day, name, generation: dayLog[3] === undefined ? Infinity : Number(dayLog[3]) });
     }
 
-    // Active logs before late ones: on an equal timestamp the late point is the later write.
-    logs.sort((a, b) => (a.kind === b.kind ? a.day - b.day : a.kind === 'active' ? -1 : 1));
+    // Write order, which last values are rebuilt in: frozen logs by generation, then active
+    // logs before late ones (on an equal timestamp the late point is the later write).
+    logs.sort((a, b) => (a.generation !== b.generation ? a.generation - b.generation : a.kind === b.kind ? a.day - b.day : a.kind === 'active' ? -1 : 1));
     let blocks = 0;
     let bytesCut = 0;
-    for (const { kind, day, name } of logs) {
+    for (const { kind, day, name, generation } of logs) {
       const file = path.join(dir, name);
+      if (generation !== Infinity && (collection.parts.get(day) ?? []).some((part) => part.generation >= generation)) {
+        // Frozen logs whose part was written (a crash came before they were deleted): the part
+        // holds their points, and reading them after a newer part would undo later writes.
+        removeIfPresent(file);
+        log.info({ event: 'frozen-log-removed', collection: collection.id, file: name }, 'removed a frozen day log that its part already holds');
+        continue;
+      }
       try {
         const opened = DayLog.open(file, day, kind, files, collection.tagNames.length, collection.noteBlock);
-        (kind === 'active' ? collection.active : collection.late).set(day, opened.log);
+        if (generation === Infinity) (kind === 'active' ? collection.active : collection.late).set(day, opened.log);
+        else collection.addFrozen(day, generation, opened.log);
         blocks += opened.blocks;
         bytesCut += opened.bytesCut;
         if (opened.bytesCut > 0) {
@@ -391,6 +416,37 @@ export class Collection {
     else this.parts.delete(day);
   }
 
+  /** Adds a frozen day log (recovery, or DayMaintenance.freezeDay), keeping generation and write order. */
+  addFrozen(day: number, generation: number, dayLog: DayLog): void {
+    const list = this.frozen.get(day) ?? [];
+    let set = list.find((f) => f.generation === generation);
+    if (set === undefined) {
+      set = { generation, logs: [], submitted: false };
+      list.push(set);
+      list.sort((a, b) => a.generation - b.generation);
+    }
+    set.logs.push(dayLog);
+    set.logs.sort((a, b) => (a.kind === b.kind ? 0 : a.kind === 'active' ? -1 : 1));
+    this.frozen.set(day, list);
+    if (generation >= this.nextPartGeneration) this.nextPartGeneration = generation + 1;
+  }
+
+  /** Forgets a day log (its points are in a sealed file or part now), wherever it is: active, late or frozen. */
+  forgetLog(dayLog: DayLog): void {
+    const logs = dayLog.kind === 'active' ? this.active : this.late;
+    if (logs.get(dayLog.day) === dayLog) logs.delete(dayLog.day);
+    const list = this.frozen.get(dayLog.day);
+    if (list === undefined) return;
+    for (const set of list) set.logs = set.logs.filter((l) => l !== dayLog);
+    const rest = list.filter((set) => set.logs.length > 0);
+    if (rest.length > 0) this.frozen.set(dayLog.day, rest);
+    else this.frozen.delete(dayLog.day);
+  }
+
+  frozenPath(kind: DayLogKind, day: number, generation: number): string {
+    return path.join(this.dir, frozenLogName(kind, formatDay(day), generation));
+  }
+
   /** The log new points of `day` go to: the late log once the day is sealed, else the active one. */
   logForWrite(day: number, files: OpenFiles): DayLog {
     const kind: DayLogKind = this.sealedBytes.has(day) ? 'late' : 'active';
@@ -409,11 +465,18 @@ export class Collection {
     for (const day of this.parts.keys()) days.add(day);
     for (const day of this.active.keys()) days.add(day);
     for (const day of this.late.keys()) days.add(day);
+    for (const day of this.frozen.keys()) days.add(day);
     return [...days].sort((a, b) => a - b);
   }
 
-  /** Every open day log. */
+  /** Every open day log: frozen ones too. */
   *dayLogs(): IterableIterator<DayLog> {
+    yield* this.writableLogs();
+    for (const list of this.frozen.values()) for (const set of list) yield* set.logs;
+  }
+
+  /** The day logs new points go to (not the frozen ones). */
+  *writableLogs(): IterableIterator<DayLog> {
     yield* this.active.values();
     yield* this.late.values();
   }

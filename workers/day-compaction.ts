@@ -13,7 +13,7 @@
  */
 
 import fs from 'node:fs';
-import type { DayLog } from './day-file.js';
+import type { LogSource } from './day-file.js';
 import type { DayMerger } from './day-merge.js';
 import { SealedFileWriter, type SealedIndex } from './sealed-file.js';
 import type { DayPart } from './collection.js';
@@ -44,7 +44,7 @@ interface GatheredPass {
  * most `maxPoints` points (a tag with more gets a pass of its own). Each pass reads every log
  * front to back once.
  */
-export function* gatherLogs(logs: readonly DayLog[], maxPoints = GATHER_POINTS): Generator<GatheredPass> {
+export function* gatherLogs(logs: readonly LogSource[], maxPoints = GATHER_POINTS): Generator<GatheredPass> {
   const counts = new Map<number, number>();
   for (const log of logs) for (const id of log.tagIds()) counts.set(id, (counts.get(id) ?? 0) + log.pointsOf(id));
   const ids = [...counts.keys()].sort((a, b) => a - b);
@@ -110,8 +110,10 @@ export class DayFileJob {
     readonly outputPath: string,
     /** Sealed file and parts, oldest first. */
     readonly inputs: readonly SealedIndex[],
-    readonly logs: readonly DayLog[],
+    readonly logs: readonly LogSource[],
     private readonly merger: DayMerger,
+    /** The compaction thread writes under a name of its own and leaves the rename to the shard. */
+    private readonly placement: { tmpPath?: string; rename: boolean } = { rename: true },
   ) {
     const ids = new Set<number>();
     for (const input of inputs) for (const id of input.tagIds) ids.add(id);
@@ -121,7 +123,7 @@ export class DayFileJob {
     this.fds = [];
     try {
       for (const input of inputs) this.fds.push(fs.openSync(input.path, 'r'));
-      this.writer = new SealedFileWriter(outputPath, day, undefined, output === 'sealed' ? 'best' : 'fast');
+      this.writer = new SealedFileWriter(outputPath, day, undefined, output === 'sealed' ? 'best' : 'fast', placement.tmpPath);
     } catch (err) {
       this.closeInputs();
       throw err;
@@ -165,7 +167,7 @@ export class DayFileJob {
   /** Makes the file durable under its name; the caller then retires the inputs. */
   finish(): SealedIndex {
     try {
-      return this.writer.finish();
+      return this.writer.finish(this.placement.rename);
     } finally {
       this.closeInputs();
       this.merger.shrink();

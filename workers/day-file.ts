@@ -225,8 +225,16 @@ export interface DayLogOpenResult {
   blocks: number;
 }
 
-export class DayLog {
-  readonly path: string;
+/** What a compaction reads of a day log: its tags, their point counts, and its blocks in file order. */
+export interface LogSource {
+  tagIds(): Iterable<number>;
+  pointsOf(tagId: number): number;
+  visitInFileOrder(visit: BlockVisitor): void;
+}
+
+export class DayLog implements LogSource {
+  /** Changes once, when the log is frozen (renamed for compaction off the shard's thread). */
+  path: string;
   readonly day: number;
   readonly kind: DayLogKind;
   /** Length of the verified file: where the next block goes. */
@@ -319,6 +327,11 @@ export class DayLog {
       this.index(tagId, offset, count, minTs, maxTs);
       onBlock(tagId, ts, values, count);
     });
+  }
+
+  /** The file was renamed (frozen): reopens go to the new name; the open descriptor stays valid. */
+  movedTo(newPath: string): void {
+    this.path = newPath;
   }
 
   /** Reopens after the descriptor was released; the file must still be as we left it. */
@@ -551,6 +564,57 @@ export function walkDayLogBlocks(fd: number, owner: object, day: number, from: n
     pos += size;
   }
   return { end: pos, blocks, stop: null };
+}
+
+/**
+ * A frozen day log read by the compaction thread, which has none of the shard's block index:
+ * the shard sends each tag's point count, and the blocks are read front to back from the file's
+ * first `size` bytes (what the shard had verified and indexed). Each block's length fields are
+ * checked again; the checksums were checked when the blocks were written or recovered.
+ */
+export class FrozenLogFile implements LogSource {
+  private readonly counts = new Map<number, number>();
+
+  constructor(
+    readonly path: string,
+    private readonly size: number,
+    tagIds: ArrayLike<number>,
+    points: ArrayLike<number>,
+  ) {
+    for (let i = 0; i < tagIds.length; i++) this.counts.set(tagIds[i]!, points[i]!);
+  }
+
+  tagIds(): Iterable<number> {
+    return this.counts.keys();
+  }
+
+  pointsOf(tagId: number): number {
+    return this.counts.get(tagId) ?? 0;
+  }
+
+  visitInFileOrder(visit: BlockVisitor): void {
+    const fd = fs.openSync(this.path, 'r');
+    try {
+      let pos = DAY_LOG_HEADER_BYTES;
+      while (pos < this.size) {
+        if (!readWindow.holds(this, pos, BLOCK_HEADER_BYTES)) readWindow.load(this, fd, pos, Math.min(WINDOW_BYTES, this.size - pos));
+        let at = pos - readWindow.start;
+        const count = readWindow.view.getUint32(at + 12, true);
+        const size = blockBytes(count);
+        if (readWindow.view.getUint32(at, true) !== 8 + 16 * count || pos + size > this.size) throw internal(`${this.path}: block at ${pos} does not fit the log`);
+        if (!readWindow.holds(this, pos, size)) {
+          readWindow.load(this, fd, pos, Math.min(Math.max(size, WINDOW_BYTES), this.size - pos));
+          at = 0;
+        }
+        const buffer = readWindow.bytes.buffer;
+        visit(readWindow.view.getUint32(at + 8, true), new Float64Array(buffer, at + BLOCK_HEADER_BYTES, count), new Float64Array(buffer, at + BLOCK_HEADER_BYTES + 8 * count, count), count);
+        pos += size;
+      }
+    } finally {
+      readWindow.forget(this);
+      fs.closeSync(fd);
+    }
+  }
 }
 
 function encodeHeader(day: number): Uint8Array {

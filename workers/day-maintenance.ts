@@ -1,15 +1,19 @@
 /**
  * What a shard does to its days besides appending to them: compacting day logs that passed their
- * limits into parts (right after the write that passed it), merging parts of similar size, and
- * sealing days; large merges and seals run as one job at a time, a slice per call. Files and
- * their order on disk: day-compaction.ts; the store's read path reads what this leaves.
+ * limits into parts, merging parts of similar size, and sealing days. A compaction freezes the
+ * day's logs (renames them; new points go to fresh logs) and hands them to the shard's
+ * compaction thread, so the write that passed the limit does not wait for it; large merges and
+ * seals run on the shard's thread as one job at a time, a slice per call. Files and their order
+ * on disk: day-compaction.ts; the store's read path reads what this leaves.
  */
 
+import fs from 'node:fs';
 import path from 'node:path';
-import type { Collection, DayPart } from './collection.js';
+import type { Collection, DayPart, FrozenLogs } from './collection.js';
+import type { CompactionThread } from './compaction-client.js';
 import type { DayLog, OpenFiles } from './day-file.js';
 import type { DayMerger } from './day-merge.js';
-import { DayFileJob, partsToMerge } from './day-compaction.js';
+import { DayFileJob, PARTS_PER_MERGE, partsToMerge } from './day-compaction.js';
 import { debugPause } from './debug-pause.js';
 import { fsyncDir, removeIfPresent } from './durable-fs.js';
 import type { FooterCache } from './footer-cache.js';
@@ -32,6 +36,13 @@ export interface SealOptions {
    * sealed once per pass, so points that keep arriving for a day cannot keep a pass going.
    */
   sealedThisPass?: Set<string>;
+  /**
+   * Writes are coming in (a background pass that waited a second for a pause and got none):
+   * merges of parts wait, unless a day has MERGE_ANYWAY_PARTS parts. A merge bounds neither
+   * memory nor recovery, only the files a query opens, and during a burst it took CPU from the
+   * writes (line protocol ingest, bench/README.md "Compaction off the shard's thread").
+   */
+  writesBusy?: boolean;
 }
 
 /** The shard's state the maintenance works on (owned by ShardStore). */
@@ -48,10 +59,22 @@ export interface MaintainedShard {
   compactBytes: number;
   /** A seal whose sealed file and parts hold more points runs as a job in slices. */
   sealAtOncePoints: number;
+  /** Where frozen logs are compacted; null: on the shard's thread, at once. */
+  compactor: CompactionThread | null;
 }
 
 /** The shard's logs together may hold this many times the per-day compaction limits. */
 const SHARD_LOG_BUDGET_FACTOR = 4;
+/**
+ * Frozen sets the compaction thread may have waiting; a compaction beyond that runs on the
+ * shard's thread (taking the day's frozen logs with it), so a thread that falls behind the
+ * writes cannot let frozen logs, and their block index in memory, pile up.
+ */
+const MAX_COMPACTIONS_WAITING = 4;
+/** Parts a day may have before a merge runs also while writes are busy (three merges' worth). */
+const MERGE_ANYWAY_PARTS = 3 * PARTS_PER_MERGE;
+/** A failed compaction is tried again after this long. */
+const COMPACTION_RETRY_MS = 10_000;
 
 /** The merge or seal under way, in slices (at most one per shard). */
 interface RunningJob {
@@ -72,6 +95,14 @@ export class DayMaintenance {
   private readonly compactBlocks: number;
   private readonly compactBytes: number;
   private readonly sealAtOncePoints: number;
+  private readonly compactor: CompactionThread | null;
+  /** Collections with frozen logs not handed to the compaction thread (recovered, or a failed try). */
+  private readonly unsubmitted = new Set<Collection>();
+  private tmpSequence = 0;
+  /** Compactions handed to the thread and not answered yet. */
+  private compactionsWaiting = 0;
+  /** Parts the thread is merging: a pass does not ask for a merge of them again. */
+  private readonly merging = new Set<DayPart>();
   /** Blocks appended since the shard's logs were last counted against their budget. */
   private blocksSinceBudgetCheck = 0;
   private running: RunningJob | null = null;
@@ -90,6 +121,7 @@ export class DayMaintenance {
     this.compactBlocks = shard.compactBlocks;
     this.compactBytes = shard.compactBytes;
     this.sealAtOncePoints = shard.sealAtOncePoints;
+    this.compactor = shard.compactor;
   }
 
   /** True while a job of the collection is under way. */
@@ -125,7 +157,7 @@ export class DayMaintenance {
         const active = collection.active.get(day);
         const late = collection.late.get(day);
         const parts = collection.parts.get(day);
-        if (active === undefined && late === undefined && parts === undefined) continue;
+        if (active === undefined && late === undefined && parts === undefined && !collection.frozen.has(day)) continue;
         const due = opts.force
           ? day < today || late !== undefined
           : dayEndMs(day) + 1 + opts.graceMs <= opts.now && (late === undefined || late.lastWriteAt + opts.graceMs <= opts.now);
@@ -138,7 +170,15 @@ export class DayMaintenance {
           if (performance.now() >= stopAt) return { sealedDays, more: true };
         } else if (parts !== undefined && this.running === null) {
           const merge = partsToMerge(parts);
-          if (merge === null) continue;
+          if (merge === null || merge.some((part) => this.merging.has(part))) continue;
+          if (opts.writesBusy === true && parts.length < MERGE_ANYWAY_PARTS) {
+            this.maintenanceWanted = true; // the next pass looks again
+            continue;
+          }
+          if (this.compactor !== null) {
+            this.submitMerge(collection, day, merge);
+            continue;
+          }
           this.startJob(collection, 'merge', day, merge);
           if (!this.advanceJob(stopAt) || performance.now() >= stopAt) return { sealedDays, more: true };
         }
@@ -173,8 +213,8 @@ export class DayMaintenance {
   }
 
   /**
-   * Compacts the day's logs into a new part and deletes them: the points stay where queries
-   * find them, the logs' memory and recovery time go.
+   * Compacts the day's logs, frozen ones included, into a new part on this thread and deletes
+   * them: the points stay where queries find them, the logs' memory and recovery time go.
    */
   private compactDay(collection: Collection, day: number): void {
     const logs = this.logsOf(collection, day);
@@ -198,6 +238,148 @@ export class DayMaintenance {
   }
 
   /**
+   * Compaction without holding the shard's thread: the day's writable logs are renamed to frozen
+   * names (`active-YYYYMMDD-GGGGGGGG.log`, G the generation their part will take) and handed to
+   * the compaction thread; new points of the day go to fresh logs. Queries read the frozen logs
+   * (after the parts, before the fresh logs) until the part is in place. With no thread, or too
+   * many compactions waiting for it, the day is compacted here at once.
+   */
+  private compactSoon(collection: Collection, day: number): void {
+    const logs = [collection.active.get(day), collection.late.get(day)].filter((l): l is DayLog => l !== undefined);
+    if (logs.length === 0) return;
+    if (this.compactor === null || this.compactionsWaiting >= MAX_COMPACTIONS_WAITING || logs.some((l) => l.broken)) {
+      this.compactDay(collection, day);
+      return;
+    }
+    collection.syncTags(); // the part names tag ids: their records go to disk first
+    const generation = collection.nextPartGeneration++;
+    for (const dayLog of logs) {
+      const frozenPath = collection.frozenPath(dayLog.kind, day, generation);
+      fs.renameSync(dayLog.path, frozenPath);
+      dayLog.movedTo(frozenPath);
+      collection.forgetLog(dayLog);
+      collection.addFrozen(day, generation, dayLog);
+    }
+    fsyncDir(collection.dir); // the renames before any point goes to a fresh log of the same name
+    for (const dayLog of logs) dayLog.folderSynced();
+    this.submit(collection, day, collection.frozen.get(day)!.find((set) => set.generation === generation)!);
+  }
+
+  /** Hands a frozen set to the compaction thread; the part is moved in place when it answers. */
+  private submit(collection: Collection, day: number, set: FrozenLogs): void {
+    set.submitted = true;
+    const outputPath = collection.partPath(day, set.generation);
+    // A name of its own per request: a request of a collection closed and reopened meanwhile
+    // must not share (and have removed) the file of the next one. Recovery removes *.tmp.
+    const tmpPath = `${outputPath}.${++this.tmpSequence}.tmp`;
+    const logs = set.logs.map((dayLog) => {
+      const ids = Uint32Array.from(dayLog.tagIds());
+      return { path: dayLog.path, size: dayLog.size, tagIds: ids, points: Float64Array.from(ids, (id) => dayLog.pointsOf(id)) };
+    });
+    this.compactionsWaiting++;
+    this.compactor!.submit({ day, outputPath, tmpPath, inputs: [], logs }, (outcome) => {
+      this.compactionsWaiting--;
+      // The set may be gone: sealed or compacted on this thread meanwhile, or its collection closed.
+      const current = this.collections.get(collection.id) === collection && (collection.frozen.get(day) ?? []).includes(set);
+      if (!current || !outcome.ok) {
+        removeIfPresent(tmpPath);
+        if (!current) return;
+        set.submitted = false;
+        this.unsubmitted.add(collection);
+        this.compactionPausedUntil = performance.now() + COMPACTION_RETRY_MS;
+        this.log.warn({ event: 'compaction-failed', collection: collection.id, day, err: outcome.ok ? '' : outcome.error }, 'could not compact day logs into a part; trying again in 10 s');
+        return;
+      }
+      try {
+        debugPause('seal-before-rename');
+        fs.renameSync(tmpPath, outputPath);
+        fsyncDir(collection.dir);
+        collection.addPart(day, set.generation, outcome.bytes);
+        let blocks = 0;
+        for (const dayLog of set.logs) blocks += dayLog.blockCount;
+        this.dropLogs(collection, [...set.logs]);
+        fsyncDir(collection.dir);
+        this.compactions++;
+        this.maintenanceWanted = true;
+        this.log.info(
+          { event: 'day-compacted', collection: collection.id, day: path.basename(outputPath), blocks, points: outcome.points, bytes: outcome.bytes, ms: outcome.ms, thread: true },
+          'compacted day logs into a part',
+        );
+      } catch (err) {
+        removeIfPresent(tmpPath);
+        set.submitted = false;
+        this.unsubmitted.add(collection);
+        this.compactionPausedUntil = performance.now() + COMPACTION_RETRY_MS;
+        this.log.warn({ event: 'compaction-failed', collection: collection.id, day, err: String(err) }, 'could not put a compacted part in place; trying again in 10 s');
+      }
+    });
+  }
+
+  /**
+   * Hands a merge to the compaction thread. Its answer is used only if every input is still the
+   * day's part it was (a seal or another merge may have taken them meanwhile); the merged file
+   * then replaces the newest input under its name, and the others are deleted oldest first, as
+   * a merge on this thread does (advanceJob).
+   */
+  private submitMerge(collection: Collection, day: number, parts: DayPart[]): void {
+    const newest = parts[parts.length - 1]!;
+    const tmpPath = `${newest.path}.${++this.tmpSequence}.tmp`;
+    for (const part of parts) this.merging.add(part);
+    this.compactor!.submit({ day, outputPath: newest.path, tmpPath, inputs: parts.map((part) => part.path), logs: [] }, (outcome) => {
+      for (const part of parts) this.merging.delete(part);
+      const list = collection.parts.get(day) ?? [];
+      const current = this.collections.get(collection.id) === collection && parts.every((part) => list.includes(part));
+      if (!current || !outcome.ok) {
+        removeIfPresent(tmpPath);
+        if (current && !outcome.ok) this.log.warn({ event: 'merge-failed', collection: collection.id, day, err: outcome.error }, 'could not merge parts of a day; the next pass tries again');
+        return;
+      }
+      try {
+        fs.renameSync(tmpPath, newest.path);
+        this.footers.forget(collection, newest.path);
+        collection.addPart(day, newest.generation, outcome.bytes);
+        fsyncDir(collection.dir);
+        this.dropParts(collection, day, parts, newest.generation);
+        fsyncDir(collection.dir);
+        this.log.info(
+          { event: 'parts-merged', collection: collection.id, day: path.basename(newest.path), parts: parts.length, points: outcome.points, bytes: outcome.bytes, ms: outcome.ms, thread: true },
+          'merged parts of a day',
+        );
+      } catch (err) {
+        removeIfPresent(tmpPath);
+        this.log.warn({ event: 'merge-failed', collection: collection.id, day, err: String(err) }, 'could not put merged parts in place; the next pass tries again');
+      }
+    });
+  }
+
+  /** Frozen logs found at recovery (a compaction a crash interrupted) go to the compaction thread, or are compacted here. */
+  adopt(collection: Collection): void {
+    if (collection.frozen.size === 0) return;
+    this.unsubmitted.add(collection);
+    this.submitWaiting();
+  }
+
+  /** Submits frozen sets that are not with the compaction thread (recovered, or a failed try whose pause is over). */
+  private submitWaiting(): void {
+    if (this.unsubmitted.size === 0 || performance.now() < this.compactionPausedUntil) return;
+    const collections = [...this.unsubmitted];
+    this.unsubmitted.clear();
+    for (const collection of collections) {
+      if (this.collections.get(collection.id) !== collection) continue;
+      for (const [day, sets] of collection.frozen) {
+        if (!sets.some((set) => !set.submitted)) continue;
+        if (this.compactor === null || this.compactionsWaiting >= MAX_COMPACTIONS_WAITING) this.compactDay(collection, day);
+        else for (const set of sets) if (!set.submitted) this.submit(collection, day, set);
+      }
+    }
+  }
+
+  /** Resolves once the compaction thread has answered every request made so far. */
+  compactionsSettled(): Promise<void> {
+    return this.compactor === null ? Promise.resolve() : this.compactor.settled();
+  }
+
+  /**
    * After an append: compacts the days whose logs passed a limit, and now and then the largest
    * days while the shard's logs together are over budget. A failure is logged, never thrown (the
    * append is stored; the logs stay as they are) and the next try waits a while.
@@ -205,8 +387,9 @@ export class DayMaintenance {
   compactOversized(collection: Collection, written: readonly DayLog[], newBlocks: number): void {
     if (performance.now() < this.compactionPausedUntil) return;
     try {
+      this.submitWaiting();
       for (const dayLog of written) {
-        if (dayLog.blockCount >= this.compactBlocks || dayLog.size >= this.compactBytes) this.compactDay(collection, dayLog.day);
+        if ((dayLog.blockCount >= this.compactBlocks || dayLog.size >= this.compactBytes) && (collection.active.get(dayLog.day) === dayLog || collection.late.get(dayLog.day) === dayLog)) this.compactSoon(collection, dayLog.day);
       }
       this.blocksSinceBudgetCheck += newBlocks;
       if (this.blocksSinceBudgetCheck < this.compactBlocks / 8) return;
@@ -216,14 +399,14 @@ export class DayMaintenance {
         let bytes = 0;
         let largest: { collection: Collection; day: number; blocks: number } | null = null;
         for (const c of this.collections.values()) {
-          for (const dayLog of c.dayLogs()) {
+          for (const dayLog of c.writableLogs()) {
             blocks += dayLog.blockCount;
             bytes += dayLog.size;
             if (largest === null || dayLog.blockCount > largest.blocks) largest = { collection: c, day: dayLog.day, blocks: dayLog.blockCount };
           }
         }
         if (largest === null || (blocks <= SHARD_LOG_BUDGET_FACTOR * this.compactBlocks && bytes <= SHARD_LOG_BUDGET_FACTOR * this.compactBytes)) return;
-        this.compactDay(largest.collection, largest.day);
+        this.compactSoon(largest.collection, largest.day);
       }
     } catch (err) {
       this.compactionPausedUntil = performance.now() + 10_000;
@@ -233,9 +416,10 @@ export class DayMaintenance {
 
   private compactionPausedUntil = 0;
 
-  /** The day's logs in write order: active, then late. */
+  /** The day's logs in write order: frozen ones by generation, then active, then late. */
   private logsOf(collection: Collection, day: number): DayLog[] {
     const logs: DayLog[] = [];
+    for (const set of collection.frozen.get(day) ?? []) logs.push(...set.logs);
     const active = collection.active.get(day);
     const late = collection.late.get(day);
     if (active !== undefined) logs.push(active);
@@ -249,7 +433,7 @@ export class DayMaintenance {
       this.pending.delete(dayLog);
       dayLog.needsSync = false;
       this.files.forget(dayLog);
-      (dayLog.kind === 'active' ? collection.active : collection.late).delete(dayLog.day);
+      collection.forgetLog(dayLog);
       removeIfPresent(dayLog.path);
     }
   }

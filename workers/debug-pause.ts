@@ -4,7 +4,8 @@
 // outside tests) every call is one comparison against undefined.
 //
 // Phases: seal-writing (the temporary sealed file has its first tag), seal-before-rename (the
-// temporary file complete and fsynced), seal-after-rename (the sealed file in place, the day
+// temporary file complete and fsynced; for a part from the compaction thread, on the shard's
+// thread as it is about to move the part in place), seal-after-rename (the sealed file in place, the day
 // logs still there), seal-logs-removed (the day logs deleted, the folder not yet fsynced);
 // backup-marked (a backup's instant taken: the shard's files linked into the staging folder).
 

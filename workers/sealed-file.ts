@@ -234,10 +234,12 @@ export class SealedFileWriter {
      * 0.79 B a point); sealed days get 'best'.
      */
     private readonly effort: 'best' | 'fast' = 'best',
+    /** Where the file is written before its rename (a compaction thread names its own, per job). */
+    tmpPath = `${finalPath}.tmp`,
   ) {
     const version = (this.version = columnCodecVersion === COLUMN_CODEC_VERSION ? SEALED_VERSION : 3);
     this.summary = new SummaryBuilder(version >= 4);
-    this.tmpPath = `${finalPath}.tmp`;
+    this.tmpPath = tmpPath;
     this.fd = fs.openSync(this.tmpPath, 'w', PRIVATE_FILE_MODE);
     const header = new Uint8Array(SEALED_HEADER_BYTES);
     const view = new DataView(header.buffer);
@@ -303,8 +305,12 @@ export class SealedFileWriter {
     this.batchLength = 0;
   }
 
-  /** Writes the summary section and the footer, makes the file durable and moves it to its final name. */
-  finish(): SealedIndex {
+  /**
+   * Writes the summary section and the footer, makes the file durable and moves it to its final
+   * name; with `rename` false it stays under its temporary name (the index then names that), for
+   * the shard to move in place (a compaction thread's part).
+   */
+  finish(rename = true): SealedIndex {
     this.flushBatch();
     this.batch = Buffer.alloc(0);
     const { section, crc: summaryCrc } = this.summary.finish();
@@ -338,11 +344,13 @@ export class SealedFileWriter {
     fs.fsyncSync(this.fd);
     fs.closeSync(this.fd);
     this.fd = -1;
-    debugPause('seal-before-rename');
-    fs.renameSync(this.tmpPath, this.finalPath);
-    fsyncDir(path.dirname(this.finalPath));
+    if (rename) {
+      debugPause('seal-before-rename');
+      fs.renameSync(this.tmpPath, this.finalPath);
+      fsyncDir(path.dirname(this.finalPath));
+    }
     const index = new SealedIndex(
-      this.finalPath,
+      rename ? this.finalPath : this.tmpPath,
       this.day,
       this.position + tail.length,
       Uint32Array.from(this.tagIds),

@@ -13,10 +13,11 @@
  * chunks.
  *
  * Compaction: a day's logs that pass storage.dayLogCompactBlocks or dayLogCompactBytes (or the
- * shard's logs together four times that) are written into a part right after the write that
- * passed the limit, so memory and recovery stay bounded however much a day holds
- * (day-maintenance.ts, day-compaction.ts). Merges of parts and seals of large days run as a job
- * in slices.
+ * shard's logs together four times that) are frozen by the write that passed the limit and
+ * written into a part by the shard's compaction thread, so memory and recovery stay bounded
+ * however much a day holds, and writes do not wait for it (day-maintenance.ts,
+ * day-compaction.ts, compaction-client.ts). Merges of parts and seals of large days run as a
+ * job in slices.
  *
  * Layout and byte formats: README.md beside this file.
  */
@@ -27,6 +28,7 @@ import type { PointBatch, SeriesLabels } from '../native-free-codecs/write-body.
 import { Collection, META_FILE, tagNameProblem, type CollectionOpenResult } from './collection.js';
 import { addFileBlocks, GATHER_POINTS } from './day-compaction.js';
 import { DayMaintenance, type SealOptions } from './day-maintenance.js';
+import { CompactionThread } from './compaction-client.js';
 import { FooterCache } from './footer-cache.js';
 import { TAG_LOG_FILE } from './tag-log.js';
 import type { BackupMark, CollectionRecord, SeriesListing } from '../shared/protocol.js';
@@ -69,6 +71,8 @@ export interface ShardStoreOptions {
   dayLogCompactBytes?: number;
   /** A seal whose sealed file and parts hold more points runs as a job in slices (tests make it small). */
   sealAtOncePoints?: number;
+  /** Compact frozen day logs on a thread of their own (default), or on this one at once. */
+  compactionThread?: boolean;
 }
 
 export type { SealOptions } from './day-maintenance.js';
@@ -103,6 +107,7 @@ export class ShardStore {
   private readonly idleMergers: DayMerger[] = [];
   /** Compaction, merges and seals (day-maintenance.ts). */
   private readonly maintenance: DayMaintenance;
+  private readonly compactor: CompactionThread | null;
 
   constructor(opts: ShardStoreOptions) {
     this.dataDir = path.resolve(opts.dataDir);
@@ -112,6 +117,7 @@ export class ShardStore {
     this.footers = new FooterCache(opts.maxCachedFooters ?? 1024);
     this.maxSeriesPerCollection = opts.maxSeriesPerCollection ?? 1_000_000;
     this.maxUnsealedDays = opts.maxUnsealedDaysPerCollection ?? Infinity;
+    this.compactor = opts.compactionThread === false ? null : new CompactionThread();
     this.maintenance = new DayMaintenance({
       collections: this.collections,
       files: this.files,
@@ -122,7 +128,13 @@ export class ShardStore {
       compactBlocks: opts.dayLogCompactBlocks ?? 262_144,
       compactBytes: opts.dayLogCompactBytes ?? 16 * 1024 * 1024,
       sealAtOncePoints: opts.sealAtOncePoints ?? GATHER_POINTS,
+      compactor: this.compactor,
     });
+  }
+
+  /** Resolves once every compaction handed to the compaction thread so far is answered (and its part in place). */
+  compactionsSettled(): Promise<void> {
+    return this.maintenance.compactionsSettled();
   }
 
   /** Set by a compaction: parts may be due for a merge (the worker then runs a seal pass soon). */
@@ -431,7 +443,7 @@ export class ShardStore {
   summaryScanDay(collectionId: string, tagId: number, day: number, kind: SummaryKind, ts: Float64Array, values: Float64Array): number {
     return this.guard(() => {
       const collection = this.require(collectionId);
-      if (!collection.sealedBytes.has(day) || collection.active.has(day) || collection.late.has(day) || collection.parts.has(day)) return -1;
+      if (!collection.sealedBytes.has(day) || collection.active.has(day) || collection.late.has(day) || collection.parts.has(day) || collection.frozen.has(day)) return -1;
       const index = this.footers.sealed(collection, day);
       if (index.find(tagId) < 0) return 0; // no point of the tag that day
       const summary = this.summaryOf(index);
@@ -641,6 +653,8 @@ export class ShardStore {
     this.guard(() => {
       this.syncPending();
       for (const id of [...this.collections.keys()]) this.closeCollection(id);
+      // After the collections: what the thread had is then dropped quietly (recovery compacts its frozen logs again).
+      this.compactor?.close();
     });
   }
 
@@ -673,6 +687,7 @@ export class ShardStore {
   private loadCollection(scope: CollectionScope): CollectionOpenResult {
     const opened = Collection.open(this.dataDir, scope, this.files, this.log);
     this.collections.set(opened.collection.id, opened.collection);
+    this.maintenance.adopt(opened.collection);
     return opened;
   }
 
@@ -694,8 +709,8 @@ export class ShardStore {
   }
 
   /**
-   * Gathers the tag's points of one day in write order (sealed, then active blocks, then late
-   * blocks, each in file order) and merges them; the result is in this.merger.
+   * Gathers the tag's points of one day in write order (sealed, parts, frozen logs, then active
+   * blocks, then late blocks, each in file order) and merges them; the result is in this.merger.
    */
   private mergeTagDay(collection: Collection, day: number, tagId: number, start: number, end: number, merger = this.merger): number {
     merger.begin(dayStartMs(day), start, end);
@@ -705,6 +720,7 @@ export class ShardStore {
     if (collection.sealedBytes.has(day)) addFileBlocks(this.footers.sealed(collection, day), tagId, lo, hi, merger);
     for (const part of collection.parts.get(day) ?? []) addFileBlocks(this.footers.get(collection, part.path, day), tagId, lo, hi, merger);
     const addBlock = (_tag: number, ts: Float64Array, values: Float64Array, count: number) => merger.add(ts, values, 0, count);
+    for (const set of collection.frozen.get(day) ?? []) for (const dayLog of set.logs) dayLog.forEachBlock(tagId, lo, hi, addBlock);
     collection.active.get(day)?.forEachBlock(tagId, lo, hi, addBlock);
     collection.late.get(day)?.forEachBlock(tagId, lo, hi, addBlock);
     return merger.finish();

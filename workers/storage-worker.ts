@@ -86,14 +86,15 @@ const MAINTENANCE_YIELD_MS = 1000;
 /** Writes idle: no write frame taken for this long (a ring empty for an instant is no pause: the next request is on its way). */
 const WRITES_IDLE_MS = 100;
 
-/** Waits until the write loop took no frame for WRITES_IDLE_MS, for at most MAINTENANCE_YIELD_MS. */
-async function whenWritesIdle(): Promise<void> {
+/** Waits until the write loop took no frame for WRITES_IDLE_MS, for at most MAINTENANCE_YIELD_MS; false if writes never paused. */
+async function whenWritesIdle(): Promise<boolean> {
   const since = performance.now();
   while (!urgentSeal && performance.now() - since < MAINTENANCE_YIELD_MS) {
     const frames = Atomics.load(control, CONTROL_FRAMES_TAKEN);
     await new Promise<void>((resolve) => setTimeout(resolve, WRITES_IDLE_MS));
-    if (Atomics.load(control, CONTROL_FRAMES_TAKEN) === frames && requests.usedBytes() === 0) return;
+    if (Atomics.load(control, CONTROL_FRAMES_TAKEN) === frames && requests.usedBytes() === 0) return true;
   }
+  return urgentSeal;
 }
 
 /**
@@ -108,11 +109,12 @@ async function sealInSlices(collectionId: string | undefined, force: boolean, no
   let total = 0;
   const sealedThisPass = new Set<string>();
   for (;;) {
+    let writesBusy = false;
     if (yieldToWrites) {
-      await whenWritesIdle();
+      writesBusy = !(await whenWritesIdle());
       if (storeEpoch !== epoch) return total;
     }
-    const { sealedDays: n, more } = store.seal({ ...(collectionId !== undefined ? { collectionId } : {}), now, graceMs: data.sealGraceMs, force, budgetMs: SEAL_SLICE_MS, sealedThisPass });
+    const { sealedDays: n, more } = store.seal({ ...(collectionId !== undefined ? { collectionId } : {}), now, graceMs: data.sealGraceMs, force, budgetMs: SEAL_SLICE_MS, sealedThisPass, writesBusy });
     total += n;
     sealedDays += n;
     if (!more) return total;
@@ -196,10 +198,13 @@ const handlers: { [Op in StorageOp]: (task: TaskOf<Op>) => ReplyOf<Op> | Promise
     storeEpoch++;
     return store.recover().collections;
   },
-  [OP.CLOSE_COLLECTION]: (task) => {
+  [OP.CLOSE_COLLECTION]: async (task) => {
     storeEpoch++;
     flushBuffer();
     store.closeCollection(task.id);
+    // The caller may move or delete the folder next: no part of the compaction thread's may be
+    // written into it after that (its answers for a closed collection are dropped with their file).
+    await store.compactionsSettled();
     return null;
   },
   [OP.OPEN_COLLECTION]: (task) => {
@@ -207,10 +212,11 @@ const handlers: { [Op in StorageOp]: (task: TaskOf<Op>) => ReplyOf<Op> | Promise
     store.openCollection(task.id);
     return null;
   },
-  [OP.REMOVE_COLLECTION]: (task) => {
+  [OP.REMOVE_COLLECTION]: async (task) => {
     storeEpoch++;
     buffer.drop(task.id);
     store.closeCollection(task.id);
+    await store.compactionsSettled(); // as for CLOSE_COLLECTION: the folder is deleted next
     return null;
   },
 };

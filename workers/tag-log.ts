@@ -26,7 +26,7 @@ import { PRIVATE_FILE_MODE } from '../shared/file-modes.js';
 import type { SeriesLabels } from '../native-free-codecs/write-body.js';
 import { internal } from '../shared/errors.js';
 
-export const TAG_LOG_FILE = 'tags.log';
+export { TAG_LOG_FILE } from '../shared/collection-files.js';
 
 export type TagLogRecord = { kind: 'tag'; id: number; name: string; labels: SeriesLabels | null } | { kind: 'labels'; id: number; labels: SeriesLabels };
 

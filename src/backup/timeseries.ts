@@ -27,6 +27,7 @@ import type { Job } from '../jobs/api.js';
 import type { BlobContents } from '../files/api.js';
 import type { StoreMaintenance } from '../storage/api.js';
 import { badRequest } from '../../shared/errors.js';
+import { isCollectionFileName } from '../../shared/collection-files.js';
 import { PRIVATE_FILE_MODE } from '../../shared/file-modes.js';
 import { fsyncDir } from '../../shared/fsync-dir.js';
 import { decodeScopeName, validateScope } from '../../shared/scope-path.js';
@@ -273,7 +274,7 @@ function isStorePath(entry: string): boolean {
   } catch {
     return false;
   }
-  return /^(meta\.json|tags\.log|(active|late)-\d{8,}\.log|sealed-\d{8,}\.hsd|part-\d{8,}-\d{8}\.hsd)$/.test(parts[5]);
+  return isCollectionFileName(parts[5]!);
 }
 
 /**

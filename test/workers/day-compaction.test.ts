@@ -32,7 +32,14 @@ function tempDir(): string {
   return dir;
 }
 
-const SMALL: Partial<ShardStoreOptions> = { dayLogCompactBlocks: 1024, dayLogCompactBytes: 1 << 30 };
+/**
+ * Small limits, compaction on the shard's thread at once (what the store falls back to when its
+ * compaction thread falls behind): each step below happens in a known order. The thread's own
+ * path is tested at the end of this file.
+ */
+const SMALL: Partial<ShardStoreOptions> = { dayLogCompactBlocks: 1024, dayLogCompactBytes: 1 << 30, compactionThread: false };
+/** The same limits, compaction on the shard's compaction thread (the service's default). */
+const THREADED: Partial<ShardStoreOptions> = { ...SMALL, compactionThread: true };
 
 function openStore(dataDir: string, opts: Partial<ShardStoreOptions> = SMALL): ShardStore {
   const store = new ShardStore({ dataDir, owns: () => true, ...opts });
@@ -92,7 +99,7 @@ function filesOf(dataDir: string): string[] {
   return fs.readdirSync(collectionDir(dataDir, SCOPE)).sort();
 }
 
-const parts = (dataDir: string) => filesOf(dataDir).filter((n) => n.startsWith('part-'));
+const parts = (dataDir: string) => filesOf(dataDir).filter((n) => /^part-\d{8}-\d{8}\.hsd$/.test(n));
 /** The day logs, parts and sealed files of the collection. */
 const dayFiles = (dataDir: string) => filesOf(dataDir).filter((n) => /^(active|late|sealed|part)-/.test(n));
 
@@ -210,7 +217,7 @@ describe('day logs compacted into parts', () => {
   });
 
   test('a crash between a compaction\'s rename and the log\'s delete leaves the log beside its part: answers unchanged', () => {
-    const big = { dayLogCompactBlocks: 1 << 20, dayLogCompactBytes: 1 << 30, sealAtOncePoints: -1 };
+    const big = { dayLogCompactBlocks: 1 << 20, dayLogCompactBytes: 1 << 30, sealAtOncePoints: -1, compactionThread: false };
     let { dataDir, store, model, random } = newCollection(21, big);
     for (let w = 0; w < 100; w++) writeSome(store, model, random);
     const dir = collectionDir(dataDir, SCOPE);
@@ -244,5 +251,138 @@ describe('day logs compacted into parts', () => {
     const middle = Array.from({ length: PARTS_PER_MERGE }, (_, i) => part(i + 2, 1 << 20));
     const tail = [part(20, 10_000), part(21, 10_000)];
     assert.deepEqual(partsToMerge([part(1, 1 << 30), ...middle, ...tail])?.map((p) => p.generation), [...middle, ...tail].map((p) => p.generation));
+  });
+});
+
+/** Frozen day logs: `active-YYYYMMDD-GGGGGGGG.log` (or late-), waiting for the compaction thread. */
+const FROZEN = /^(active|late)-\d{8}-\d{8}\.log$/;
+const frozen = (dataDir: string) => filesOf(dataDir).filter((n) => FROZEN.test(n));
+const turn = () => new Promise<void>((resolve) => setImmediate(resolve));
+
+describe('day logs compacted on the compaction thread', () => {
+  test('writes go on while frozen logs are compacted; answers match at every step, and after a restart', async () => {
+    let { dataDir, store, model, random } = newCollection(41, THREADED);
+    let sawFrozen = false;
+    let mostBlocks = 0;
+    for (let w = 0; w < 800; w++) {
+      writeSome(store, model, random);
+      sawFrozen ||= frozen(dataDir).length > 0;
+      mostBlocks = Math.max(mostBlocks, store.stats().logBlocks);
+      // Queries between writes read whatever the day is made of then: parts, frozen logs, logs.
+      if (w % 50 === 0) assertMatches(store, model, `write ${w}`);
+      if (w % 10 === 0) await turn();
+    }
+    assert.ok(sawFrozen, 'a write froze the day\'s logs (renamed for the thread) instead of compacting them itself');
+    await store.compactionsSettled();
+    assert.ok(store.compactions >= 5, `compactions: ${store.compactions}`);
+    assert.deepEqual(frozen(dataDir), [], 'every frozen log became a part');
+    assert.ok(!filesOf(dataDir).some((n) => n.endsWith('.tmp')), filesOf(dataDir).join(' '));
+    assert.ok(parts(dataDir).length >= 5, filesOf(dataDir).join(' '));
+    // Writable logs stay under the limit; frozen ones wait at most a few compactions long.
+    assert.ok(mostBlocks < 6 * (1024 + TAGS.length), `the logs held ${mostBlocks} blocks`);
+    assertMatches(store, model, 'settled');
+    store.close();
+    store = openStore(dataDir, THREADED);
+    assertMatches(store, model, 'reopened');
+    store.close();
+  });
+
+  test('frozen logs a crash left without their part are compacted again at open; with their part beside them they are removed', async () => {
+    let { dataDir, store, model, random } = newCollection(43, THREADED);
+    const dir = collectionDir(dataDir, SCOPE);
+    // Writes until a compaction is in flight; copy its frozen logs as a crash would leave them.
+    let copies: [string, Buffer][] = [];
+    for (let w = 0; w < 2000 && copies.length === 0; w++) {
+      writeSome(store, model, random);
+      copies = frozen(dataDir).map((name) => [name, fs.readFileSync(path.join(dir, name))]);
+    }
+    assert.ok(copies.length > 0, 'a compaction was in flight');
+    await store.compactionsSettled();
+    const partOf = (name: string) => `part-20240601-${name.slice(-12, -4)}.hsd`;
+    assert.ok(fs.existsSync(path.join(dir, partOf(copies[0]![0]))), 'the frozen logs became the part of their generation');
+    store.close();
+
+    // 1. Part and frozen logs both there (a crash between the part's rename and the logs' delete).
+    for (const [name, bytes] of copies) fs.writeFileSync(path.join(dir, name), bytes);
+    store = openStore(dataDir, THREADED);
+    assert.deepEqual(frozen(dataDir), [], 'stale frozen logs are removed at open');
+    assertMatches(store, model, 'part beside its frozen logs');
+    store.close();
+
+    // 2. Frozen logs and a half-written part (a crash while the thread wrote it).
+    const part = partOf(copies[0]![0]);
+    const partBytes = fs.readFileSync(path.join(dir, part));
+    fs.rmSync(path.join(dir, part));
+    fs.writeFileSync(path.join(dir, `${part}.7.tmp`), partBytes.subarray(0, partBytes.length >> 1));
+    for (const [name, bytes] of copies) fs.writeFileSync(path.join(dir, name), bytes);
+    store = openStore(dataDir, THREADED);
+    assertMatches(store, model, 'frozen logs without their part, before the thread answered');
+    await store.compactionsSettled();
+    assert.deepEqual(frozen(dataDir), []);
+    assert.ok(fs.existsSync(path.join(dir, part)), 'the part was written again');
+    assert.ok(!filesOf(dataDir).some((n) => n.endsWith('.tmp')), filesOf(dataDir).join(' '));
+    assertMatches(store, model, 'frozen logs compacted again');
+    for (let w = 0; w < 100; w++) writeSome(store, model, random);
+    store.close();
+    store = openStore(dataDir, THREADED);
+    assertMatches(store, model, 'written to and reopened');
+    store.close();
+  });
+
+  test('a seal or a close while a compaction is in flight takes the frozen logs with it; the thread\'s late answer is dropped', async () => {
+    let { dataDir, store, model, random } = newCollection(47, THREADED);
+    for (let w = 0; w < 2000 && frozen(dataDir).length === 0; w++) writeSome(store, model, random);
+    assert.ok(frozen(dataDir).length > 0, 'a compaction was in flight');
+    store.seal({ now: DAY0 + 2 * DAY_MS, graceMs: 0, force: true });
+    assertMatches(store, model, 'sealed with a compaction in flight');
+    await store.compactionsSettled();
+    assert.deepEqual(dayFiles(dataDir), ['sealed-20240601.hsd'], 'no part and no temporary file from the dropped answer');
+    assert.ok(!filesOf(dataDir).some((n) => n.endsWith('.tmp')));
+
+    // Late points compacted on the thread, and the store closed before it answers.
+    for (let w = 0; w < 2000 && frozen(dataDir).length === 0; w++) writeSome(store, model, random);
+    assert.ok(frozen(dataDir).length > 0, 'a late compaction was in flight');
+    store.close();
+    store = openStore(dataDir, THREADED);
+    assertMatches(store, model, 'reopened after a close with a compaction in flight');
+    await store.compactionsSettled();
+    assert.deepEqual(frozen(dataDir), []);
+    assertMatches(store, model, 'its frozen logs compacted after the reopen');
+    store.close();
+  });
+
+  test('merges run on the thread too: the merged part takes the newest input\'s name; a seal meanwhile makes the thread\'s answer moot', async () => {
+    const { dataDir, store, model, random } = newCollection(53, THREADED);
+    while (store.compactions < PARTS_PER_MERGE + 1) {
+      writeSome(store, model, random);
+      await turn();
+    }
+    await store.compactionsSettled();
+    const before = parts(dataDir);
+    assert.ok(before.length >= PARTS_PER_MERGE, before.join(' '));
+    // The day has not ended: nothing is due for sealing, but the pass asks the thread for a merge.
+    assert.equal(store.seal({ now: DAY0 + 1000, graceMs: 0, force: false }).sealedDays, 0);
+    assert.deepEqual(parts(dataDir), before, 'the pass did not merge on the shard\'s thread');
+    assertMatches(store, model, 'merge in flight');
+    await store.compactionsSettled();
+    const after = parts(dataDir);
+    assert.ok(after.length < before.length, `${before.length} parts before, ${after.length} after`);
+    assert.ok(after.includes(before[before.length - 1]!), 'the newest part name stays');
+    assert.ok(!filesOf(dataDir).some((n) => n.endsWith('.tmp')), filesOf(dataDir).join(' '));
+    assertMatches(store, model, 'after the merge');
+
+    // Another merge asked for, and the day sealed before the thread answers.
+    while (parts(dataDir).length < after.length + PARTS_PER_MERGE) {
+      writeSome(store, model, random);
+      await turn();
+    }
+    await store.compactionsSettled();
+    store.seal({ now: DAY0 + 1000, graceMs: 0, force: false });
+    store.seal({ now: DAY0 + 2 * DAY_MS, graceMs: 0, force: true });
+    await store.compactionsSettled();
+    assert.deepEqual(dayFiles(dataDir), ['sealed-20240601.hsd']);
+    assert.ok(!filesOf(dataDir).some((n) => n.endsWith('.tmp')), filesOf(dataDir).join(' '));
+    assertMatches(store, model, 'sealed while a merge was in flight');
+    store.close();
   });
 });
