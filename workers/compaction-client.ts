@@ -28,6 +28,13 @@ export interface CompactionRequest {
 
 export type CompactionReply = { id: number; ok: true; points: number; bytes: number; ms: number } | { id: number; ok: false; error: string };
 
+/** Asks the thread to drop a merge (queued or under way); it is answered as failed with MERGE_CANCELLED. */
+export interface CancelRequest {
+  cancel: number;
+}
+
+export const MERGE_CANCELLED = 'cancelled';
+
 type Outcome = { ok: true; points: number; bytes: number; ms: number } | { ok: false; error: string };
 
 const THREAD_FILE = new URL('./compaction-thread.js', import.meta.url);
@@ -43,13 +50,19 @@ export class CompactionThread {
     return this.waiting.size;
   }
 
-  /** Sends a request; `done` runs on this thread when it is answered (or the thread failed). */
-  submit(request: Omit<CompactionRequest, 'id'>, done: (outcome: Outcome) => void): void {
+  /** Sends a request; `done` runs on this thread when it is answered (or the thread failed). Returns its id. */
+  submit(request: Omit<CompactionRequest, 'id'>, done: (outcome: Outcome) => void): number {
     const worker = this.start();
     const id = this.nextId++;
     this.waiting.set(id, done);
     worker.ref();
     worker.postMessage({ ...request, id });
+    return id;
+  }
+
+  /** Drops a merge whose answer would be dropped anyway (its day sealed, its collection closed); a compaction runs on. */
+  cancel(id: number): void {
+    if (this.waiting.has(id)) this.worker?.postMessage({ cancel: id } satisfies CancelRequest);
   }
 
   /** Resolves once no request is waiting for an answer. */

@@ -15,7 +15,7 @@ import { DayFileJob } from './day-compaction.js';
 import { FrozenLogFile } from './day-file.js';
 import { DayMerger } from './day-merge.js';
 import { SealedIndex } from './sealed-file.js';
-import type { CompactionReply, CompactionRequest } from './compaction-client.js';
+import { MERGE_CANCELLED, type CancelRequest, type CompactionReply, type CompactionRequest } from './compaction-client.js';
 
 /** Longest one merge slice runs before waiting compactions get the thread. */
 const MERGE_SLICE_MS = 50;
@@ -26,10 +26,28 @@ const merges: CompactionRequest[] = [];
 let merging: { request: CompactionRequest; job: DayFileJob; startedAt: number } | null = null;
 let scheduled = false;
 
-parentPort!.on('message', (request: CompactionRequest) => {
-  (request.logs.length > 0 ? compactions : merges).push(request);
+parentPort!.on('message', (message: CompactionRequest | CancelRequest) => {
+  if ('cancel' in message) {
+    cancelMerge(message.cancel);
+    return;
+  }
+  (message.logs.length > 0 ? compactions : merges).push(message);
   schedule();
 });
+
+/** A merge the shard no longer wants (its day was sealed, its collection closed): dropped from the queue, or stopped between two slices. */
+function cancelMerge(id: number): void {
+  const queued = merges.findIndex((request) => request.id === id);
+  if (queued >= 0) {
+    merges.splice(queued, 1);
+  } else if (merging?.request.id === id) {
+    merging.job.abort();
+    merging = null;
+  } else {
+    return; // answered already, or a compaction
+  }
+  parentPort!.postMessage({ id, ok: false, error: MERGE_CANCELLED } satisfies CompactionReply);
+}
 
 function schedule(): void {
   if (scheduled) return;

@@ -10,7 +10,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Collection, DayPart, FrozenLogs } from './collection.js';
-import type { CompactionThread } from './compaction-client.js';
+import { MERGE_CANCELLED, type CompactionThread } from './compaction-client.js';
 import type { DayLog, OpenFiles } from './day-file.js';
 import type { DayMerger } from './day-merge.js';
 import { DayFileJob, PARTS_PER_MERGE, partsToMerge } from './day-compaction.js';
@@ -103,6 +103,8 @@ export class DayMaintenance {
   private compactionsWaiting = 0;
   /** Parts the thread is merging: a pass does not ask for a merge of them again. */
   private readonly merging = new Set<DayPart>();
+  /** The merges the thread has, by request id: cancelled when their day is sealed or their collection closed. */
+  private readonly mergesInFlight = new Map<number, { collection: Collection; day: number }>();
   /** Blocks appended since the shard's logs were last counted against their budget. */
   private blocksSinceBudgetCheck = 0;
   private running: RunningJob | null = null;
@@ -194,6 +196,7 @@ export class DayMaintenance {
    */
   private sealDay(collection: Collection, day: number, stopAt: number, jobStarted: () => void): boolean {
     if (this.running !== null && this.running.collection === collection && this.running.job.day === day) return false;
+    this.cancelMerges(collection, day); // the seal takes the parts a merge of the day has
     collection.syncTags(); // the sealed file names tag ids: their records go to disk first
     const inputs = this.footers.ofDay(collection, day);
     let points = 0;
@@ -325,13 +328,15 @@ export class DayMaintenance {
     const newest = parts[parts.length - 1]!;
     const tmpPath = `${newest.path}.${++this.tmpSequence}.tmp`;
     for (const part of parts) this.merging.add(part);
-    this.compactor!.submit({ day, outputPath: newest.path, tmpPath, inputs: parts.map((part) => part.path), logs: [] }, (outcome) => {
+    const id = this.compactor!.submit({ day, outputPath: newest.path, tmpPath, inputs: parts.map((part) => part.path), logs: [] }, (outcome) => {
+      this.mergesInFlight.delete(id);
       for (const part of parts) this.merging.delete(part);
       const list = collection.parts.get(day) ?? [];
       const current = this.collections.get(collection.id) === collection && parts.every((part) => list.includes(part));
       if (!current || !outcome.ok) {
         removeIfPresent(tmpPath);
-        if (current && !outcome.ok) this.log.warn({ event: 'merge-failed', collection: collection.id, day, err: outcome.error }, 'could not merge parts of a day; the next pass tries again');
+        if (!outcome.ok && outcome.error === MERGE_CANCELLED) this.log.info({ event: 'merge-cancelled', collection: collection.id, day }, 'dropped a merge of parts the seal or a close took');
+        else if (current && !outcome.ok) this.log.warn({ event: 'merge-failed', collection: collection.id, day, err: outcome.error }, 'could not merge parts of a day; the next pass tries again');
         return;
       }
       try {
@@ -350,6 +355,18 @@ export class DayMaintenance {
         this.log.warn({ event: 'merge-failed', collection: collection.id, day, err: String(err) }, 'could not put merged parts in place; the next pass tries again');
       }
     });
+    this.mergesInFlight.set(id, { collection, day });
+  }
+
+  /**
+   * Cancels the thread's merges of a collection (of one day when given): a seal of the day, or
+   * the collection's close, makes their answers moot, and a large merge would hold the thread
+   * (and a close waiting for it) for seconds.
+   */
+  cancelMerges(collection: Collection, day?: number): void {
+    for (const [id, merge] of this.mergesInFlight) {
+      if (merge.collection === collection && (day === undefined || merge.day === day)) this.compactor?.cancel(id);
+    }
   }
 
   /** Frozen logs found at recovery (a compaction a crash interrupted) go to the compaction thread, or are compacted here. */

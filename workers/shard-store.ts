@@ -559,6 +559,7 @@ export class ShardStore {
       const collection = this.collections.get(id);
       if (collection === undefined) return;
       if (this.maintenance.runsFor(collection)) this.maintenance.stopJob();
+      this.maintenance.cancelMerges(collection);
       collection.syncTags(); // before the day logs, whose blocks may name its new series
       this.pendingTags.delete(collection);
       let newFiles = false;
