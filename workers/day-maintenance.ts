@@ -76,6 +76,18 @@ const MERGE_ANYWAY_PARTS = 3 * PARTS_PER_MERGE;
 /** A failed compaction is tried again after this long. */
 const COMPACTION_RETRY_MS = 10_000;
 
+/** What a compaction or merge wrote, for its log line. */
+interface WrittenFile {
+  points: number;
+  bytes: number;
+  ms: number;
+}
+
+/** The day's logs new points go to, in write order: active, then late. */
+function writableLogsOf(collection: Collection, day: number): DayLog[] {
+  return [collection.active.get(day), collection.late.get(day)].filter((l): l is DayLog => l !== undefined);
+}
+
 /** The merge or seal under way, in slices (at most one per shard). */
 interface RunningJob {
   collection: Collection;
@@ -226,18 +238,38 @@ export class DayMaintenance {
     const generation = collection.nextPartGeneration++;
     const job = new DayFileJob(day, 'part', collection.partPath(day, generation), [], logs, this.merger);
     const index = job.runAtOnce();
-    collection.addPart(day, generation, index.fileBytes);
-    this.footers.put(collection, index);
+    this.retireCompaction(collection, day, generation, logs, index, { points: job.points, bytes: index.fileBytes, ms: Math.round(performance.now() - job.startedAt) });
+  }
+
+  /**
+   * Part `generation`, durable under its name, holds `logs`: it joins the day's parts and the logs
+   * go. `index` is its footer when this thread wrote it (the compaction thread's is read on use).
+   */
+  private retireCompaction(collection: Collection, day: number, generation: number, logs: readonly DayLog[], index: SealedIndex | null, written: WrittenFile, thread = false): void {
+    const part = collection.addPart(day, generation, written.bytes);
+    if (index !== null) this.footers.put(collection, index);
     let blocks = 0;
     for (const dayLog of logs) blocks += dayLog.blockCount;
     this.dropLogs(collection, logs);
     fsyncDir(collection.dir);
     this.compactions++;
     this.maintenanceWanted = true;
-    this.log.info(
-      { event: 'day-compacted', collection: collection.id, day: path.basename(index.path), blocks, points: job.points, bytes: index.fileBytes, ms: Math.round(performance.now() - job.startedAt) },
-      'compacted day logs into a part',
-    );
+    this.log.info({ event: 'day-compacted', collection: collection.id, day: path.basename(part.path), blocks, ...written, ...(thread ? { thread } : {}) }, 'compacted day logs into a part');
+  }
+
+  /**
+   * The merge of `parts` is durable under the newest one's name: it takes that part's place and
+   * the others go, oldest first. `index` is its footer when this thread wrote it; otherwise the
+   * newest part's cached footer is dropped (it describes the file replaced).
+   */
+  private retireMerge(collection: Collection, day: number, parts: readonly DayPart[], index: SealedIndex | null, written: WrittenFile, thread = false): void {
+    const newest = parts[parts.length - 1]!;
+    collection.addPart(day, newest.generation, written.bytes);
+    if (index !== null) this.footers.put(collection, index);
+    else this.footers.forget(collection, newest.path);
+    this.dropParts(collection, day, parts, newest.generation);
+    fsyncDir(collection.dir);
+    this.log.info({ event: 'parts-merged', collection: collection.id, day: path.basename(newest.path), parts: parts.length, ...written, ...(thread ? { thread } : {}) }, 'merged parts of a day');
   }
 
   /**
@@ -248,7 +280,7 @@ export class DayMaintenance {
    * many compactions waiting for it, the day is compacted here at once.
    */
   private compactSoon(collection: Collection, day: number): void {
-    const logs = [collection.active.get(day), collection.late.get(day)].filter((l): l is DayLog => l !== undefined);
+    const logs = writableLogsOf(collection, day);
     if (logs.length === 0) return;
     if (this.compactor === null || this.compactionsWaiting >= MAX_COMPACTIONS_WAITING || logs.some((l) => l.broken)) {
       this.compactDay(collection, day);
@@ -284,36 +316,28 @@ export class DayMaintenance {
       this.compactionsWaiting--;
       // The set may be gone: sealed or compacted on this thread meanwhile, or its collection closed.
       const current = this.collections.get(collection.id) === collection && (collection.frozen.get(day) ?? []).includes(set);
-      if (!current || !outcome.ok) {
+      const retryLater = (err: string, msg: string) => {
         removeIfPresent(tmpPath);
-        if (!current) return;
         set.submitted = false;
         this.unsubmitted.add(collection);
         this.compactionPausedUntil = performance.now() + COMPACTION_RETRY_MS;
-        this.log.warn({ event: 'compaction-failed', collection: collection.id, day, err: outcome.ok ? '' : outcome.error }, 'could not compact day logs into a part; trying again in 10 s');
+        this.log.warn({ event: 'compaction-failed', collection: collection.id, day, err }, `${msg}; trying again in 10 s`);
+      };
+      if (!current) {
+        removeIfPresent(tmpPath);
+        return;
+      }
+      if (!outcome.ok) {
+        retryLater(outcome.error, 'could not compact day logs into a part');
         return;
       }
       try {
         debugPause('seal-before-rename');
         fs.renameSync(tmpPath, outputPath);
         fsyncDir(collection.dir);
-        collection.addPart(day, set.generation, outcome.bytes);
-        let blocks = 0;
-        for (const dayLog of set.logs) blocks += dayLog.blockCount;
-        this.dropLogs(collection, [...set.logs]);
-        fsyncDir(collection.dir);
-        this.compactions++;
-        this.maintenanceWanted = true;
-        this.log.info(
-          { event: 'day-compacted', collection: collection.id, day: path.basename(outputPath), blocks, points: outcome.points, bytes: outcome.bytes, ms: outcome.ms, thread: true },
-          'compacted day logs into a part',
-        );
+        this.retireCompaction(collection, day, set.generation, [...set.logs], null, { points: outcome.points, bytes: outcome.bytes, ms: outcome.ms }, true);
       } catch (err) {
-        removeIfPresent(tmpPath);
-        set.submitted = false;
-        this.unsubmitted.add(collection);
-        this.compactionPausedUntil = performance.now() + COMPACTION_RETRY_MS;
-        this.log.warn({ event: 'compaction-failed', collection: collection.id, day, err: String(err) }, 'could not put a compacted part in place; trying again in 10 s');
+        retryLater(String(err), 'could not put a compacted part in place');
       }
     });
   }
@@ -341,15 +365,8 @@ export class DayMaintenance {
       }
       try {
         fs.renameSync(tmpPath, newest.path);
-        this.footers.forget(collection, newest.path);
-        collection.addPart(day, newest.generation, outcome.bytes);
         fsyncDir(collection.dir);
-        this.dropParts(collection, day, parts, newest.generation);
-        fsyncDir(collection.dir);
-        this.log.info(
-          { event: 'parts-merged', collection: collection.id, day: path.basename(newest.path), parts: parts.length, points: outcome.points, bytes: outcome.bytes, ms: outcome.ms, thread: true },
-          'merged parts of a day',
-        );
+        this.retireMerge(collection, day, parts, null, { points: outcome.points, bytes: outcome.bytes, ms: outcome.ms }, true);
       } catch (err) {
         removeIfPresent(tmpPath);
         this.log.warn({ event: 'merge-failed', collection: collection.id, day, err: String(err) }, 'could not put merged parts in place; the next pass tries again');
@@ -437,10 +454,7 @@ export class DayMaintenance {
   private logsOf(collection: Collection, day: number): DayLog[] {
     const logs: DayLog[] = [];
     for (const set of collection.frozen.get(day) ?? []) logs.push(...set.logs);
-    const active = collection.active.get(day);
-    const late = collection.late.get(day);
-    if (active !== undefined) logs.push(active);
-    if (late !== undefined) logs.push(late);
+    logs.push(...writableLogsOf(collection, day));
     return logs;
   }
 
@@ -510,15 +524,7 @@ export class DayMaintenance {
       this.retireSeal(collection, job.day, index, parts, [], job);
       return true;
     }
-    const newest = parts[parts.length - 1]!;
-    collection.addPart(job.day, newest.generation, index.fileBytes);
-    this.footers.put(collection, index);
-    this.dropParts(collection, job.day, parts, newest.generation);
-    fsyncDir(collection.dir);
-    this.log.info(
-      { event: 'parts-merged', collection: collection.id, day: path.basename(index.path), parts: parts.length, points: job.points, bytes: index.fileBytes, ms: Math.round(performance.now() - job.startedAt) },
-      'merged parts of a day',
-    );
+    this.retireMerge(collection, job.day, parts, index, { points: job.points, bytes: index.fileBytes, ms: Math.round(performance.now() - job.startedAt) });
     return true;
   }
 
