@@ -416,7 +416,7 @@ export class Collection {
     else this.parts.delete(day);
   }
 
-  /** Adds a frozen day log (recovery, or DayMaintenance.freezeDay), keeping generation and write order. */
+  /** Adds a frozen day log (recovery, or DayMaintenance.compactSoon), keeping generation and write order. */
   addFrozen(day: number, generation: number, dayLog: DayLog): void {
     const list = this.frozen.get(day) ?? [];
     let set = list.find((f) => f.generation === generation);
