@@ -160,7 +160,8 @@ export class Exchanges<G> {
       // No body, and no content-length or content-type for one: clients read nothing after the head.
       ex.done = true;
       const { statusLine: line, headers } = head(ex, status, '', reply.headers);
-      sendHeadOnly(ex.res, { statusLine: line, headers: headers.filter(([name]) => name !== 'content-type') }, null, this.unreadBody(ex) || this.draining);
+      this.letGoOfBody(ex);
+      sendHeadOnly(ex.res, { statusLine: line, headers: headers.filter(([name]) => name !== 'content-type') }, null, this.draining);
       this.finish(ex, status);
       return;
     }
@@ -183,25 +184,27 @@ export class Exchanges<G> {
       this.log.error({ err, method: ex.method, path: ex.path }, 'request failed');
     }
     const { status, body, headers } = toErrorReply(err, ex.errorShape);
-    this.send(ex, status, JSON_TYPE, body, headers, status === 413);
+    // A 413 refuses a body still arriving: the answer asks the client to close, and the server
+    // reads on meanwhile (see letGoOfBody) so the client can read the answer.
+    const tooLarge = status === 413 ? { ...headers, connection: 'close' } : headers;
+    this.send(ex, status, JSON_TYPE, body, tooLarge);
   }
 
   /**
-   * Before an answer goes out: a streamed request body still arriving is let go of (reading
-   * resumes so uWS can finish the exchange), and true says the connection must close, since the
-   * rest of that body would otherwise be read as the next request.
+   * Before an answer goes out: a streamed request body still arriving is let go of, and reading
+   * resumes. The connection stays open: uWS's parser reads the rest of that body as body and
+   * drops it (test/http/server.test.ts checks that), and a client still sending reads the answer
+   * when it is done. Closing at once would reset the connection under the client's writes, and
+   * most clients then report a broken pipe instead of the answer (RFC 9112 §9.6, lingering
+   * close). A request that said `Connection: close` is closed by uWS itself after the answer.
    */
-  private unreadBody(ex: Exchange): boolean {
-    const body = ex.bodyStream;
-    if (!body) return false;
-    const unread = !body.complete;
-    body.detach();
-    return unread;
+  private letGoOfBody(ex: Exchange): void {
+    ex.bodyStream?.detach();
   }
 
   private streamReply(ex: Exchange, route: CompiledRoute<G>, reply: Reply): void {
     const status = reply.status ?? 200;
-    this.unreadBody(ex); // a streamed reply to an upload not read to its end is not a case any route has
+    this.letGoOfBody(ex); // a streamed reply to an upload not read to its end is not a case any route has
     if (route.def.longLived) {
       this.longLived.add(ex);
       if (this.draining) ex.controller.abort();
@@ -253,11 +256,11 @@ export class Exchanges<G> {
     contentType: string,
     payload: string | Uint8Array,
     headers: Record<string, string> | undefined,
-    closeConnection = false,
   ): void {
     if (ex.done) return;
     ex.done = true;
-    const close = this.unreadBody(ex) || closeConnection || this.draining;
+    this.letGoOfBody(ex);
+    const close = this.draining;
     if (ex.head) sendHeadOnly(ex.res, head(ex, status, contentType, headers), typeof payload === 'string' ? Buffer.byteLength(payload) : payload.byteLength, close);
     else sendWhole(ex.res, head(ex, status, contentType, headers), payload, close);
     this.finish(ex, status);

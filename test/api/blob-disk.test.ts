@@ -24,9 +24,9 @@ describe('blobs on a small volume', () => {
   let seed = 1;
 
   /**
-   * PUTs `size` bytes under `key` (a key used once). A refusal part-way closes the connection
-   * while the client still sends, which can reset it before the client reads the reply; the
-   * status is then the one the service logged for the request.
+   * PUTs `size` bytes under `key` (a key used once). A refusal part-way is read on a kept-alive
+   * connection the service keeps reading; should the connection be reset all the same (a worker
+   * or the disk failing under the upload), the status is the one the service logged.
    */
   const put = async (key: string, size: number, token: string, chunked = false): Promise<{ status: number; text: string; body: any }> => {
     const res = await upload(svc, `/svcapi/blob/${key}`, generated(size, seed++), { token, contentLength: chunked ? null : size });

@@ -53,11 +53,16 @@ export function upload(svc: TestService, urlPath: string, chunks: Iterable<Buffe
   return new Promise((resolve) => {
     const headers: Record<string, string> = { authorization: `Bearer ${opts.token}`, 'content-type': opts.contentType ?? 'application/octet-stream' };
     if (opts.contentLength !== undefined && opts.contentLength !== null) headers['content-length'] = String(opts.contentLength);
-    const req = https.request({ host: '127.0.0.1', servername: 'localhost', port: svc.port, method: opts.method ?? 'PUT', path: urlPath, ca: svc.ca, agent: false, headers });
+    // Kept alive, as Node's default agent does: the server reads on after refusing a body, so the
+    // refusal is read before a write could fail (see uploadWithoutEnd in ingest-support.ts).
+    const agent = new https.Agent({ keepAlive: true, maxSockets: 1 });
+    const req = https.request({ host: '127.0.0.1', servername: 'localhost', port: svc.port, method: opts.method ?? 'PUT', path: urlPath, ca: svc.ca, agent, headers });
     let settled = false;
     const settle = (u: Upload) => {
       if (settled) return;
       settled = true;
+      req.destroy();
+      agent.destroy();
       resolve(u);
     };
     req.on('response', (res) => {
@@ -75,9 +80,7 @@ export function upload(svc: TestService, urlPath: string, chunks: Iterable<Buffe
       });
       res.on('error', () => settle({ status: res.statusCode ?? 0, body: undefined, text: '' }));
     });
-    // A server that refuses a body closes the connection while the client still sends: the
-    // reply may be read before or after the write fails, so a failure waits a moment for it.
-    req.on('error', () => setTimeout(() => settle({ status: 0, body: undefined, text: '' }), 1000));
+    req.on('error', () => settle({ status: 0, body: undefined, text: '' }));
     if (opts.headOnly) {
       req.flushHeaders();
       return;

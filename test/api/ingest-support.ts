@@ -49,7 +49,12 @@ export function uploadWithoutEnd(
   if (opts.token) headers.authorization = `Bearer ${opts.token}`;
   if (opts.contentLength !== undefined) headers['content-length'] = String(opts.contentLength);
   const timeoutMs = opts.timeoutMs ?? 20_000;
-  return new Promise((resolve, reject) => {
+  // A kept-alive connection, as Node's default agent makes: the server reads on after refusing a
+  // body so the client can read the refusal. A request saying `Connection: close` (agent: false)
+  // is closed at once after the answer, and a write racing that close fails with EPIPE before
+  // the answer is read.
+  const agent = new https.Agent({ keepAlive: true, maxSockets: 1 });
+  return new Promise<StreamAnswer>((resolve, reject) => {
     let answered = false;
     let sentBytes = 0;
     const req = https.request({
@@ -60,7 +65,7 @@ export function uploadWithoutEnd(
       path: urlPath,
       headers,
       ca: svc.ca,
-      agent: false,
+      agent,
     });
     const timer = setTimeout(() => {
       req.destroy();
@@ -98,5 +103,5 @@ export function uploadWithoutEnd(
         if (!req.write(chunk)) await once(req, 'drain').catch(() => {});
       }
     })();
-  });
+  }).finally(() => agent.destroy());
 }

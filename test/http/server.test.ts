@@ -6,6 +6,8 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import https from 'node:https';
+import { once } from 'node:events';
+import { connect as tlsConnect } from 'node:tls';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -44,6 +46,9 @@ function get(port: number, ca: string, urlPath: string, headers: Record<string, 
     req.end();
   });
 }
+
+/** The body limit of the two small upload routes. */
+const SMALL_LIMIT = 256 << 10;
 
 describe('HttpServer route options', () => {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'historian-server-'));
@@ -103,6 +108,22 @@ describe('HttpServer route options', () => {
           return { body: { bytes: slowUpload.bytes } };
         },
       },
+      {
+        method: 'POST', path: '/t/raw-small', auth: 'jwt', tag: 'test', summary: 'a whole body of at most 256 KiB',
+        rawBody: { contentTypes: ['application/octet-stream'], description: 'anything' }, maxBodyBytes: SMALL_LIMIT, maxBodySetting: 'test.rawMax',
+        responses: { 200: { description: 'how much' } },
+        handler: (req) => ({ body: { bytes: req.rawBody!.byteLength } }),
+      },
+      {
+        method: 'PUT', path: '/t/stream-small', auth: 'jwt', tag: 'test', summary: 'a streamed body of at most 256 KiB',
+        streamBody: { description: 'anything' }, maxBodyBytes: SMALL_LIMIT, maxBodySetting: 'test.streamMax',
+        responses: { 200: { description: 'how much' } },
+        handler: async (req) => {
+          let bytes = 0;
+          for await (const chunk of req.bodyStream!) bytes += chunk.byteLength;
+          return { body: { bytes } };
+        },
+      },
     ];
     server = new HttpServer({
       routes, verifyToken: (header) => tokens.verifyHeader(header), grantOf: (user) => user, log, tls, streamStallTimeoutMs: 30_000,
@@ -150,6 +171,100 @@ describe('HttpServer route options', () => {
     assert.equal(slowUpload.bytes, size);
     // Without pausing, nearly the whole body would pile up in front of the handler.
     assert.ok(slowUpload.peakBuffered < 4 << 20, `${slowUpload.peakBuffered} bytes waited for the handler at most`);
+  });
+
+  test('a body past the limit is answered 413 while the client still sends, and a client on a kept-alive connection reads that answer every time', async () => {
+    // Closing at once after the 413 resets the connection under the client's writes, and Node's
+    // client then fails with EPIPE when a write comes before it read the answer (a race: the next
+    // test shows the reset without it).
+    const agent = new https.Agent({ keepAlive: true, maxSockets: 1 });
+    try {
+      for (const [method, urlPath, setting] of [['POST', '/t/raw-small', 'test.rawMax'], ['PUT', '/t/stream-small', 'test.streamMax']]) {
+        for (let i = 0; i < 20; i++) {
+          const got = await uploadUntilAnswered(agent, method, urlPath);
+          assert.equal(got.status, 413, `try ${i} on ${urlPath}: ${got.error ?? got.text}`);
+          assert.match(JSON.parse(got.text).error, new RegExp(`larger than ${SMALL_LIMIT} bytes \\(${setting.replace('.', '\\.')}\\)`));
+          assert.equal(got.headers.connection, 'close', 'the 413 asks the client to stop and close');
+        }
+      }
+    } finally {
+      agent.destroy();
+    }
+
+    async function uploadUntilAnswered(via: https.Agent, method: string, urlPath: string): Promise<Got & { error?: string }> {
+      return new Promise((resolve) => {
+        const req = https.request({
+          host: '127.0.0.1', servername: 'localhost', port, method, path: urlPath, ca, agent: via,
+          headers: { authorization: `Bearer ${token}`, 'content-type': 'application/octet-stream' },
+        });
+        let answered = false;
+        req.on('response', (res) => {
+          answered = true;
+          let text = '';
+          res.setEncoding('utf8');
+          res.on('data', (c: string) => (text += c));
+          res.on('end', () => {
+            resolve({ status: res.statusCode ?? 0, headers: res.headers, text, complete: res.complete });
+            req.destroy();
+          });
+        });
+        req.on('error', (err) => {
+          if (!answered) resolve({ status: 0, headers: {}, text: '', complete: false, error: err.message });
+        });
+        const block = Buffer.alloc(64 << 10, 9);
+        let sent = 0;
+        const pump = () => {
+          // Up to 32 times the limit, chunked and never ended: only an answer mid-body ends this.
+          while (!answered && !req.destroyed && sent < 32 * SMALL_LIMIT) {
+            sent += block.length;
+            if (!req.write(block)) return void req.once('drain', pump);
+          }
+        };
+        pump();
+      });
+    }
+  });
+
+  test('the rest of a refused body is read as body, not as the next request on the connection', async () => {
+    // Each refused body carries the text of a request inside it; were it parsed as one, a
+    // fourth answer would come. The last request says `Connection: close`, so the server ends
+    // the exchange and the count is final.
+    const auth = `authorization: Bearer ${token}\r\n`;
+    const smuggled = Buffer.from(`GET /t/header-only HTTP/1.1\r\nhost: localhost\r\n${auth}\r\n`);
+    const body = Buffer.alloc(SMALL_LIMIT * 3, 0x20);
+    smuggled.copy(body, SMALL_LIMIT * 2);
+    for (const framing of ['content-length', 'chunked'] as const) {
+      const pieces: Buffer[] = [];
+      if (framing === 'content-length') {
+        pieces.push(Buffer.from(`POST /t/raw-small HTTP/1.1\r\nhost: localhost\r\n${auth}content-type: application/octet-stream\r\ncontent-length: ${body.length}\r\n\r\n`), body);
+      } else {
+        pieces.push(Buffer.from(`PUT /t/stream-small HTTP/1.1\r\nhost: localhost\r\n${auth}transfer-encoding: chunked\r\n\r\n`));
+        for (let at = 0; at < body.length; at += 50_000) {
+          const part = body.subarray(at, at + 50_000);
+          pieces.push(Buffer.from(`${part.length.toString(16)}\r\n`), part, Buffer.from('\r\n'));
+        }
+        pieces.push(Buffer.from('0\r\n\r\n'));
+      }
+      pieces.push(Buffer.from(`GET /t/query-token HTTP/1.1\r\nhost: localhost\r\n${auth}\r\n`));
+      pieces.push(Buffer.from(`GET /t/header-only HTTP/1.1\r\nhost: localhost\r\n${auth}connection: close\r\n\r\n`));
+      const answer = await exchangeOnOneConnection(pieces);
+      const statuses = [...answer.matchAll(/HTTP\/1\.1 (\d{3}) /g)].map((m) => Number(m[1]));
+      assert.deepEqual(statuses, [413, 200, 200], `${framing}: ${answer.replace(/\r\n/g, ' | ')}`);
+    }
+
+    function exchangeOnOneConnection(pieces: Buffer[]): Promise<string> {
+      return new Promise((resolve, reject) => {
+        const socket = tlsConnect({ host: '127.0.0.1', servername: 'localhost', port, ca }, async () => {
+          for (const piece of pieces) {
+            if (!socket.write(piece)) await once(socket, 'drain');
+          }
+        });
+        const parts: Buffer[] = [];
+        socket.on('data', (c: Buffer) => parts.push(c));
+        socket.on('end', () => resolve(Buffer.concat(parts).toString('latin1')));
+        socket.on('error', reject);
+      });
+    }
   });
 
   test('shutdown ends long-lived streams instead of waiting out a grace period', async () => {
