@@ -84,6 +84,9 @@ export interface Sample {
   /** The main thread's V8 heap as allocated (nodejs_heap_size_total_bytes) and its memory outside the heap (nodejs_external_memory_bytes). */
   heapTotalBytes: number;
   externalBytes: number;
+  /** The compaction threads' V8 heaps and ArrayBuffer memory as they last answered, summed over shards. */
+  compactionHeapBytes: number;
+  compactionArrayBufferBytes: number;
 }
 
 export interface PathCheck {
@@ -250,7 +253,8 @@ export async function runSoak(target: SoakTarget, options: Partial<SoakOptions> 
     const workerHeapBytes = sum('historian_storage_worker_heap_used_bytes');
     const workerArrayBufferBytes = sum('historian_storage_worker_array_buffer_bytes');
     const disk = diskUsage(target.dataDir);
-    samples.push({ minute: (performance.now() - runStart) / 60_000, rssKb, heapUsedBytes, fds, dataFiles: disk.files, dataBytes: disk.bytes, logBlocks, workerHeapBytes, workerArrayBufferBytes, rssAnonKb, heapTotalBytes: gauge('nodejs_heap_size_total_bytes'), externalBytes: gauge('nodejs_external_memory_bytes') });
+    samples.push({ minute: (performance.now() - runStart) / 60_000, rssKb, heapUsedBytes, fds, dataFiles: disk.files, dataBytes: disk.bytes, logBlocks, workerHeapBytes, workerArrayBufferBytes, rssAnonKb, heapTotalBytes: gauge('nodejs_heap_size_total_bytes'), externalBytes: gauge('nodejs_external_memory_bytes'),
+      compactionHeapBytes: sum('historian_storage_compaction_heap_used_bytes'), compactionArrayBufferBytes: sum('historian_storage_compaction_array_buffer_bytes') });
   };
   await sample();
 

@@ -114,6 +114,8 @@ export function formatReport(r: SoakResult): string {
   const workerHeap = growthAfterWarmup(r.samples, (s) => s.workerHeapBytes, o.warmupMinutes);
   const workerBuffers = growthAfterWarmup(r.samples, (s) => s.workerArrayBufferBytes, o.warmupMinutes);
   const rssTrend = trendAfterWarmup(r.samples, (s) => s.rssKb * 1024, o.warmupMinutes);
+  const untracked = growthAfterWarmup(r.samples, untrackedBytes, o.warmupMinutes);
+  const untrackedTrend = trendAfterWarmup(r.samples, untrackedBytes, o.warmupMinutes);
   const files = growthAfterWarmup(r.samples, (s) => s.dataFiles, o.warmupMinutes);
   const fds = fdFigures(r);
   out.push('## Verdict', '');
@@ -127,6 +129,10 @@ export function formatReport(r: SoakResult): string {
         ['RSS after warm-up (goal < +10%)', `${mib(rss.base)} → ${mib(rss.end)} (${pct(rss.growth)})`],
         ['RSS after warm-up, least-squares line over every sample (one GC\'s swing moves it less than two minutes\' medians)', `${mib(rssTrend.from)} → ${mib(rssTrend.to)} (${pct(rssTrend.growth)})`],
         ['V8 heap used after warm-up', `${mib(heap.base)} → ${mib(heap.end)} (${pct(heap.growth)})`],
+        [
+          'RSS less every heap and buffer sampled (native memory: TLS, uWS, SQLite, malloc), after warm-up: medians; line',
+          `${mib(untracked.base)} → ${mib(untracked.end)} (${pct(untracked.growth)}); ${mib(untrackedTrend.from)} → ${mib(untrackedTrend.to)} (${pct(untrackedTrend.growth)})`,
+        ],
         ['storage workers\' heap and ArrayBuffers after warm-up', `${mib(workerHeap.base)} → ${mib(workerHeap.end)} (${pct(workerHeap.growth)}); ${mib(workerBuffers.base)} → ${mib(workerBuffers.end)} (${pct(workerBuffers.growth)})`],
         ['day logs\' block index (36 B per block; storage.dayLogCompactBlocks bounds it)', `at most ${int(Math.max(...r.samples.map((s) => s.logBlocks)))} blocks (${mib(36 * Math.max(...r.samples.map((s) => s.logBlocks)))})`],
         ['file descriptors (most until the end of warm-up → most after it, at the end)', `${fds.atWarmup} → ${fds.max}, end ${fds.end}`],
@@ -153,12 +159,14 @@ export function formatReport(r: SoakResult): string {
   for (const s of r.samples) if (byMinute.length === 0 || Math.floor(s.minute) > Math.floor(byMinute.at(-1)!.minute) || s === r.samples.at(-1)) byMinute.push(s);
   out.push(
     markdownTable(
-      ['minute', 'RSS (of it anonymous)', 'main thread: V8 heap used, allocated; external', 'storage workers: heap, ArrayBuffers', 'fds', 'data-dir files', 'data-dir bytes', 'day-log blocks'],
+      ['minute', 'RSS (of it anonymous)', 'main thread: V8 heap used, allocated; external', 'storage workers: heap, ArrayBuffers', 'compaction threads: heap, ArrayBuffers', 'RSS less these', 'fds', 'data-dir files', 'data-dir bytes', 'day-log blocks'],
       byMinute.map((s) => [
         num(s.minute, 1),
         `${mib(s.rssKb * 1024)} (${mib(s.rssAnonKb * 1024)})`,
         `${mib(s.heapUsedBytes)}, ${mib(s.heapTotalBytes)}; ${mib(s.externalBytes)}`,
         `${mib(s.workerHeapBytes)}, ${mib(s.workerArrayBufferBytes)}`,
+        `${mib(s.compactionHeapBytes)}, ${mib(s.compactionArrayBufferBytes)}`,
+        mib(untrackedBytes(s)),
         String(s.fds),
         int(s.dataFiles),
         mib(s.dataBytes),
@@ -212,4 +220,13 @@ export function formatReport(r: SoakResult): string {
     ),
   );
   return out.join('\n');
+}
+
+/**
+ * RSS less what the service's own figures account for: the main thread's allocated heap and its
+ * external memory, the storage workers' and compaction threads' heaps and ArrayBuffers. What is
+ * left is native memory (TLS and uWS buffers, SQLite, glibc's arenas, code) that no V8 figure counts.
+ */
+function untrackedBytes(s: Sample): number {
+  return s.rssKb * 1024 - s.heapTotalBytes - s.externalBytes - s.workerHeapBytes - s.workerArrayBufferBytes - s.compactionHeapBytes - s.compactionArrayBufferBytes;
 }

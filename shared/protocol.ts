@@ -370,6 +370,9 @@ export interface BufferStats {
   /** The worker's own V8 heap in use and the ArrayBuffer memory (typed arrays, buffers) it holds, when asked. */
   heapUsedBytes: number;
   arrayBufferBytes: number;
+  /** The same two of the shard's compaction thread, as it last answered (zeros when it does not run). */
+  compactionHeapUsedBytes: number;
+  compactionArrayBufferBytes: number;
 }
 
 /** What a shard holds at a backup's instant: its files (paths relative to the data dir) and per-collection totals. */

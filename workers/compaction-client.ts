@@ -26,7 +26,16 @@ export interface CompactionRequest {
   logs: { path: string; size: number; tagIds: Uint32Array; points: Float64Array }[];
 }
 
-export type CompactionReply = { id: number; ok: true; points: number; bytes: number; ms: number } | { id: number; ok: false; error: string };
+/** The thread's own memory, measured as it answers (right after the work, so near its high point). */
+export interface ThreadMemory {
+  heapUsedBytes: number;
+  arrayBufferBytes: number;
+}
+
+/** What a thread that does not run holds. */
+export const NO_THREAD_MEMORY: ThreadMemory = Object.freeze({ heapUsedBytes: 0, arrayBufferBytes: 0 });
+
+export type CompactionReply = ({ id: number; ok: true; points: number; bytes: number; ms: number } | { id: number; ok: false; error: string }) & { memory: ThreadMemory };
 
 /** Asks the thread to drop a merge (queued or under way); it is answered as failed with MERGE_CANCELLED. */
 export interface CancelRequest {
@@ -44,6 +53,12 @@ export class CompactionThread {
   private readonly waiting = new Map<number, (outcome: Outcome) => void>();
   private settledWaiters: Array<() => void> = [];
   private nextId = 1;
+  private lastMemory = NO_THREAD_MEMORY;
+
+  /** The thread's memory at its last answer; zeros while no thread runs (for /metrics and the soak). */
+  get memory(): ThreadMemory {
+    return this.lastMemory;
+  }
 
   /** Requests sent and not answered yet. */
   get pending(): number {
@@ -75,6 +90,7 @@ export class CompactionThread {
   close(): void {
     const worker = this.worker;
     this.worker = null;
+    this.lastMemory = NO_THREAD_MEMORY;
     if (worker !== null) void worker.terminate();
     this.failAll('the compaction thread was stopped');
   }
@@ -83,6 +99,7 @@ export class CompactionThread {
     if (this.worker !== null) return this.worker;
     const worker = new Worker(THREAD_FILE);
     worker.on('message', (reply: CompactionReply) => {
+      this.lastMemory = reply.memory;
       const done = this.waiting.get(reply.id);
       if (done === undefined) return;
       this.waiting.delete(reply.id);
@@ -93,6 +110,7 @@ export class CompactionThread {
     const lost = (why: string) => {
       if (this.worker !== worker) return;
       this.worker = null;
+      this.lastMemory = NO_THREAD_MEMORY;
       this.failAll(why);
     };
     worker.on('error', (err) => lost(`the compaction thread failed: ${err.message}`));

@@ -28,7 +28,7 @@ import type { PointBatch, SeriesLabels } from '../native-free-codecs/write-body.
 import { Collection, META_FILE, tagNameProblem, type CollectionOpenResult } from './collection.js';
 import { addFileBlocks, GATHER_POINTS } from './day-compaction.js';
 import { DayMaintenance, type SealOptions } from './day-maintenance.js';
-import { CompactionThread } from './compaction-client.js';
+import { CompactionThread, NO_THREAD_MEMORY, type ThreadMemory } from './compaction-client.js';
 import { FooterCache } from './footer-cache.js';
 import { TAG_LOG_FILE } from './tag-log.js';
 import type { BackupMark, CollectionRecord, SeriesListing } from '../shared/protocol.js';
@@ -149,6 +149,11 @@ export class ShardStore {
   /** Day logs compacted into parts since this store was made. */
   get compactions(): number {
     return this.maintenance.compactions;
+  }
+
+  /** The compaction thread's own memory at its last answer (zeros when it does not run). */
+  get compactionMemory(): ThreadMemory {
+    return this.compactor?.memory ?? NO_THREAD_MEMORY;
   }
 
   /**

@@ -250,6 +250,8 @@ function bufferStats(): BufferStats {
     monitorSampleWaitedFrames,
     heapUsedBytes: v8.getHeapStatistics().used_heap_size,
     arrayBufferBytes: process.memoryUsage().arrayBuffers,
+    compactionHeapUsedBytes: store.compactionMemory.heapUsedBytes,
+    compactionArrayBufferBytes: store.compactionMemory.arrayBufferBytes,
   };
 }
 

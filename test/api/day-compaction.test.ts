@@ -263,6 +263,9 @@ describe('day logs compacted into parts', () => {
     const metric = (name: string) => Number(new RegExp(`^${name}\\{shard="0"\\} (\\S+)$`, 'm').exec(metrics.text)?.[1]);
     assert.equal(metric('historian_storage_compactions_total'), after.compactions, 'the compactions metric is the stats count');
     assert.ok(metric('historian_storage_day_log_blocks') < COMPACT_BLOCKS, `day_log_blocks metric ${metric('historian_storage_day_log_blocks')}`);
+    // The compaction thread ran, so its own memory is reported (0 would mean a thread that never answered).
+    assert.ok(metric('historian_storage_compaction_heap_used_bytes') > 1 << 20, `compaction heap ${metric('historian_storage_compaction_heap_used_bytes')}`);
+    assert.ok(metric('historian_storage_compaction_array_buffer_bytes') > 0, `compaction ArrayBuffers ${metric('historian_storage_compaction_array_buffer_bytes')}`);
 
     await assertAllThere(svc, token, ing.expected, 'after the ingest');
     // 12+ parts were written; eight of one size merge into one in the background.

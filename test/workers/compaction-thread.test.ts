@@ -1,6 +1,7 @@
 // The compaction thread on its own: a merge of parts written here, answered with the part's
 // points and bytes under the temporary name asked for; and a merge cancelled while the thread
-// works on it (a seal took its day), answered as cancelled with no file left.
+// works on it (a seal took its day), answered as cancelled with no file left. Every answer
+// carries the thread's own memory, which the shard reports in /metrics.
 
 import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -51,11 +52,15 @@ function merge(inputs: string[], output: string): { tmpPath: string; answer: Pro
 }
 
 test('a merge of eight parts is written under the temporary name asked for, with every point', async () => {
+  assert.deepEqual(thread.memory, { heapUsedBytes: 0, arrayBufferBytes: 0 }, 'no thread yet: nothing held');
   const inputs = writeParts('small', 20, 500);
   const output = path.join(dir, 'merged-small.hsd');
   const { tmpPath, answer } = merge(inputs, output);
   const outcome = await answer;
   assert.equal(outcome.ok, true, JSON.stringify(outcome));
+  // The answer carries the thread's own memory (for /metrics): a heap of its own, and the buffers the merge read.
+  assert.ok(thread.memory.heapUsedBytes > 1 << 20, `heap ${thread.memory.heapUsedBytes}`);
+  assert.ok(thread.memory.arrayBufferBytes > 0, `ArrayBuffers ${thread.memory.arrayBufferBytes}`);
   assert.equal(outcome.points, 8 * 20 * 500);
   assert.ok(!fs.existsSync(output), 'the shard renames it, not the thread');
   const index = SealedIndex.read(tmpPath, DAY);
