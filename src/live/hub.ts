@@ -35,6 +35,8 @@ const MAX_MESSAGE_BYTES = 64 * 1024;
 const MAX_ID_BYTES = 256;
 /** How often every socket's token and grant are checked again (a change made elsewhere is seen within it). */
 const RECHECK_MS = 1000;
+/** How soon waiting messages are looked at again while uWS still holds unsent bytes (drain usually comes first). */
+const DRAIN_LOOK_MS = 20;
 const SCOPE = ['organization', 'site', 'unit', 'grid'] as const;
 
 interface Subscription {
@@ -67,6 +69,8 @@ interface SocketState {
    */
   waiting: Array<{ bytes: number; write: () => void }>;
   waitingBytes: number;
+  /** The next look at `waiting` while messages wait (see `drainSoon`), or null. */
+  nextDrain: NodeJS.Immediate | NodeJS.Timeout | null;
 }
 
 /** Per user (token subject), over all its sockets. */
@@ -148,7 +152,7 @@ export class LiveHub {
   private open(socket: Socket): void {
     const data = socket.getUserData();
     const { maxSocketsPerUser } = this.o.settings;
-    const state: SocketState = { subscriptions: new Map(), grant: this.o.grantOf(data.claims), grantsVersion: this.grantsVersion, user: null, waiting: [], waitingBytes: 0 };
+    const state: SocketState = { subscriptions: new Map(), grant: this.o.grantOf(data.claims), grantsVersion: this.grantsVersion, user: null, waiting: [], waitingBytes: 0, nextDrain: null };
     data.state = state;
     let user = this.users.get(data.claims.sub);
     if ((user?.sockets ?? 0) >= maxSocketsPerUser) {
@@ -203,6 +207,7 @@ export class LiveHub {
 
   private close(socket: Socket): void {
     const state = this.stateOf(socket);
+    if (state) this.stopDraining(state);
     if (!state?.user) return;
     this.sockets.delete(socket);
     this.socketsOpen--;
@@ -427,16 +432,47 @@ export class LiveHub {
     const state = this.stateOf(socket);
     state.waiting.push({ bytes, write });
     state.waitingBytes += bytes;
+    this.drainSoon(socket);
   }
 
-  /** Sends what waits, one message at a time, while uWS has sent everything before it. */
+  /**
+   * Sends the first message that waits, once uWS has sent everything before it; the rest follow
+   * from `drainSoon`. One message per call: uWS may call `drain` inside its own cork, where a
+   * message goes to the cork buffer and the buffered amount still reads 0, so a second message
+   * would be written in the same cork after a flush that may fail, which this uWS build can drop.
+   */
   private drain(socket: Socket): void {
     const state = this.stateOf(socket);
-    while (state.waiting.length > 0 && socket.getBufferedAmount() === 0) {
-      const next = state.waiting.shift()!;
-      state.waitingBytes -= next.bytes;
-      socket.cork(next.write);
-    }
+    if (state.waiting.length === 0 || socket.getUserData().closed || socket.getBufferedAmount() > 0) return;
+    const next = state.waiting.shift()!;
+    state.waitingBytes -= next.bytes;
+    socket.cork(next.write);
+    if (state.waiting.length > 0) this.drainSoon(socket);
+  }
+
+  /**
+   * Looks at the waiting messages again in a later turn, outside any cork of uWS's: at once when
+   * uWS holds nothing unsent, else after a while. uWS emits `drain` only from a writable event of
+   * its own, so a buffer emptied otherwise (its automatic pings write too) would leave the
+   * messages waiting for an event that never comes; a subscribe answer was lost that way.
+   */
+  private drainSoon(socket: Socket): void {
+    const state = this.stateOf(socket);
+    if (state.nextDrain !== null) return;
+    const look = () => {
+      state.nextDrain = null;
+      if (socket.getUserData().closed) return;
+      this.drain(socket);
+      if (state.waiting.length > 0) this.drainSoon(socket);
+    };
+    state.nextDrain = socket.getBufferedAmount() === 0 ? setImmediate(look) : setTimeout(look, DRAIN_LOOK_MS);
+  }
+
+  private stopDraining(state: SocketState): void {
+    if (state.nextDrain === null) return;
+    clearImmediate(state.nextDrain as NodeJS.Immediate);
+    clearTimeout(state.nextDrain as NodeJS.Timeout);
+    state.nextDrain = null;
   }
 
   private cutIfBehind(socket: Socket): void {
