@@ -443,10 +443,12 @@ export class LiveHub {
    */
   private drain(socket: Socket): void {
     const state = this.stateOf(socket);
-    if (state.waiting.length === 0 || socket.getUserData().closed || socket.getBufferedAmount() > 0) return;
-    const next = state.waiting.shift()!;
-    state.waitingBytes -= next.bytes;
-    socket.cork(next.write);
+    if (state.waiting.length === 0 || socket.getUserData().closed) return;
+    if (socket.getBufferedAmount() === 0) {
+      const next = state.waiting.shift()!;
+      state.waitingBytes -= next.bytes;
+      socket.cork(next.write);
+    }
     if (state.waiting.length > 0) this.drainSoon(socket);
   }
 
@@ -461,9 +463,7 @@ export class LiveHub {
     if (state.nextDrain !== null) return;
     const look = () => {
       state.nextDrain = null;
-      if (socket.getUserData().closed) return;
       this.drain(socket);
-      if (state.waiting.length > 0) this.drainSoon(socket);
     };
     state.nextDrain = socket.getBufferedAmount() === 0 ? setImmediate(look) : setTimeout(look, DRAIN_LOOK_MS);
   }
