@@ -13,8 +13,8 @@
 
 import fs from 'node:fs';
 import path from 'node:path';
-import { compressSync, uncompressSync } from 'lz4-napi';
 import { ByteReader, ByteWriter, COLUMN_CODEC_VERSION, decodeTimestamps, decodeValues, encodeTimestamps, encodeValues, READABLE_COLUMN_CODEC_VERSIONS } from '../native-free-codecs/columns.js';
+import { Lz4Compressor, lz4Decompress, lz4DecompressedLength, lz4MaxCompressedLength } from '../native-free-codecs/lz4-block.js';
 import { crc32c } from './crc32.js';
 import { debugPause } from './debug-pause.js';
 import { fsyncDir, readFully, removeIfPresent, writeFully } from './durable-fs.js';
@@ -50,6 +50,21 @@ export function sealedFileName(dayText: string): string {
 
 /** Column-encoding buffer shared by every seal of this thread (single-threaded by design). */
 let columnWriter = new ByteWriter(64 * 1024);
+const lz4 = new Lz4Compressor();
+
+/**
+ * The thread's buffers for one block at a time: its lz4 bytes (read or written) and its columns.
+ * Kept between blocks, since a fresh buffer per block (two per block read, one per block
+ * written) was freed late and left the threads' allocator holding the memory (issue 34); a
+ * buffer grown past KEEP_BLOCK_BYTES by an unusual block is dropped after it.
+ */
+const KEEP_BLOCK_BYTES = 1 << 20;
+let blockScratch = Buffer.allocUnsafe(64 * 1024);
+let columnScratch = new Uint8Array(64 * 1024);
+
+function scratch<T extends Uint8Array>(kept: T, bytes: number, make: (n: number) => T): T {
+  return kept.length >= bytes ? kept : make(Math.max(bytes, Math.min(KEEP_BLOCK_BYTES, 2 * kept.length)));
+}
 
 /** The footer of one sealed file, in memory: entries sorted by tag id. */
 export class SealedIndex {
@@ -177,7 +192,9 @@ export class SealedIndex {
   decode(e: number, ts: Float64Array, values: Float64Array, givenFd?: number): void {
     const count = this.counts[e]!;
     const length = this.lengths[e]!;
-    const block = Buffer.allocUnsafe(length);
+    const readBuffer = scratch(blockScratch, length, (n) => Buffer.allocUnsafe(n));
+    if (readBuffer.length <= KEEP_BLOCK_BYTES) blockScratch = readBuffer;
+    const block = readBuffer.subarray(0, length);
     const fd = givenFd ?? fs.openSync(this.path, 'r');
     try {
       if (readFully(fd, block, 0, length, this.offsets[e]!) !== length) throw internal(`${this.path}: block of tag ${this.tagIds[e]} at byte ${this.offsets[e]} cut short`);
@@ -186,8 +203,13 @@ export class SealedIndex {
     }
     if (crc32c(block) !== this.checksums[e]) throw internal(`${this.path}: block of tag ${this.tagIds[e]} at byte ${this.offsets[e]} fails its checksum`);
     try {
-      const columns = uncompressSync(block);
-      const reader = new ByteReader(columns);
+      const columnBytes = lz4DecompressedLength(block);
+      // Far more than any column mode takes (a float is 8 bytes, a varint at most 10): a damaged length, not a block.
+      if (columnBytes > 32 * count + 65536) throw new Error(`it declares ${columnBytes} bytes of columns for ${count} points`);
+      const columns = scratch(columnScratch, columnBytes, (n) => new Uint8Array(n));
+      if (columns.length <= KEEP_BLOCK_BYTES) columnScratch = columns;
+      lz4Decompress(block, columns);
+      const reader = new ByteReader(columns, 0, columnBytes);
       decodeTimestamps(reader, count, ts.subarray(0, count));
       decodeValues(reader, count, values.subarray(0, count));
       if (reader.remaining !== 0) throw new Error(`${reader.remaining} bytes left over`);
@@ -273,7 +295,9 @@ export class SealedFileWriter {
     encodeTimestamps(ts, count, w);
     encodeValues(values, count, w, 0, this.columnCodecVersion, this.effort === 'best');
     const columns = w.bytes();
-    const block = compressSync(Buffer.from(columns.buffer, columns.byteOffset, columns.length));
+    const out = scratch(blockScratch, lz4MaxCompressedLength(columns.length), (n) => Buffer.allocUnsafe(n));
+    if (out.length <= KEEP_BLOCK_BYTES) blockScratch = out;
+    const block = out.subarray(0, lz4.compress(columns, out));
     if (w.length > 16 * 1024 * 1024) columnWriter = new ByteWriter(64 * 1024); // do not pin a huge buffer
     if (block.length > 0xffffffff) throw internal(`tag ${tagId} compresses to ${block.length} bytes, more than a sealed block can hold`);
     this.queue(block);
