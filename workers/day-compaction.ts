@@ -15,7 +15,7 @@
 import fs from 'node:fs';
 import type { LogSource } from './day-file.js';
 import type { DayMerger } from './day-merge.js';
-import { SealedFileWriter, type SealedIndex } from './sealed-file.js';
+import { SEALED_BLOCK_POINTS, SealedFileWriter, type SealedIndex } from './sealed-file.js';
 import type { DayPart } from './collection.js';
 import { dayEndMs, dayStartMs } from './utc-day.js';
 import { debugPause } from './debug-pause.js';
@@ -132,25 +132,62 @@ export class DayFileJob {
 
   /** Writes tags until done (true) or `deadline` (performance.now()) has passed (false). */
   step(deadline = Infinity): boolean {
-    const merger = this.merger;
     const dayStart = dayStartMs(this.day);
     const dayEnd = dayEndMs(this.day);
     while (this.next < this.tagIds.length) {
-      const tagId = this.tagIds[this.next++]!;
-      merger.begin(dayStart, dayStart, dayEnd);
-      for (let i = 0; i < this.inputs.length; i++) addFileBlocks(this.inputs[i]!, tagId, dayStart, dayEnd, merger, this.fds[i]);
-      const pass = this.passFor(tagId);
-      if (pass !== null) {
-        const at = this.passAt;
-        merger.add(pass.ts, pass.values, pass.starts[at]!, pass.starts[at + 1]! - pass.starts[at]!);
-      }
-      const n = merger.finish();
-      if (n > 0) this.writer.addTag(tagId, merger.resultTs, merger.resultValues, n);
+      const n = this.writeTag(this.tagIds[this.next++]!, dayStart, dayEnd);
       if (n > 0 && this.output === 'sealed') debugPause('seal-writing');
       this.points += n;
       if (this.passes === null && performance.now() >= deadline) break;
     }
     return this.next >= this.tagIds.length;
+  }
+
+  /**
+   * Writes one tag: its runs (each input's blocks, oldest input first, then the logs' points,
+   * sorted) merged a window at a time. A window ends at the earliest last timestamp among the
+   * runs' current blocks, so it holds at most one block of each run and every point of the
+   * runs up to that time: memory stays a few blocks whatever the tag's day holds. (The whole
+   * day of a tag went through the merger at once: a busy tag's merge took five buffers of its
+   * every point, 100 MiB and more that the thread allocated and dropped job after job.)
+   */
+  private writeTag(tagId: number, dayStart: number, dayEnd: number): number {
+    const merger = this.merger;
+    const runs: TagRun[] = [];
+    for (let i = 0; i < this.inputs.length; i++) {
+      const run = fileRun(i);
+      if (run.open(this.inputs[i]!, tagId, dayStart, dayEnd, this.fds[i]!)) runs.push(run);
+    }
+    const pass = this.passFor(tagId);
+    if (pass !== null) {
+      const at = this.passAt;
+      merger.begin(dayStart, dayStart, dayEnd);
+      merger.add(pass.ts, pass.values, pass.starts[at]!, pass.starts[at + 1]! - pass.starts[at]!);
+      const n = merger.finish(); // before resultTs and resultValues are read: it sets them
+      logRun.hold(merger.resultTs, merger.resultValues, n);
+      runs.push(logRun);
+    }
+    let written = 0;
+    for (;;) {
+      let until = Infinity;
+      for (const run of runs) {
+        if (run.at >= run.n && !run.next()) continue;
+        until = Math.min(until, run.ts[run.n - 1]!);
+      }
+      if (until === Infinity) break;
+      merger.begin(dayStart, dayStart, dayEnd);
+      for (const run of runs) {
+        let k = run.at;
+        while (k < run.n && run.ts[k]! <= until) k++;
+        if (k > run.at) merger.add(run.ts, run.values, run.at, k - run.at);
+        run.at = k;
+      }
+      const n = merger.finish();
+      this.writer.addPoints(tagId, merger.resultTs, merger.resultValues, n);
+      written += n;
+    }
+    this.writer.endTag();
+    return written;
   }
 
   /** Writes the whole file in one go (a job with logs must): its footer; on a failure nothing is left of it. */
@@ -198,6 +235,98 @@ export class DayFileJob {
   private closeInputs(): void {
     for (const fd of this.fds.splice(0)) fs.closeSync(fd);
   }
+}
+
+/** A tag's points in time order, a block at a time: [at, n) of ts/values not yet merged. */
+interface TagRun {
+  ts: Float64Array;
+  values: Float64Array;
+  at: number;
+  n: number;
+  /** Loads the next block; false when there is none. */
+  next(): boolean;
+}
+
+/** Buffers above this many points are dropped after the block that grew them (blocks hold SEALED_BLOCK_POINTS). */
+const KEEP_RUN_POINTS = 1 << 16;
+
+/** One sealed file's or part's blocks of a tag that meet [lo, hi], decoded one at a time into buffers the run keeps. */
+class FileRun implements TagRun {
+  ts = new Float64Array(0);
+  values = new Float64Array(0);
+  at = 0;
+  n = 0;
+  private index: SealedIndex | null = null;
+  private fd = -1;
+  private entry = 0;
+  private end = 0;
+  private lo = 0;
+  private hi = 0;
+
+  /** Starts on `tagId`'s blocks of `index`; false when the file has none. */
+  open(index: SealedIndex, tagId: number, lo: number, hi: number, fd: number): boolean {
+    const first = index.find(tagId);
+    this.at = this.n = 0;
+    if (first < 0) return false;
+    this.index = index;
+    this.fd = fd;
+    this.entry = first;
+    this.end = index.endOf(first);
+    this.lo = lo;
+    this.hi = hi;
+    return true;
+  }
+
+  next(): boolean {
+    const index = this.index!;
+    while (this.entry < this.end) {
+      const e = this.entry++;
+      if (index.maxTs[e]! < this.lo || index.minTs[e]! > this.hi) continue;
+      const count = index.counts[e]!;
+      if (this.ts.length < count || this.ts.length > KEEP_RUN_POINTS) {
+        this.ts = new Float64Array(Math.max(count, Math.min(SEALED_BLOCK_POINTS, KEEP_RUN_POINTS)));
+        this.values = new Float64Array(this.ts.length);
+      }
+      index.decode(e, this.ts, this.values, this.fd);
+      this.at = 0;
+      this.n = count;
+      return true;
+    }
+    this.at = this.n = 0;
+    return false;
+  }
+}
+
+/** The logs' points of a tag, sorted and deduplicated: one block, in buffers kept for the next tag. */
+class LogRun implements TagRun {
+  ts = new Float64Array(0);
+  values = new Float64Array(0);
+  at = 0;
+  n = 0;
+
+  hold(ts: Float64Array, values: Float64Array, n: number): void {
+    if (this.ts.length < n || this.ts.length > GATHER_POINTS) {
+      this.ts = new Float64Array(Math.max(n, Math.min(GATHER_POINTS, 2 * this.ts.length)));
+      this.values = new Float64Array(this.ts.length);
+    }
+    this.ts.set(ts.subarray(0, n));
+    this.values.set(values.subarray(0, n));
+    this.at = 0;
+    this.n = n;
+  }
+
+  next(): boolean {
+    return false;
+  }
+}
+
+/** The thread's runs, kept between tags and jobs (a tag's merge runs within one step, so jobs never share them at once). */
+const fileRuns: FileRun[] = [];
+const logRun = new LogRun();
+
+function fileRun(i: number): FileRun {
+  while (fileRuns.length <= i) fileRuns.push(new FileRun());
+  return fileRuns[i]!;
 }
 
 /** Adds the tag's blocks of a sealed file or part that meet [lo, hi] to the merger. */

@@ -219,6 +219,16 @@ export class SealedIndex {
   }
 }
 
+/**
+ * A tag's points that do not fill a block yet (SealedFileWriter.addPoints). One pair serves every
+ * writer of the thread: only the writer with an open tag uses them, and a writer's tag stays open
+ * only within one call of a job's step (a seal and a compaction of one shard may alternate
+ * between two calls, never within one).
+ */
+const pendingTs = new Float64Array(SEALED_BLOCK_POINTS);
+const pendingValues = new Float64Array(SEALED_BLOCK_POINTS);
+let pendingOwner: SealedFileWriter | null = null;
+
 /** Blocks are gathered up to this many bytes and written with one call (a part of 10,000 small tags made 10,000 writes). */
 const WRITE_BATCH_BYTES = 1 << 20;
 
@@ -241,6 +251,9 @@ export class SealedFileWriter {
   private readonly maxTs: number[] = [];
   private readonly summary: SummaryBuilder;
   private readonly version: number;
+  /** The tag addPoints is adding, or -1; its points not yet in a block wait in pendingTs/pendingValues. */
+  private openTag = -1;
+  private pending = 0;
 
   constructor(
     private readonly finalPath: string,
@@ -280,13 +293,57 @@ export class SealedFileWriter {
 
   /** Adds a tag's points: sorted by timestamp, one point per timestamp, count >= 1. */
   addTag(tagId: number, ts: Float64Array, values: Float64Array, count: number): void {
-    const previous = this.tagIds.length > 0 ? this.tagIds[this.tagIds.length - 1]! : -1;
-    if (tagId <= previous) throw internal(`sealed file tags out of order: ${tagId} after ${previous}`);
-    this.summary.add(tagId, dayStartMs(this.day), ts, values, count);
-    for (let from = 0; from < count; from += SEALED_BLOCK_POINTS) {
-      const n = Math.min(SEALED_BLOCK_POINTS, count - from);
-      this.addBlock(tagId, ts.subarray(from, from + n), values.subarray(from, from + n), n);
+    this.addPoints(tagId, ts, values, count);
+    this.endTag();
+  }
+
+  /**
+   * Adds points of a tag in runs: each run later than the tag's points so far (sorted, one point
+   * per timestamp), a new tag id (above every earlier one) ending the tag before it. Blocks take
+   * SEALED_BLOCK_POINTS points whatever the runs, so a merge can hand a tag over window by window.
+   */
+  addPoints(tagId: number, ts: Float64Array, values: Float64Array, count: number): void {
+    if (count === 0) return;
+    if (tagId !== this.openTag) {
+      this.endTag();
+      const previous = this.tagIds.length > 0 ? this.tagIds[this.tagIds.length - 1]! : -1;
+      if (tagId <= previous) throw internal(`sealed file tags out of order: ${tagId} after ${previous}`);
+      this.openTag = tagId;
+      this.summary.beginTag();
     }
+    this.summary.addPoints(dayStartMs(this.day), ts, values, count);
+    for (let from = 0; from < count; ) {
+      if (this.pending === 0 && count - from >= SEALED_BLOCK_POINTS) {
+        this.addBlock(tagId, ts.subarray(from, from + SEALED_BLOCK_POINTS), values.subarray(from, from + SEALED_BLOCK_POINTS), SEALED_BLOCK_POINTS);
+        from += SEALED_BLOCK_POINTS;
+        continue;
+      }
+      const n = Math.min(SEALED_BLOCK_POINTS - this.pending, count - from);
+      if (pendingOwner !== this) {
+        if (pendingOwner !== null) throw internal('two sealed-file writers of one thread have a tag open at once');
+        pendingOwner = this;
+      }
+      pendingTs.set(ts.subarray(from, from + n), this.pending);
+      pendingValues.set(values.subarray(from, from + n), this.pending);
+      this.pending += n;
+      from += n;
+      if (this.pending === SEALED_BLOCK_POINTS) this.flushPending();
+    }
+  }
+
+  /** Writes the open tag's last block and its summary entry. */
+  endTag(): void {
+    if (this.openTag < 0) return;
+    this.flushPending();
+    this.summary.endTag(this.openTag);
+    this.openTag = -1;
+  }
+
+  private flushPending(): void {
+    if (this.pending === 0) return;
+    this.addBlock(this.openTag, pendingTs, pendingValues, this.pending);
+    this.pending = 0;
+    pendingOwner = null;
   }
 
   private addBlock(tagId: number, ts: Float64Array, values: Float64Array, count: number): void {
@@ -335,6 +392,7 @@ export class SealedFileWriter {
    * the shard to move in place (a compaction thread's part).
    */
   finish(rename = true): SealedIndex {
+    this.endTag();
     this.flushBatch();
     this.batch = Buffer.alloc(0);
     const { section, crc: summaryCrc } = this.summary.finish();
@@ -393,6 +451,9 @@ export class SealedFileWriter {
 
   /** Gives up: closes and removes the temporary file (the final name is untouched). */
   abort(): void {
+    if (pendingOwner === this) pendingOwner = null;
+    this.pending = 0;
+    this.openTag = -1;
     if (this.fd >= 0) {
       fs.closeSync(this.fd);
       this.fd = -1;

@@ -61,13 +61,27 @@ export class SummaryBuilder {
 
   /** Adds a tag's final points of the day starting at `dayStart` (sorted, one per timestamp). */
   add(tagId: number, dayStart: number, ts: Float64Array, values: Float64Array, count: number): void {
+    this.beginTag();
+    this.addPoints(dayStart, ts, values, count);
+    this.endTag(tagId);
+  }
+
+  /** Starts a tag whose points come in time-ordered runs (addPoints), then endTag. */
+  beginTag(): void {
+    this.min.fill(Infinity);
+    this.max.fill(-Infinity);
+    this.seen.fill(0);
+  }
+
+  /** Adds points later than every point added to this tag so far (sorted, one per timestamp). */
+  addPoints(dayStart: number, ts: Float64Array, values: Float64Array, count: number): void {
     const { min, max, seen } = this;
-    seen.fill(0);
     // The points are sorted: each slot is one run of them.
-    for (let s = 0, k = 0; s < SUMMARY_SLOTS && k < count; s++) {
+    for (let k = 0; k < count; ) {
+      const s = Math.floor((ts[k]! - dayStart) / SUMMARY_SLOT_MS);
       const slotEnd = dayStart + (s + 1) * SUMMARY_SLOT_MS;
-      let lo = Infinity;
-      let hi = -Infinity;
+      let lo = min[s]!;
+      let hi = max[s]!;
       let n = 0;
       for (; k < count && ts[k]! < slotEnd; k++) {
         const v = values[k]!;
@@ -78,8 +92,13 @@ export class SummaryBuilder {
       }
       min[s] = lo;
       max[s] = hi;
-      seen[s] = n > 0 ? 1 : 0;
+      if (n > 0) seen[s] = 1;
     }
+  }
+
+  /** Writes the tag's entry from what addPoints gathered. */
+  endTag(tagId: number): void {
+    const { min, max, seen } = this;
     const out = new DataView(this.scratch.buffer);
     let lo = 0;
     let hi = 0;
