@@ -44,6 +44,22 @@ export function lz4DecompressedLength(block: Uint8Array): number {
   return (block[0]! | (block[1]! << 8) | (block[2]! << 16)) + block[3]! * 2 ** 24;
 }
 
+/** Where the last readLengthRest stopped: its second result, without an object per call. */
+let lengthEnd = 0;
+
+/** The extra bytes of a length whose nibble is 15, from `ip`: each 255 adds and goes on, a byte below 255 adds and ends. */
+function readLengthRest(block: Uint8Array, ip: number, what: 'literal' | 'match'): number {
+  let sum = 0;
+  let more: number;
+  do {
+    if (ip >= block.length) throw new Lz4Error(`${what} length runs past the end at byte ${ip}`);
+    more = block[ip++]!;
+    sum += more;
+  } while (more === 255);
+  lengthEnd = ip;
+  return sum;
+}
+
 /**
  * Decompresses `block` into `out` (which must hold lz4DecompressedLength(block) bytes) and
  * returns the count. Throws Lz4Error for anything that is not exactly such a block.
@@ -59,12 +75,8 @@ export function lz4Decompress(block: Uint8Array, out: Uint8Array): number {
     const token = block[ip++]!;
     let literals = token >>> 4;
     if (literals === 15) {
-      let more: number;
-      do {
-        if (ip >= end) throw new Lz4Error(`literal length runs past the end at byte ${ip}`);
-        more = block[ip++]!;
-        literals += more;
-      } while (more === 255);
+      literals += readLengthRest(block, ip, 'literal');
+      ip = lengthEnd;
     }
     if (ip + literals > end) throw new Lz4Error(`${literals} literals at byte ${ip} run past the block's end`);
     if (op + literals > n) throw new Lz4Error(`${literals} literals at byte ${ip} run past the declared ${n} bytes`);
@@ -79,12 +91,8 @@ export function lz4Decompress(block: Uint8Array, out: Uint8Array): number {
     if (offset === 0 || offset > op) throw new Lz4Error(`match offset ${offset} at byte ${ip - 2} points before the output's start`);
     let length = token & 15;
     if (length === 15) {
-      let more: number;
-      do {
-        if (ip >= end) throw new Lz4Error(`match length runs past the end at byte ${ip}`);
-        more = block[ip++]!;
-        length += more;
-      } while (more === 255);
+      length += readLengthRest(block, ip, 'match');
+      ip = lengthEnd;
     }
     length += MIN_MATCH;
     if (op + length > n) throw new Lz4Error(`a match of ${length} bytes at byte ${ip} runs past the declared ${n} bytes`);

@@ -66,18 +66,23 @@ function mergedReference(parts: PartData[]): PartData {
   return out;
 }
 
+/** Random parts written as files, the whole-day merge of them written as the expected file, and where the job writes. */
+function mergeCase(name: string, seed: number, parts: number): { inputs: SealedIndex[]; expected: string; output: string } {
+  const data = randomParts(seed, parts);
+  const inputs = data.map((part, p) => {
+    const file = path.join(dir, `${name}-part${p}.hsd`);
+    writeFile(file, part);
+    return SealedIndex.read(file, DAY);
+  });
+  const expected = path.join(dir, `${name}-expected.hsd`);
+  writeFile(expected, mergedReference(data));
+  return { inputs, expected, output: path.join(dir, `${name}-merged.hsd`) };
+}
+
 test('merged a window at a time, the file is byte for byte the whole-day merge (random overlapping parts, stepped slice by slice)', () => {
   const merger = new DayMerger();
   for (let seed = 1; seed <= 12; seed++) {
-    const parts = randomParts(seed, 2 + (seed % 4));
-    const inputs = parts.map((data, p) => {
-      const file = path.join(dir, `s${seed}-part${p}.hsd`);
-      writeFile(file, data);
-      return SealedIndex.read(file, DAY);
-    });
-    const expected = path.join(dir, `s${seed}-expected.hsd`);
-    writeFile(expected, mergedReference(parts));
-    const output = path.join(dir, `s${seed}-merged.hsd`);
+    const { inputs, expected, output } = mergeCase(`s${seed}`, seed, 2 + (seed % 4));
     const job = new DayFileJob(DAY, 'part', output, inputs, [], merger);
     // A deadline already passed: one tag per step, as the shard's sliced merges go.
     let steps = 1;
@@ -91,15 +96,7 @@ test('merged a window at a time, the file is byte for byte the whole-day merge (
 test("two jobs of one thread stepped in turns write what each writes alone (the writers share the thread's pending block)", () => {
   const merger = new DayMerger();
   const jobs = [21, 22].map((seed) => {
-    const parts = randomParts(seed, 3);
-    const inputs = parts.map((data, p) => {
-      const file = path.join(dir, `t${seed}-part${p}.hsd`);
-      writeFile(file, data);
-      return SealedIndex.read(file, DAY);
-    });
-    const expected = path.join(dir, `t${seed}-expected.hsd`);
-    writeFile(expected, mergedReference(parts));
-    const output = path.join(dir, `t${seed}-merged.hsd`);
+    const { inputs, expected, output } = mergeCase(`t${seed}`, seed, 3);
     return { job: new DayFileJob(DAY, 'part', output, inputs, [], merger), output, expected, done: false };
   });
   while (jobs.some((j) => !j.done)) {
