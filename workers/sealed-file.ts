@@ -220,14 +220,15 @@ export class SealedIndex {
 }
 
 /**
- * A tag's points that do not fill a block yet (SealedFileWriter.addPoints). One pair serves every
- * writer of the thread: only the writer with an open tag uses them, and a writer's tag stays open
- * only within one call of a job's step (a seal and a compaction of one shard may alternate
- * between two calls, never within one).
+ * A tag's points that do not fill a block yet (SealedFileWriter.addPoints), in buffers kept for
+ * the thread's next writer: a writer takes a pair while a tag is open and gives it back when the
+ * tag ends (two writers of one shard, a seal and a compaction, may be open at once).
  */
-const pendingTs = new Float64Array(SEALED_BLOCK_POINTS);
-const pendingValues = new Float64Array(SEALED_BLOCK_POINTS);
-let pendingOwner: SealedFileWriter | null = null;
+interface PendingBlock {
+  ts: Float64Array;
+  values: Float64Array;
+}
+const sparePending: PendingBlock[] = [];
 
 /** Blocks are gathered up to this many bytes and written with one call (a part of 10,000 small tags made 10,000 writes). */
 const WRITE_BATCH_BYTES = 1 << 20;
@@ -251,9 +252,10 @@ export class SealedFileWriter {
   private readonly maxTs: number[] = [];
   private readonly summary: SummaryBuilder;
   private readonly version: number;
-  /** The tag addPoints is adding, or -1; its points not yet in a block wait in pendingTs/pendingValues. */
+  /** The tag addPoints is adding, or -1; its first `pending` points not yet in a block wait in `held`. */
   private openTag = -1;
   private pending = 0;
+  private held: PendingBlock | null = null;
 
   constructor(
     private readonly finalPath: string,
@@ -319,12 +321,9 @@ export class SealedFileWriter {
         continue;
       }
       const n = Math.min(SEALED_BLOCK_POINTS - this.pending, count - from);
-      if (pendingOwner !== this) {
-        if (pendingOwner !== null) throw internal('two sealed-file writers of one thread have a tag open at once');
-        pendingOwner = this;
-      }
-      pendingTs.set(ts.subarray(from, from + n), this.pending);
-      pendingValues.set(values.subarray(from, from + n), this.pending);
+      const held = (this.held ??= sparePending.pop() ?? { ts: new Float64Array(SEALED_BLOCK_POINTS), values: new Float64Array(SEALED_BLOCK_POINTS) });
+      held.ts.set(ts.subarray(from, from + n), this.pending);
+      held.values.set(values.subarray(from, from + n), this.pending);
       this.pending += n;
       from += n;
       if (this.pending === SEALED_BLOCK_POINTS) this.flushPending();
@@ -340,10 +339,14 @@ export class SealedFileWriter {
   }
 
   private flushPending(): void {
-    if (this.pending === 0) return;
-    this.addBlock(this.openTag, pendingTs, pendingValues, this.pending);
+    if (this.pending > 0) this.addBlock(this.openTag, this.held!.ts, this.held!.values, this.pending);
     this.pending = 0;
-    pendingOwner = null;
+    this.giveBackPending();
+  }
+
+  private giveBackPending(): void {
+    if (this.held !== null && sparePending.length < 2) sparePending.push(this.held);
+    this.held = null;
   }
 
   private addBlock(tagId: number, ts: Float64Array, values: Float64Array, count: number): void {
@@ -451,9 +454,9 @@ export class SealedFileWriter {
 
   /** Gives up: closes and removes the temporary file (the final name is untouched). */
   abort(): void {
-    if (pendingOwner === this) pendingOwner = null;
     this.pending = 0;
     this.openTag = -1;
+    this.giveBackPending();
     if (this.fd >= 0) {
       fs.closeSync(this.fd);
       this.fd = -1;

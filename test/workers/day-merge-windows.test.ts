@@ -93,7 +93,7 @@ test('merged a window at a time, the file is byte for byte the whole-day merge (
   }
 });
 
-test("two jobs of one thread stepped in turns write what each writes alone (the writers share the thread's pending block)", () => {
+test("two jobs of one thread stepped in turns write what each writes alone (each open tag holds its own pending block from the thread's spares)", () => {
   const merger = new DayMerger();
   const jobs = [21, 22].map((seed) => {
     const { inputs, expected, output } = mergeCase(`t${seed}`, seed, 3);
