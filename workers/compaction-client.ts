@@ -11,6 +11,7 @@
  * request.
  */
 
+import v8 from 'node:v8';
 import { Worker } from 'node:worker_threads';
 
 /** A part to write: a compaction (frozen logs) or a merge (parts); never both. */
@@ -30,6 +31,11 @@ export interface CompactionRequest {
 export interface ThreadMemory {
   heapUsedBytes: number;
   arrayBufferBytes: number;
+}
+
+/** The calling thread's own V8 heap in use and ArrayBuffer memory (each isolate counts its own). */
+export function threadMemoryNow(): ThreadMemory {
+  return { heapUsedBytes: v8.getHeapStatistics().used_heap_size, arrayBufferBytes: process.memoryUsage().arrayBuffers };
 }
 
 /** What a thread that does not run holds. */

@@ -10,13 +10,12 @@
  * back the compactions that bound the shard's memory.
  */
 
-import v8 from 'node:v8';
 import { parentPort } from 'node:worker_threads';
 import { DayFileJob } from './day-compaction.js';
 import { FrozenLogFile } from './day-file.js';
 import { DayMerger } from './day-merge.js';
 import { SealedIndex } from './sealed-file.js';
-import { MERGE_CANCELLED, type CancelRequest, type CompactionReply, type CompactionRequest, type ThreadMemory } from './compaction-client.js';
+import { MERGE_CANCELLED, type CancelRequest, type CompactionReply, type CompactionRequest, threadMemoryNow } from './compaction-client.js';
 
 /** Longest one merge slice runs before waiting compactions get the thread. */
 const MERGE_SLICE_MS = 50;
@@ -47,7 +46,7 @@ function cancelMerge(id: number): void {
   } else {
     return; // answered already, or a compaction
   }
-  parentPort!.postMessage({ id, ok: false, error: MERGE_CANCELLED, memory: memoryNow() } satisfies CompactionReply);
+  parentPort!.postMessage({ id, ok: false, error: MERGE_CANCELLED, memory: threadMemoryNow() } satisfies CompactionReply);
 }
 
 function schedule(): void {
@@ -108,13 +107,9 @@ function answer(request: CompactionRequest, startedAt: number, run: () => { poin
   try {
     const result = run();
     if (result === null) return;
-    reply = { id: request.id, ok: true, ...result, ms: Math.round(performance.now() - startedAt), memory: memoryNow() };
+    reply = { id: request.id, ok: true, ...result, ms: Math.round(performance.now() - startedAt), memory: threadMemoryNow() };
   } catch (err) {
-    reply = { id: request.id, ok: false, error: err instanceof Error ? err.message : String(err), memory: memoryNow() };
+    reply = { id: request.id, ok: false, error: err instanceof Error ? err.message : String(err), memory: threadMemoryNow() };
   }
   parentPort!.postMessage(reply);
-}
-
-function memoryNow(): ThreadMemory {
-  return { heapUsedBytes: v8.getHeapStatistics().used_heap_size, arrayBufferBytes: process.memoryUsage().arrayBuffers };
 }

@@ -59,12 +59,25 @@ const lz4 = new Lz4Compressor();
  * buffer grown past KEEP_BLOCK_BYTES by an unusual block is dropped after it.
  */
 const KEEP_BLOCK_BYTES = 1 << 20;
-let blockScratch = Buffer.allocUnsafe(64 * 1024);
-let columnScratch = new Uint8Array(64 * 1024);
 
-function scratch<T extends Uint8Array>(kept: T, bytes: number, make: (n: number) => T): T {
-  return kept.length >= bytes ? kept : make(Math.max(bytes, Math.min(KEEP_BLOCK_BYTES, 2 * kept.length)));
+class KeptBytes<T extends Uint8Array> {
+  private kept: T;
+
+  constructor(private readonly make: (n: number) => T) {
+    this.kept = make(64 * 1024);
+  }
+
+  /** A buffer of at least `bytes`: the kept one, or a larger one, kept in turn up to KEEP_BLOCK_BYTES. */
+  take(bytes: number): T {
+    if (this.kept.length >= bytes) return this.kept;
+    const buffer = this.make(Math.max(bytes, Math.min(KEEP_BLOCK_BYTES, 2 * this.kept.length)));
+    if (buffer.length <= KEEP_BLOCK_BYTES) this.kept = buffer;
+    return buffer;
+  }
 }
+
+const blockScratch = new KeptBytes((n) => Buffer.allocUnsafe(n));
+const columnScratch = new KeptBytes((n) => new Uint8Array(n));
 
 /** The footer of one sealed file, in memory: entries sorted by tag id. */
 export class SealedIndex {
@@ -192,9 +205,7 @@ export class SealedIndex {
   decode(e: number, ts: Float64Array, values: Float64Array, givenFd?: number): void {
     const count = this.counts[e]!;
     const length = this.lengths[e]!;
-    const readBuffer = scratch(blockScratch, length, (n) => Buffer.allocUnsafe(n));
-    if (readBuffer.length <= KEEP_BLOCK_BYTES) blockScratch = readBuffer;
-    const block = readBuffer.subarray(0, length);
+    const block = blockScratch.take(length).subarray(0, length);
     const fd = givenFd ?? fs.openSync(this.path, 'r');
     try {
       if (readFully(fd, block, 0, length, this.offsets[e]!) !== length) throw internal(`${this.path}: block of tag ${this.tagIds[e]} at byte ${this.offsets[e]} cut short`);
@@ -206,8 +217,7 @@ export class SealedIndex {
       const columnBytes = lz4DecompressedLength(block);
       // Far more than any column mode takes (a float is 8 bytes, a varint at most 10): a damaged length, not a block.
       if (columnBytes > 32 * count + 65536) throw new Error(`it declares ${columnBytes} bytes of columns for ${count} points`);
-      const columns = scratch(columnScratch, columnBytes, (n) => new Uint8Array(n));
-      if (columns.length <= KEEP_BLOCK_BYTES) columnScratch = columns;
+      const columns = columnScratch.take(columnBytes);
       lz4Decompress(block, columns);
       const reader = new ByteReader(columns, 0, columnBytes);
       decodeTimestamps(reader, count, ts.subarray(0, count));
@@ -355,8 +365,7 @@ export class SealedFileWriter {
     encodeTimestamps(ts, count, w);
     encodeValues(values, count, w, 0, this.columnCodecVersion, this.effort === 'best');
     const columns = w.bytes();
-    const out = scratch(blockScratch, lz4MaxCompressedLength(columns.length), (n) => Buffer.allocUnsafe(n));
-    if (out.length <= KEEP_BLOCK_BYTES) blockScratch = out;
+    const out = blockScratch.take(lz4MaxCompressedLength(columns.length));
     const block = out.subarray(0, lz4.compress(columns, out));
     if (w.length > 16 * 1024 * 1024) columnWriter = new ByteWriter(64 * 1024); // do not pin a huge buffer
     if (block.length > 0xffffffff) throw internal(`tag ${tagId} compresses to ${block.length} bytes, more than a sealed block can hold`);

@@ -8,7 +8,6 @@
 //   query-runner.ts    queries: result fragments into the result ring, on the client's credit
 //   answers.ts         write answers on the result ring, and errors as they cross threads
 
-import v8 from 'node:v8';
 import { compileGlob } from '../shared/glob.js';
 import { workerData } from 'node:worker_threads';
 import { RingConsumer, RingProducer } from '../shared/ring.js';
@@ -18,6 +17,7 @@ import { toWireError, WriteAnswers } from './answers.js';
 import { QueryRunner } from './query-runner.js';
 import { QueryMemory } from './series-buffer.js';
 import { ShardStore } from './shard-store.js';
+import { threadMemoryNow } from './compaction-client.js';
 import { TagScopeReader } from './tag-scopes.js';
 import { WriteBuffer } from './write-buffer.js';
 import { WriteLoop } from './write-loop.js';
@@ -248,8 +248,7 @@ function bufferStats(): BufferStats {
     sealedBytes: files.sealedBytes,
     monitorSamples,
     monitorSampleWaitedFrames,
-    heapUsedBytes: v8.getHeapStatistics().used_heap_size,
-    arrayBufferBytes: process.memoryUsage().arrayBuffers,
+    ...threadMemoryNow(),
     compactionHeapUsedBytes: store.compactionMemory.heapUsedBytes,
     compactionArrayBufferBytes: store.compactionMemory.arrayBufferBytes,
   };
