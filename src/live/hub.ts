@@ -96,6 +96,15 @@ export class LiveHub {
   private grantsVersion = 0;
   private recheckSoon: NodeJS.Immediate | null = null;
   private readonly recheck: NodeJS.Timeout;
+  /**
+   * True from a message callback until the next turn of the event loop. This uWS build's TLS
+   * layer hands over the messages of a large read (more than its receive buffer) in the middle
+   * of that read, and anything written then, to any socket, makes it drop the rest of the read:
+   * the messages after it are lost and the socket's framing breaks. So what a message makes the
+   * hub say waits for the next turn (see `drainSoon`) instead of being written from inside the
+   * callback or a promise it settles.
+   */
+  private insideRead = false;
   private readonly encoder = new TextEncoder();
   private readonly decoder = new TextDecoder('utf-8', { fatal: true });
   /** Sockets open, points messages sent, and sockets closed for falling ws.maxBufferedBytes behind (GET /metrics). */
@@ -218,6 +227,10 @@ export class LiveHub {
   }
 
   private message(socket: Socket, raw: ArrayBuffer, isBinary: boolean): void {
+    if (!this.insideRead) {
+      this.insideRead = true;
+      setImmediate(() => (this.insideRead = false));
+    }
     let msg: Record<string, unknown>;
     try {
       if (isBinary) throw new Error('messages are JSON text');
@@ -423,9 +436,9 @@ export class LiveHub {
     this.cutIfBehind(socket);
   }
 
-  /** Nothing waits and uWS holds nothing unsent for the socket. */
+  /** Not inside a read (see `insideRead`), nothing waits, and uWS holds nothing unsent for the socket. */
   private mayWrite(socket: Socket): boolean {
-    return this.stateOf(socket).waiting.length === 0 && socket.getBufferedAmount() === 0;
+    return !this.insideRead && this.stateOf(socket).waiting.length === 0 && socket.getBufferedAmount() === 0;
   }
 
   private wait(socket: Socket, bytes: number, write: () => void): void {

@@ -166,6 +166,25 @@ describe('live data over WebSocket', () => {
     assert.deepEqual(c.points('u'), {});
   });
 
+  test('a burst of messages larger than the server reads at once is answered message for message, and the socket stays open', async () => {
+    // Each burst is megabytes of messages written at once: the server's TLS layer reads more than
+    // its receive buffer in one go and hands the messages over in the middle of that read. An
+    // answer written from there (to this socket or any other) made this uWS build drop the rest of
+    // the read: answers went missing and the next message closed the socket (1006).
+    const c = await open(admin);
+    const pad = 'x'.repeat(60_000);
+    const BURSTS = 4;
+    const PER_BURST = 48;
+    for (let b = 0; b < BURSTS; b++) {
+      for (let i = 0; i < PER_BURST; i++) c.send({ op: 'subscribe', id: `burst${b}-${i}`, ...SCOPE, tags: ['flow'], format: 'nope', pad });
+      await waitFor(() => c.closed !== null || c.messages.filter((m) => m.id?.startsWith(`burst${b}-`)).length >= PER_BURST, `burst ${b}: every message is answered`);
+      assert.equal(c.closed, null, `burst ${b}: the socket is still open`);
+      const answers = c.messages.filter((m) => m.id?.startsWith(`burst${b}-`));
+      assert.deepEqual(answers.map((m) => m.id), Array.from({ length: PER_BURST }, (_, i) => `burst${b}-${i}`), `burst ${b}: one answer per message, in order`);
+      for (const m of answers) assert.deepEqual(m, { op: 'error', id: m.id, error: 'format: "json" or "binary"' });
+    }
+  });
+
   test('a client that does not read is closed with 1013', async () => {
     const slow = await open(admin);
     slow.send({ op: 'subscribe', id: 'slow', ...SCOPE, tags: ['flow'] });
