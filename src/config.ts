@@ -58,6 +58,8 @@ export interface Config {
     readonly maxUnsealedDaysPerCollection: number;
     readonly dayLogCompactBlocks: number;
     readonly dayLogCompactBytes: number;
+    /** Milliseconds between trims of freed native memory (malloc_trim); 0: never. */
+    readonly trimFreedMemoryMs: number;
   };
   readonly notifications: {
     readonly keepaliveSeconds: number;

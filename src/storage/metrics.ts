@@ -8,6 +8,7 @@
 import { counter, gauge, type MetricSource, type Sample } from '../metric-source.js';
 import type { BufferStats } from '../../shared/protocol.js';
 import type { DiskGuard } from './disk-guard.js';
+import type { FreedMemoryStats } from './freed-memory.js';
 import type { ShardGateway } from './gateway.js';
 import type { ShardPool } from './shards.js';
 import type { RouteWrites } from './write-counters.js';
@@ -46,7 +47,7 @@ class WorkerStats {
   }
 }
 
-export function storageMetricSources(shards: ShardPool, gateway: ShardGateway, disk: DiskGuard): MetricSource[] {
+export function storageMetricSources(shards: ShardPool, gateway: ShardGateway, disk: DiskGuard, freedMemory: FreedMemoryStats): MetricSource[] {
   const workers = new WorkerStats(() => gateway.bufferStats());
   const perShard = (value: (shard: ShardPool['shards'][number]) => number) => (): Sample[] =>
     shards.shards.map((shard) => ({ labels: { shard: String(shard.index) }, value: value(shard) }));
@@ -82,6 +83,8 @@ export function storageMetricSources(shards: ShardPool, gateway: ShardGateway, d
     counter('historian_monitor_samples_total', 'Monitor tick samples each shard\'s worker answered (since it started).', workers.perShard((stats) => stats.monitorSamples)),
     counter('historian_monitor_sample_waited_frames_total', 'Write frames each shard\'s worker took between a monitor sample\'s sending and its running, summed over the samples (since it started).', workers.perShard((stats) => stats.monitorSampleWaitedFrames)),
     gauge('historian_write_buffer_points', 'Points waiting in each shard\'s write buffer (/svcapi/write_buffered) for the next flush.', workers.perShard((stats) => stats.pendingPoints)),
+    counter('historian_freed_memory_trims_total', 'Times memory freed by the service\'s threads was handed back to the system (malloc_trim; storage.trimFreedMemoryMs).', () => [{ value: freedMemory.trims }]),
+    counter('historian_freed_memory_returned_bytes_total', 'What those trims gave back: resident memory before each less after, summed.', () => [{ value: freedMemory.returnedBytes }]),
     gauge('historian_disk_free_bytes', 'Free bytes on the data volume (writes are refused below storage.minFreeBytes).', (): Sample[] => {
       const free = disk.freeBytes();
       return free === null ? [] : [{ value: free }];

@@ -12,6 +12,7 @@ import { CollectionCatalog } from './catalog.js';
 import { collectionRoutes } from './collection-routes.js';
 import { CollectionDirectory } from './directory.js';
 import { DiskGuard } from './disk-guard.js';
+import { FreedMemory } from './freed-memory.js';
 import { ShardGateway } from './gateway.js';
 import { Maintenance } from './maintenance.js';
 import { storageMetricSources } from './metrics.js';
@@ -63,6 +64,9 @@ export const storagePlugin = definePlugin({
     const directory = new CollectionDirectory(catalog, new CollectionAccess(meta.hierarchy), tagScopes, meta.hierarchy, gate, disk);
     const gateway = new ShardGateway(shards, directory, gate, disk, settings, log, clock.now);
     workerRestarted.subscribe((index) => gateway.rewatch(index));
+    // A worker's death and its successor's start are the biggest burst of freed native memory.
+    const freedMemory = new FreedMemory(settings.trimFreedMemoryMs, log);
+    workerRestarted.subscribe((index) => freedMemory.now(`storage worker ${index} replaced`));
     const maintenance = new Maintenance(settings.dataDir, shards, directory, gate);
     let running = false;
     const following = new RenameFollowing(directory, meta.hierarchy, () => running, log);
@@ -102,7 +106,7 @@ export const storagePlugin = definePlugin({
         ...tagMappingRoutes(meta.tagMappings, directory, gateway),
       ],
       entityHooks: following.entityHooks((job) => meta.entities.defer(job)),
-      metrics: storageMetricSources(shards, gateway, disk),
+      metrics: storageMetricSources(shards, gateway, disk, freedMemory),
       /** Recovers every shard and reads the collection list; on failure the workers are stopped again. */
       async start() {
         try {
@@ -113,8 +117,12 @@ export const storagePlugin = definePlugin({
           throw err;
         }
         running = true;
+        freedMemory.start();
       },
-      stop: () => shards.close(),
+      stop: () => {
+        freedMemory.stop();
+        return shards.close();
+      },
       /** The disk guard, and shards whose worker is being replaced. */
       health() {
         const full = disk.problem();
