@@ -87,6 +87,12 @@ export interface Sample {
   /** The compaction threads' V8 heaps and ArrayBuffer memory as they last answered, summed over shards. */
   compactionHeapBytes: number;
   compactionArrayBufferBytes: number;
+  /** Trims of freed native memory so far, and what they gave back (historian_freed_memory_*). */
+  freedMemoryTrims: number;
+  freedMemoryReturnedBytes: number;
+  freedMemoryTrimSeconds: number;
+  /** The main thread's heap as its last full collection left it (historian_main_heap_live_bytes). */
+  liveHeapBytes: number;
 }
 
 export interface PathCheck {
@@ -254,7 +260,9 @@ export async function runSoak(target: SoakTarget, options: Partial<SoakOptions> 
     const workerArrayBufferBytes = sum('historian_storage_worker_array_buffer_bytes');
     const disk = diskUsage(target.dataDir);
     samples.push({ minute: (performance.now() - runStart) / 60_000, rssKb, heapUsedBytes, fds, dataFiles: disk.files, dataBytes: disk.bytes, logBlocks, workerHeapBytes, workerArrayBufferBytes, rssAnonKb, heapTotalBytes: gauge('nodejs_heap_size_total_bytes'), externalBytes: gauge('nodejs_external_memory_bytes'),
-      compactionHeapBytes: sum('historian_storage_compaction_heap_used_bytes'), compactionArrayBufferBytes: sum('historian_storage_compaction_array_buffer_bytes') });
+      compactionHeapBytes: sum('historian_storage_compaction_heap_used_bytes'), compactionArrayBufferBytes: sum('historian_storage_compaction_array_buffer_bytes'),
+      freedMemoryTrims: gauge('historian_freed_memory_trims_total'), freedMemoryReturnedBytes: gauge('historian_freed_memory_returned_bytes_total'),
+      freedMemoryTrimSeconds: gauge('historian_freed_memory_trim_seconds_total'), liveHeapBytes: gauge('historian_main_heap_live_bytes') });
   };
   await sample();
 

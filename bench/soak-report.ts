@@ -111,6 +111,8 @@ export function formatReport(r: SoakResult): string {
   const missing = r.paths.reduce((n, p) => n + p.missing, 0);
   const rss = growthAfterWarmup(r.samples, (s) => s.rssKb * 1024, o.warmupMinutes);
   const heap = growthAfterWarmup(r.samples, (s) => s.heapUsedBytes, o.warmupMinutes);
+  const liveHeap = growthAfterWarmup(r.samples, (s) => s.liveHeapBytes, o.warmupMinutes);
+  const liveHeapTrend = trendAfterWarmup(r.samples, (s) => s.liveHeapBytes, o.warmupMinutes);
   const workerHeap = growthAfterWarmup(r.samples, (s) => s.workerHeapBytes, o.warmupMinutes);
   const workerBuffers = growthAfterWarmup(r.samples, (s) => s.workerArrayBufferBytes, o.warmupMinutes);
   const rssTrend = trendAfterWarmup(r.samples, (s) => s.rssKb * 1024, o.warmupMinutes);
@@ -128,7 +130,8 @@ export function formatReport(r: SoakResult): string {
         ['every acknowledged point present (4 write paths + live markers)', missing === 0 ? 'yes' : `NO: ${int(missing)} missing`],
         ['RSS after warm-up (goal < +10%)', `${mib(rss.base)} → ${mib(rss.end)} (${pct(rss.growth)})`],
         ['RSS after warm-up, least-squares line over every sample (one GC\'s swing moves it less than two minutes\' medians)', `${mib(rssTrend.from)} → ${mib(rssTrend.to)} (${pct(rssTrend.growth)})`],
-        ['V8 heap used after warm-up', `${mib(heap.base)} → ${mib(heap.end)} (${pct(heap.growth)})`],
+        ['V8 heap used after warm-up (garbage not collected yet included)', `${mib(heap.base)} → ${mib(heap.end)} (${pct(heap.growth)})`],
+        ['V8 heap after full collections (what survives; goal < +10%), after warm-up: medians; line', `${mib(liveHeap.base)} → ${mib(liveHeap.end)} (${pct(liveHeap.growth)}); ${mib(liveHeapTrend.from)} → ${mib(liveHeapTrend.to)} (${pct(liveHeapTrend.growth)})`],
         [
           'RSS less every heap and buffer sampled (native memory: TLS, uWS, SQLite, malloc), after warm-up: medians; line',
           `${mib(untracked.base)} → ${mib(untracked.end)} (${pct(untracked.growth)}); ${mib(untrackedTrend.from)} → ${mib(untrackedTrend.to)} (${pct(untrackedTrend.growth)})`,
@@ -214,6 +217,7 @@ export function formatReport(r: SoakResult): string {
         ['notification streams', `${r.sse.open} open, ${r.sse.ended} ended by the server; ${r.sse.posted} posted, ${int(r.sse.delivered)} of ${int(r.sse.expected)} deliveries`],
         ['live WebSockets', `${r.ws.opened} subscribed (${r.ws.failed.length} failed ${r.ws.failed.slice(0, 2).join(' / ')}); ${int(r.ws.delivered)} of ${int(r.ws.opened * r.ws.markers)} (socket, acknowledged marker) pairs delivered${r.ws.missed.length ? ` (${r.ws.missed.join('; ')})` : ''}; ${r.ws.closed} closed by the server ${r.ws.errors.slice(0, 2).join(' / ')}`],
         ['storage workers killed', r.crashMinutes.map((m) => `minute ${m.toFixed(2)}`).join(', ') || 'none'],
+        ['freed memory handed back (`malloc_trim`)', freedMemory(r.samples)],
         ['monitor', `${int(r.monitor.rules)} rules; tick_number ${r.monitor.ticksFirst} → ${r.monitor.ticksLast}`],
         ['backups', `${r.backups.done} done, ${r.backups.failed.length} failed ${r.backups.failed.slice(0, 3).join(' / ')}`],
       ],
@@ -229,4 +233,12 @@ export function formatReport(r: SoakResult): string {
  */
 function untrackedBytes(s: Sample): number {
   return s.rssKb * 1024 - s.heapTotalBytes - s.externalBytes - s.workerHeapBytes - s.workerArrayBufferBytes - s.compactionHeapBytes - s.compactionArrayBufferBytes;
+}
+
+/** Trims of freed native memory over the run and what they gave back, from the last sample of the counters. */
+function freedMemory(samples: readonly Sample[]): string {
+  const last = samples.at(-1);
+  if (!last || !Number.isFinite(last.freedMemoryTrims)) return 'not reported';
+  const trims = Math.max(1, last.freedMemoryTrims);
+  return `${int(last.freedMemoryTrims)} trims, ${mib(last.freedMemoryReturnedBytes)} given back in all (${mib(last.freedMemoryReturnedBytes / trims)} and ${ms((last.freedMemoryTrimSeconds * 1000) / trims)} a trim)`;
 }

@@ -9,8 +9,9 @@
 
 import { METRIC_SOURCES } from '../host/builtins.js';
 import { definePlugin, type Route } from '../host/plugin.js';
-import { histogram, Histogram } from '../metric-source.js';
+import { gauge, histogram, Histogram } from '../metric-source.js';
 import { Exposition } from './exposition.js';
+import { LiveHeap } from './live-heap.js';
 import { formatFor } from './negotiate.js';
 
 /** Bounds of the scrape's own duration, in seconds: 0.5 ms to 1 s. */
@@ -22,8 +23,12 @@ export const metricsPlugin = definePlugin({
   needs: { sources: METRIC_SOURCES },
   create({ settings, needs, log }) {
     const scrapes = new Histogram(SCRAPE_BUCKETS_SECONDS);
+    const liveHeap = new LiveHeap();
     const own = [
       histogram('historian_metrics_scrape_duration_seconds', 'Time this service took to gather and render one GET /metrics answer.', () => [{ histogram: scrapes }], SCRAPE_BUCKETS_SECONDS),
+      gauge('historian_main_heap_live_bytes', 'The main thread\'s V8 heap in use right after its last full collection: what survives, without the garbage nodejs_heap_size_used_bytes also counts (absent before the first).', () =>
+        liveHeap.bytes === null ? [] : [{ value: liveHeap.bytes }],
+      ),
     ];
     const exposition = new Exposition(() => [...needs.sources.all(), ...own], log);
     const route: Route = {
@@ -47,7 +52,11 @@ export const metricsPlugin = definePlugin({
     };
     return {
       routes: [route],
-      start: () => exposition.start(),
+      start: () => {
+        exposition.start();
+        liveHeap.start();
+      },
+      stop: () => liveHeap.stop(),
     };
   },
 });

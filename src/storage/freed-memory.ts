@@ -30,11 +30,14 @@ export interface FreedMemoryStats {
   trims: number;
   /** What they gave back: the process's RSS before less after, summed (a trim that gave nothing adds 0). */
   returnedBytes: number;
+  /** Time spent in them; each holds the C library's arenas in turn, so other threads' allocations may wait. */
+  trimSeconds: number;
 }
 
 export class FreedMemory implements FreedMemoryStats {
   trims = 0;
   returnedBytes = 0;
+  trimSeconds = 0;
   private readonly trim: MallocTrim | null;
   private timer: NodeJS.Timeout | null = null;
 
@@ -70,6 +73,7 @@ export class FreedMemory implements FreedMemoryStats {
     const returned = Math.max(0, before - process.memoryUsage.rss());
     this.trims++;
     this.returnedBytes += returned;
+    this.trimSeconds += ms / 1000;
     this.log.debug({ reason, returnedBytes: returned, rssBytes: before - returned, ms: Math.round(ms * 1000) / 1000 }, 'freed memory given back to the system');
   }
 }

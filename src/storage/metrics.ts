@@ -85,6 +85,7 @@ export function storageMetricSources(shards: ShardPool, gateway: ShardGateway, d
     gauge('historian_write_buffer_points', 'Points waiting in each shard\'s write buffer (/svcapi/write_buffered) for the next flush.', workers.perShard((stats) => stats.pendingPoints)),
     counter('historian_freed_memory_trims_total', 'Times memory freed by the service\'s threads was handed back to the system (malloc_trim; storage.trimFreedMemoryMs).', () => [{ value: freedMemory.trims }]),
     counter('historian_freed_memory_returned_bytes_total', 'What those trims gave back: resident memory before each less after, summed.', () => [{ value: freedMemory.returnedBytes }]),
+    counter('historian_freed_memory_trim_seconds_total', 'Time those trims took (each holds the C library\'s arenas in turn).', () => [{ value: freedMemory.trimSeconds }]),
     gauge('historian_disk_free_bytes', 'Free bytes on the data volume (writes are refused below storage.minFreeBytes).', (): Sample[] => {
       const free = disk.freeBytes();
       return free === null ? [] : [{ value: free }];

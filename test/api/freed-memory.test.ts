@@ -1,13 +1,15 @@
 // Freed native memory handed back to the system (storage.trimFreedMemoryMs, glibc's malloc_trim
 // through koffi): the trim really returns freed pages on this machine's glibc; the service trims
 // at once when a storage worker is replaced, every trimFreedMemoryMs, and never with 0, counted
-// in GET /metrics.
+// in GET /metrics. And the main heap's live size (historian_main_heap_live_bytes): what a full
+// collection leaves, without the garbage the heap in use carries between collections.
 
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import v8 from 'node:v8';
 import vm from 'node:vm';
 import { createLogger } from '../../src/log.js';
+import { LiveHeap } from '../../src/metrics/live-heap.js';
 import { FreedMemory } from '../../src/storage/freed-memory.js';
 import { waitFor } from '../support/wait-for.js';
 import { startService, type TestService } from './harness.js';
@@ -42,6 +44,25 @@ describe('freed memory handed back to the system', () => {
     assert.equal(kept.length, 600);
   });
 
+  test('the live heap is what a full collection leaves, garbage left out', async () => {
+    v8.setFlagsFromString('--expose-gc');
+    const gc = vm.runInNewContext('gc') as () => void;
+    const live = new LiveHeap();
+    live.start();
+    try {
+      assert.equal(live.bytes, null, 'nothing before the first full collection');
+      let garbage: number[][] | null = Array.from({ length: 2000 }, () => Array.from({ length: 1000 }, (_, i) => i + 0.5));
+      const withGarbage = v8.getHeapStatistics().used_heap_size;
+      assert.equal(garbage.length, 2000);
+      garbage = null;
+      gc();
+      await waitFor(() => live.bytes !== null, 'the collection is observed');
+      assert.ok(live.bytes! < withGarbage - 8 * MiB, `live ${Math.round(live.bytes! / MiB)} MiB after collecting, ${Math.round(withGarbage / MiB)} MiB in use before`);
+    } finally {
+      live.stop();
+    }
+  });
+
   test('with 0 nothing is trimmed, not even after a worker restart', async (t) => {
     const svc = await startService({ config: { storage: { shards: 1, trimFreedMemoryMs: 0 }, debug: { crashRoute: true } } });
     t.after(() => svc.dispose());
@@ -51,6 +72,7 @@ describe('freed memory handed back to the system', () => {
     await waitFor(async () => (await svc.get('/svcapi/health', admin)).status === 200, 'health is ok again');
     assert.equal(await metric(svc, admin, 'historian_freed_memory_trims_total'), 0);
     assert.equal(await metric(svc, admin, 'historian_freed_memory_returned_bytes_total'), 0);
+    assert.equal(await metric(svc, admin, 'historian_freed_memory_trim_seconds_total'), 0);
   });
 
   test('a replaced storage worker is followed by a trim at once; the interval trims on its own', async (t) => {
@@ -61,6 +83,7 @@ describe('freed memory handed back to the system', () => {
     assert.equal((await svc.post('/svcapi/_debug/crash_shard', { shard: 0 }, admin)).status, 200);
     await waitFor(async () => (await metric(svc, admin, 'historian_freed_memory_trims_total')) === 1, 'one trim once the successor answers');
     assert.ok((await metric(svc, admin, 'historian_freed_memory_returned_bytes_total')) >= 0);
+    assert.ok((await metric(svc, admin, 'historian_freed_memory_trim_seconds_total')) > 0, 'the trim took some time');
 
     const often = await startService({ config: { storage: { shards: 1, trimFreedMemoryMs: 100 } } });
     t.after(() => often.dispose());
