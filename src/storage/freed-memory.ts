@@ -15,8 +15,7 @@ type MallocTrim = (pad: number) => number;
 /** glibc's malloc_trim, or why it is not available here. */
 function loadMallocTrim(): MallocTrim | string {
   if (process.platform !== 'linux') return `not Linux (${process.platform})`;
-  const header = (process.report?.getReport() as { header?: { glibcVersionRuntime?: string } } | undefined)?.header;
-  if (!header?.glibcVersionRuntime) return 'the C library is not glibc';
+  // Another C library has no libc.so.6, or no malloc_trim in it: either way the load throws.
   try {
     const koffi = createRequire(import.meta.url)('koffi') as { load(path: string): { func(signature: string): MallocTrim } };
     return koffi.load('libc.so.6').func('int malloc_trim(size_t pad)');
